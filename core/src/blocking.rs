@@ -1,0 +1,262 @@
+//! The same API without async, for synchronous Rust, the C ABI and sync Python.
+//!
+//! A [`Client`] owns a small multi-thread tokio runtime (2 worker threads) that runs the
+//! network I/O, the watchdog and background releases; each call blocks the calling thread on
+//! it. Do not call these from inside an async runtime (tokio forbids nested `block_on`).
+
+use crate::error::Result;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A blocking client. Cheap to clone; clones share the runtime and connections.
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: crate::Client,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+fn new_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("redlatch")
+        .enable_all()
+        .build()
+        .map_err(|e| crate::Error::new(crate::ErrorKind::Panic, format!("cannot start the runtime: {e}")))
+}
+
+impl Client {
+    /// Connects to one node (see [`crate::Client::connect`]).
+    ///
+    /// # Errors
+    /// As [`crate::Client::connect`].
+    pub fn connect(url: &str) -> Result<Client> {
+        Self::from_builder(crate::Client::builder(url))
+    }
+
+    /// Connects to a quorum of independent nodes (see [`crate::Client::quorum`]).
+    ///
+    /// # Errors
+    /// As [`crate::Client::quorum`].
+    pub fn quorum<S: AsRef<str>>(urls: &[S]) -> Result<Client> {
+        Self::from_builder(crate::Client::quorum_builder(urls))
+    }
+
+    /// Connects with a configured builder; the builder's runtime is replaced by this client's.
+    ///
+    /// # Errors
+    /// As [`crate::ClientBuilder::connect`].
+    pub fn from_builder(builder: crate::ClientBuilder) -> Result<Client> {
+        let runtime = Arc::new(new_runtime()?);
+        let inner = runtime.block_on(builder.runtime(runtime.handle().clone()).connect())?;
+        Ok(Client { inner, runtime })
+    }
+
+    /// A lease lock (see [`crate::Client::lock`]).
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock {
+            inner: self.inner.lock(name),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// A reentrant lock; this handle is one owner (see [`crate::Client::rlock`]).
+    pub fn rlock(&self, name: impl Into<String>) -> Lock {
+        Lock {
+            inner: self.inner.rlock(name),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// Admin delete of a lock whatever its owner (see [`crate::Client::force_unlock`]).
+    ///
+    /// # Errors
+    /// As [`crate::Client::force_unlock`].
+    pub fn force_unlock(&self, name: &str) -> Result<bool> {
+        self.runtime.block_on(self.inner.force_unlock(name))
+    }
+
+    /// The async client inside.
+    pub fn as_async(&self) -> &crate::Client {
+        &self.inner
+    }
+
+    /// The runtime that runs this client's I/O.
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.runtime
+    }
+}
+
+/// A blocking lock handle (see [`crate::Lock`]).
+#[derive(Clone, Debug)]
+pub struct Lock {
+    inner: crate::Lock,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+impl Lock {
+    /// See [`crate::Lock::lease`].
+    pub fn lease(self, lease: Duration) -> Lock {
+        Lock {
+            inner: self.inner.lease(lease),
+            ..self
+        }
+    }
+
+    /// See [`crate::Lock::wait`].
+    pub fn wait(self, wait: Duration) -> Lock {
+        Lock {
+            inner: self.inner.wait(wait),
+            ..self
+        }
+    }
+
+    /// See [`crate::Lock::fenced`].
+    pub fn fenced(self) -> Lock {
+        Lock {
+            inner: self.inner.fenced(),
+            ..self
+        }
+    }
+
+    /// See [`crate::Lock::owner`].
+    pub fn owner(self, owner: u64) -> Lock {
+        Lock {
+            inner: self.inner.owner(owner),
+            ..self
+        }
+    }
+
+    /// The async lock inside.
+    pub fn as_async(&self) -> &crate::Lock {
+        &self.inner
+    }
+
+    /// Blocks until acquired or the wait runs out (see [`crate::Lock::acquire`]).
+    ///
+    /// # Errors
+    /// As [`crate::Lock::acquire`].
+    pub fn acquire(&self) -> Result<Guard> {
+        let guard = self.runtime.block_on(self.inner.acquire())?;
+        Ok(Guard {
+            inner: Some(guard),
+            runtime: self.runtime.clone(),
+        })
+    }
+
+    /// Like [`Self::acquire`] with an explicit wait (`None` = forever).
+    ///
+    /// # Errors
+    /// As [`crate::Lock::acquire`].
+    pub fn acquire_with_wait(&self, wait: Option<Duration>) -> Result<Guard> {
+        let guard = self.runtime.block_on(self.inner.acquire_with_wait(wait))?;
+        Ok(Guard {
+            inner: Some(guard),
+            runtime: self.runtime.clone(),
+        })
+    }
+
+    /// One attempt (see [`crate::Lock::try_acquire`]).
+    ///
+    /// # Errors
+    /// As [`crate::Lock::try_acquire`].
+    pub fn try_acquire(&self) -> Result<Option<Guard>> {
+        let guard = self.runtime.block_on(self.inner.try_acquire())?;
+        Ok(guard.map(|g| Guard {
+            inner: Some(g),
+            runtime: self.runtime.clone(),
+        }))
+    }
+
+    /// See [`crate::Lock::locked`].
+    ///
+    /// # Errors
+    /// As [`crate::Lock::locked`].
+    pub fn locked(&self) -> Result<bool> {
+        self.runtime.block_on(self.inner.locked())
+    }
+
+    /// See [`crate::Lock::ttl`].
+    ///
+    /// # Errors
+    /// As [`crate::Lock::ttl`].
+    pub fn ttl(&self) -> Result<Option<Duration>> {
+        self.runtime.block_on(self.inner.ttl())
+    }
+
+    /// See [`crate::Lock::hold_count`].
+    ///
+    /// # Errors
+    /// As [`crate::Lock::hold_count`].
+    pub fn hold_count(&self) -> Result<u64> {
+        self.runtime.block_on(self.inner.hold_count())
+    }
+}
+
+/// A blocking guard (see [`crate::Guard`]). Dropping it releases in the background.
+#[derive(Debug)]
+pub struct Guard {
+    inner: Option<crate::Guard>,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+impl Guard {
+    fn guard(&self) -> &crate::Guard {
+        self.inner.as_ref().expect("guard present until release")
+    }
+
+    /// See [`crate::Guard::name`].
+    pub fn name(&self) -> &str {
+        self.guard().name()
+    }
+
+    /// See [`crate::Guard::fencing_token`].
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.guard().fencing_token()
+    }
+
+    /// See [`crate::Guard::is_lost`].
+    pub fn is_lost(&self) -> bool {
+        self.guard().is_lost()
+    }
+
+    /// See [`crate::Guard::extend`].
+    ///
+    /// # Errors
+    /// As [`crate::Guard::extend`].
+    pub fn extend(&self, lease: Duration) -> Result<()> {
+        self.runtime.block_on(self.guard().extend(lease))
+    }
+
+    /// See [`crate::Guard::owned`].
+    ///
+    /// # Errors
+    /// As [`crate::Guard::owned`].
+    pub fn owned(&self) -> Result<bool> {
+        self.runtime.block_on(self.guard().owned())
+    }
+
+    /// Releases the hold (see [`crate::Guard::release`]).
+    ///
+    /// # Errors
+    /// As [`crate::Guard::release`].
+    pub fn release(mut self) -> Result<()> {
+        let guard = self.inner.take().expect("guard present until release");
+        self.runtime.block_on(guard.release())
+    }
+
+    /// Calls `callback` on a runtime thread if the hold is lost (never after a release).
+    /// The callback must not block for long.
+    pub fn on_lost(&self, callback: impl FnOnce() + Send + 'static) {
+        let ended = self.guard().ended();
+        self.runtime.spawn(async move {
+            if ended.await {
+                callback();
+            }
+        });
+    }
+
+    /// The async guard inside.
+    pub fn as_async(&self) -> &crate::Guard {
+        self.guard()
+    }
+}

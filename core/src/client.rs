@@ -1,0 +1,109 @@
+//! [`Client`]: the entry point, one Redis node or a Redlock quorum of independent nodes.
+
+use crate::driver::{self, Config, Engine, Runtime, Transport};
+use crate::error::{Error, Result};
+use crate::lock::Lock;
+use crate::protocol::{keys, request};
+use std::sync::Arc;
+
+/// Connection(s) to Redis and the locks made from them.
+///
+/// Cheap to clone (an `Arc`); clones share connections, the client id and the watchdog.
+/// Build one with [`Client::connect`] / [`Client::builder`] (single node) or
+/// [`Client::quorum`] / [`Client::quorum_builder`] (Redlock over N independent nodes); bindings
+/// with their own transports use [`Client::from_transports`].
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let nodes: Vec<&str> = (0..self.engine.nodes.len())
+            .map(|i| self.engine.nodes.label(i))
+            .collect();
+        f.debug_struct("Client")
+            .field("id", &self.engine.client_id)
+            .field("nodes", &nodes)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client over caller-supplied transports (one = single node, several = quorum) and
+    /// runtime. This is how the wasm binding plugs in a JS transport and JS timers.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `transports` is empty.
+    pub fn from_transports(
+        transports: Vec<Arc<dyn Transport>>,
+        runtime: Arc<dyn Runtime>,
+        config: Config,
+    ) -> Result<Client> {
+        if transports.is_empty() {
+            return Err(Error::invalid("a client needs at least one Redis node"));
+        }
+        Ok(Client {
+            engine: Engine::new(transports, runtime, config),
+        })
+    }
+
+    /// A lease lock on key `name`, in the redis-py / node-redlock format (shared/WIRE.md):
+    /// a STRING holding a random token. Not reentrant: each acquire is a separate hold.
+    ///
+    /// Name checks happen at acquire time (empty or over 4096 bytes: `InvalidArgument`).
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.engine.clone(), name.into(), None)
+    }
+
+    /// A reentrant lock on key `name`, in Redisson's RLock layout (a HASH of owner id ->
+    /// hold count). The returned handle is one owner: acquiring again through it or its
+    /// clones re-enters; other handles (other `rlock` calls) contend. Use [`Lock::owner`] to
+    /// pick the owner number yourself (bindings map threads or tasks to it).
+    pub fn rlock(&self, name: impl Into<String>) -> Lock {
+        let owner = self.engine.next_owner();
+        Lock::new(self.engine.clone(), name.into(), Some(owner))
+    }
+
+    /// Admin: deletes lock `name` whatever its owner, waking its waiters (on every node).
+    /// Returns `true` when a lock was deleted on a majority of nodes.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad name; `Connection`/`Redis` when a single node fails.
+    pub async fn force_unlock(&self, name: &str) -> Result<bool> {
+        keys::validate_name(name)?;
+        let engine = &self.engine;
+        let req = request::force_unlock(name);
+        let replies = engine.nodes.broadcast(&req, engine.config.network_timeout).await;
+        let mut deleted = 0;
+        for r in replies {
+            match r {
+                Ok(reply) if reply.as_int() == Some(1) => deleted += 1,
+                Ok(_) => {}
+                Err(e) if !engine.is_quorum() => return Err(e),
+                Err(e) => tracing::warn!(lock = %name, error = %e, "force unlock did not reach a node"),
+            }
+        }
+        Ok(deleted >= engine.majority())
+    }
+
+    /// This client's id: a random UUIDv4, the first half of every owner id it uses.
+    pub fn id(&self) -> &str {
+        &self.engine.client_id
+    }
+
+    /// Number of Redis nodes (1 = single node; more = quorum mode).
+    pub fn node_count(&self) -> usize {
+        self.engine.nodes.len()
+    }
+
+    /// Number of holds the watchdog tracks right now (diagnostics).
+    pub fn tracked_holds(&self) -> usize {
+        self.engine.watchdog.len()
+    }
+
+    /// The client's configuration.
+    pub fn config(&self) -> &driver::Config {
+        &self.engine.config
+    }
+}

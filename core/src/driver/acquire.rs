@@ -1,0 +1,333 @@
+//! The acquire loop: attempt on every node, wait for a wake-up or a poll, try again.
+//!
+//! Waiting: after the first busy attempt the waiter subscribes to the lock's unlock channel on
+//! every node (one shared subscriber connection per node) and attempts again at once, so a
+//! release between the attempt and the subscription is not missed. Afterwards it sleeps until
+//! a release message arrives or `min(holder's PTTL, poll interval)` (jittered) passes, so
+//! releases by clients that do not publish (redis-py) are still seen promptly.
+//!
+//! Errors: an attempt that fails on a connection error or misses the quorum is rolled back on
+//! the nodes that granted it or did not answer (Redlock step 5), then retried after a
+//! full-jitter back-off. Errors that persist for `network_timeout` are returned even when the
+//! wait is longer, so no call hangs on an unreachable Redis.
+
+use super::hold::Hold;
+use super::signal::LostSignal;
+use super::transport::{random_unit, Subscription};
+use super::Engine;
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::quorum::{self, Tally};
+use crate::protocol::reply::AcquireReply;
+use crate::protocol::request::Holder;
+use crate::protocol::{keys, timing, token};
+use futures::future::{select, select_all, Either};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What to acquire, already validated.
+#[derive(Debug, Clone)]
+pub(crate) struct LockSpec {
+    pub(crate) name: String,
+    /// `Some(owner id)` for a reentrant lock.
+    pub(crate) owner: Option<String>,
+    /// `None` = watchdog mode.
+    pub(crate) lease: Option<Duration>,
+    pub(crate) fenced: bool,
+}
+
+enum Attempt {
+    Granted(Hold),
+    Busy { pttl: i64 },
+    Failed(Error),
+}
+
+/// Acquires `spec`, waiting up to `wait` (`None` = until acquired).
+///
+/// # Errors
+/// `NotAcquired` when the wait runs out; `Connection`, `Redis` or `Quorum` when errors persist.
+pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<Duration>) -> Result<Hold> {
+    let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
+    let holder = match &spec.owner {
+        Some(owner) => Holder::Reentrant { owner: owner.clone() },
+        None => Holder::Lease {
+            token: token::new_token()?,
+        },
+    };
+    let request_id = token::new_token()?;
+    // Undoes, in the background, an attempt whose outcome is unknown if this future ends
+    // without a grant: an error return, or the caller dropping it (cancellation).
+    let mut undo = UndoOnDrop {
+        engine: engine.clone(),
+        name: spec.name.clone(),
+        holder: holder.clone(),
+        request_id: request_id.clone(),
+        lease,
+        pending: false,
+    };
+    let rt = &engine.runtime;
+    let deadline = wait.map(|w| rt.now() + w);
+    let mut waker: Option<Waker> = None;
+    let mut error_since: Option<Duration> = None;
+    let mut failures = 0u32;
+    loop {
+        if let Some(w) = waker.as_mut() {
+            w.mark_seen();
+        }
+        undo.pending = true;
+        let outcome = attempt(engine, spec, &holder, lease, &request_id).await;
+        undo.pending = matches!(outcome, Attempt::Failed(_));
+        let now = rt.now();
+        let remaining = deadline.map(|d| d.saturating_sub(now));
+        let out_of_time = remaining == Some(Duration::ZERO);
+        let delay = match outcome {
+            Attempt::Granted(hold) => {
+                undo.pending = false;
+                return Ok(hold);
+            }
+            Attempt::Busy { pttl } => {
+                error_since = None;
+                failures = 0;
+                if out_of_time {
+                    tracing::debug!(lock = %spec.name, "not acquired: wait ran out");
+                    return Err(Error::new(
+                        ErrorKind::NotAcquired,
+                        format!("lock {:?} is held by another owner; wait ran out", spec.name),
+                    ));
+                }
+                if waker.is_none() {
+                    tracing::debug!(lock = %spec.name, pttl, "lock busy; subscribing and waiting");
+                    waker = Some(Waker::subscribe(engine, &spec.name, remaining).await);
+                    continue;
+                }
+                timing::busy_retry_delay(pttl, engine.config.poll_interval, remaining, random_unit())
+            }
+            Attempt::Failed(error) => {
+                let since = *error_since.get_or_insert(now);
+                if out_of_time || now - since >= engine.config.network_timeout {
+                    return Err(error);
+                }
+                tracing::debug!(lock = %spec.name, error = %error, "acquire attempt failed; retrying");
+                failures += 1;
+                let backoff = timing::backoff(
+                    failures,
+                    engine.config.retry_base,
+                    engine.config.retry_cap,
+                    random_unit(),
+                );
+                remaining.map_or(backoff, |r| backoff.min(r))
+            }
+        };
+        match waker.as_mut() {
+            Some(w) => {
+                let _ = select(rt.sleep(delay), Box::pin(w.changed())).await;
+            }
+            None => rt.sleep(delay).await,
+        }
+    }
+}
+
+/// One attempt on every node.
+async fn attempt(
+    engine: &Arc<Engine>,
+    spec: &LockSpec,
+    holder: &Holder,
+    lease: Duration,
+    request_id: &str,
+) -> Attempt {
+    let lease_ms = lease.as_millis() as u64;
+    let rt = &engine.runtime;
+    let request = holder.acquire(
+        &spec.name,
+        lease_ms,
+        spec.fenced,
+        request_id,
+        engine.latch_ttl_ms(),
+    );
+    let started = rt.now();
+    let replies = engine.nodes.broadcast(&request, engine.node_timeout(lease)).await;
+    let elapsed = rt.now() - started;
+
+    let (mut granted, mut busy, mut fence, mut min_pttl) = (Vec::new(), 0, 0, i64::MAX);
+    let mut unanswered = Vec::new();
+    let mut reasons = Vec::new();
+    let mut first_error = None;
+    for (i, r) in replies.into_iter().enumerate() {
+        match r.and_then(|r| holder.decode_acquire(&r)) {
+            Ok(AcquireReply::Acquired { fence: f, .. }) => {
+                granted.push(i);
+                fence = f;
+                reasons.push(Ok(()));
+            }
+            Ok(AcquireReply::Busy { pttl }) => {
+                busy += 1;
+                min_pttl = min_pttl.min(pttl);
+                reasons.push(Err(format!("held by another owner (pttl {pttl} ms)")));
+            }
+            Err(e) => {
+                unanswered.push(i);
+                reasons.push(Err(e.to_string()));
+                first_error = first_error.or(Some(e));
+            }
+        }
+    }
+    let n = engine.nodes.len();
+    let tally = quorum::tally(n, granted.len(), busy);
+    let mut validity = quorum::validity(lease, elapsed);
+    if n == 1 && validity.is_none() && elapsed < lease {
+        // A single node's grant stands while its lease runs; with a lease shorter than the
+        // drift allowance the hold is reported lost at once rather than refused forever.
+        validity = Some(Duration::ZERO);
+    }
+    if let (Tally::Granted, Some(validity)) = (tally, validity) {
+        tracing::debug!(lock = %spec.name, nodes = granted.len(), elapsed_ms = elapsed.as_millis() as u64, "acquired");
+        return Attempt::Granted(new_hold(engine, spec, holder, lease, fence, started + validity));
+    }
+    if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
+        let mut touched = granted.clone();
+        touched.extend(&unanswered);
+        rollback(engine, &spec.name, holder, request_id, lease, &touched).await;
+    }
+    match (tally, first_error) {
+        (Tally::Refused, _) => Attempt::Busy {
+            pttl: if min_pttl == i64::MAX { -1 } else { min_pttl },
+        },
+        (_, Some(e)) if n == 1 => Attempt::Failed(e),
+        (Tally::Granted, _) => Attempt::Failed(Error::new(
+            ErrorKind::Quorum,
+            format!(
+                "lock {:?}: majority granted but the validity ran out ({} ms elapsed)",
+                spec.name,
+                elapsed.as_millis()
+            ),
+        )),
+        _ => Attempt::Failed(
+            Error::new(
+                ErrorKind::Quorum,
+                format!(
+                    "lock {:?}: {} of {n} nodes granted; a majority is {}",
+                    spec.name,
+                    granted.len(),
+                    quorum::majority(n)
+                ),
+            )
+            .with_nodes(engine.nodes.outcomes(reasons)),
+        ),
+    }
+}
+
+fn new_hold(
+    engine: &Arc<Engine>,
+    spec: &LockSpec,
+    holder: &Holder,
+    lease: Duration,
+    fence: u64,
+    deadline: Duration,
+) -> Hold {
+    let signal = Arc::new(LostSignal::default());
+    let watch_id = engine.watchdog.register(
+        engine,
+        &spec.name,
+        holder,
+        spec.lease.is_none(),
+        deadline,
+        signal.clone(),
+    );
+    Hold {
+        engine: engine.clone(),
+        name: spec.name.clone(),
+        holder: holder.clone(),
+        lease,
+        fence: spec.fenced.then_some(fence),
+        signal,
+        watch_id,
+    }
+}
+
+/// Undoes a partial or unknown grant on `nodes` (Redlock step 5: release everywhere it may
+/// have applied).
+async fn rollback(
+    engine: &Engine,
+    name: &str,
+    holder: &Holder,
+    request_id: &str,
+    lease: Duration,
+    nodes: &[usize],
+) {
+    let request = holder.abort(name, request_id);
+    let _ = engine
+        .nodes
+        .call_some(nodes, &request, engine.node_timeout(lease))
+        .await;
+}
+
+/// See [`acquire`]: armed while an attempt's outcome is unknown.
+struct UndoOnDrop {
+    engine: Arc<Engine>,
+    name: String,
+    holder: Holder,
+    request_id: String,
+    lease: Duration,
+    pending: bool,
+}
+
+impl Drop for UndoOnDrop {
+    fn drop(&mut self) {
+        if !self.pending {
+            return;
+        }
+        let engine = self.engine.clone();
+        let (name, holder, request_id, lease) = (
+            std::mem::take(&mut self.name),
+            self.holder.clone(),
+            std::mem::take(&mut self.request_id),
+            self.lease,
+        );
+        tracing::debug!(lock = %name, "acquire ended with an unknown outcome; undoing it in the background");
+        self.engine.runtime.spawn(Box::pin(async move {
+            let all: Vec<usize> = (0..engine.nodes.len()).collect();
+            rollback(&engine, &name, &holder, &request_id, lease, &all).await;
+        }));
+    }
+}
+
+/// Wake-ups for one waiter: a subscription per node that supports pub/sub.
+struct Waker {
+    subs: Vec<Box<dyn Subscription>>,
+}
+
+impl Waker {
+    /// Subscribes on every node, each bounded by the network timeout and the remaining wait.
+    async fn subscribe(engine: &Arc<Engine>, name: &str, remaining: Option<Duration>) -> Waker {
+        let limit = remaining.map_or(engine.config.network_timeout, |r| {
+            r.min(engine.config.network_timeout)
+        });
+        let channel = keys::lock_channel(name);
+        let mut subs = Vec::new();
+        for (i, t) in engine.nodes.transports().iter().enumerate() {
+            let sub = select(t.subscribe(&channel), engine.runtime.sleep(limit)).await;
+            match sub {
+                Either::Left((Ok(Some(s)), _)) => subs.push(s),
+                Either::Left((Ok(None), _)) => {}
+                Either::Left((Err(e), _)) => {
+                    tracing::debug!(node = engine.nodes.label(i), error = %e, "subscribe failed; polling instead")
+                }
+                Either::Right(_) => tracing::debug!(
+                    node = engine.nodes.label(i),
+                    "subscribe timed out; polling instead"
+                ),
+            }
+        }
+        Waker { subs }
+    }
+
+    fn mark_seen(&mut self) {
+        self.subs.iter_mut().for_each(|s| s.mark_seen());
+    }
+
+    async fn changed(&mut self) {
+        if self.subs.is_empty() {
+            return std::future::pending().await;
+        }
+        let _ = select_all(self.subs.iter_mut().map(|s| s.changed())).await;
+    }
+}

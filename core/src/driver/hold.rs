@@ -1,0 +1,180 @@
+//! One acquisition: release, extend, ownership check and the lost signal.
+
+use super::signal::LostSignal;
+use super::Engine;
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::quorum::{self, Tally};
+use crate::protocol::reply::OwnershipReply;
+use crate::protocol::request::{self, Holder};
+use crate::protocol::{reply, timing, token};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) struct Hold {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) name: String,
+    pub(crate) holder: Holder,
+    pub(crate) lease: Duration,
+    pub(crate) fence: Option<u64>,
+    pub(crate) signal: Arc<LostSignal>,
+    pub(crate) watch_id: u64,
+}
+
+impl Hold {
+    fn lease_ms(&self) -> u64 {
+        self.lease.as_millis() as u64
+    }
+
+    fn lost_error(&self) -> Error {
+        Error::new(
+            ErrorKind::LockLost,
+            format!("lock {:?} was lost while held", self.name),
+        )
+    }
+
+    fn not_owned(&self, what: &str) -> Error {
+        Error::new(
+            ErrorKind::NotOwned,
+            format!(
+                "cannot {what} lock {:?}: not held by this owner (expired or taken)",
+                self.name
+            ),
+        )
+    }
+
+    /// Releases the hold on every node.
+    pub(crate) async fn release(&self) -> Result<()> {
+        let engine = &self.engine;
+        let deadline = engine.watchdog.unregister(self.watch_id);
+        if !self.signal.close() {
+            return Err(if self.signal.is_lost() {
+                self.lost_error()
+            } else {
+                self.not_owned("release")
+            });
+        }
+        let request_id = token::new_token()?;
+        let req = self
+            .holder
+            .release(&self.name, self.lease_ms(), &request_id, engine.latch_ttl_ms());
+        let replies = engine
+            .nodes
+            .broadcast_retrying(&req, engine.node_timeout(self.lease))
+            .await;
+        let still_valid = deadline.is_some_and(|d| engine.runtime.now() < d);
+        let (mut yes, mut absent, mut errors) = (0, 0, Vec::new());
+        for (i, (r, retried)) in replies.into_iter().enumerate() {
+            match r.and_then(|r| self.holder.decode_release(&r)) {
+                Ok(o) if o.was_owned() => yes += 1,
+                // A lease-lock release retried after a lost reply finds its key gone or already
+                // taken by the next waiter: the first attempt deleted it, as long as the hold
+                // was still valid (reentrant releases replay their latch instead).
+                Ok(OwnershipReply::Absent | OwnershipReply::Taken)
+                    if retried && still_valid && matches!(self.holder, Holder::Lease { .. }) =>
+                {
+                    yes += 1
+                }
+                Ok(OwnershipReply::Absent) => absent += 1,
+                Ok(_) => {}
+                Err(e) => errors.push((i, e)),
+            }
+        }
+        let majority = engine.majority();
+        if yes >= majority || (yes >= 1 && yes + absent >= majority) {
+            for (i, e) in &errors {
+                tracing::warn!(lock = %self.name, node = engine.nodes.label(*i), error = %e, "release did not reach a node; its key expires with the lease");
+            }
+            tracing::debug!(lock = %self.name, "released");
+            return Ok(());
+        }
+        match errors.into_iter().next() {
+            Some((_, e)) if !engine.is_quorum() => Err(e),
+            Some(_) if yes > 0 => Err(Error::new(
+                ErrorKind::Quorum,
+                format!(
+                    "release of {:?} was confirmed by {yes} node(s); a majority is {majority}",
+                    self.name
+                ),
+            )),
+            _ => Err(self.not_owned("release")),
+        }
+    }
+
+    /// Resets the remaining lease to `lease` on every node (replace, never add).
+    pub(crate) async fn extend(&self, lease: Duration) -> Result<()> {
+        let lease_ms = timing::to_millis("lease", lease, false)?;
+        if self.signal.is_lost() {
+            return Err(self.lost_error());
+        }
+        let engine = &self.engine;
+        let req = self.holder.extend(&self.name, lease_ms);
+        let started = engine.runtime.now();
+        let replies = engine
+            .nodes
+            .broadcast_retrying(&req, engine.node_timeout(lease))
+            .await;
+        let elapsed = engine.runtime.now() - started;
+        let (mut yes, mut no, mut first_error) = (0, 0, None);
+        for (r, _) in replies {
+            match r.and_then(|r| reply::decode_extend(&r)) {
+                Ok(OwnershipReply::Done) => yes += 1,
+                Ok(_) => no += 1,
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        match (
+            quorum::tally(engine.nodes.len(), yes, no),
+            quorum::validity(lease, elapsed),
+        ) {
+            (Tally::Granted, Some(v)) => {
+                engine.watchdog.set_deadline(self.watch_id, started + v);
+                tracing::debug!(lock = %self.name, lease_ms, "extended");
+                Ok(())
+            }
+            (Tally::Refused, _) => {
+                engine.watchdog.unregister(self.watch_id);
+                if self.signal.fire() {
+                    tracing::warn!(lock = %self.name, "lock lost: extend found it gone or taken");
+                }
+                Err(self.not_owned("extend"))
+            }
+            (Tally::Granted, None) => Err(Error::new(
+                ErrorKind::Quorum,
+                format!("extend of {:?} took longer than the new lease", self.name),
+            )),
+            _ => Err(match first_error {
+                Some(e) if !engine.is_quorum() => e,
+                _ => Error::new(
+                    ErrorKind::Quorum,
+                    format!("extend of {:?}: no majority answered", self.name),
+                ),
+            }),
+        }
+    }
+
+    /// Asks Redis whether this hold is still ours (a majority of nodes, in quorum mode).
+    pub(crate) async fn owned(&self) -> Result<bool> {
+        if self.signal.is_lost() {
+            return Ok(false);
+        }
+        let engine = &self.engine;
+        let req = request::inspect(&self.name, Some(&self.holder));
+        let replies = engine
+            .nodes
+            .broadcast(&req, engine.node_timeout(self.lease))
+            .await;
+        let mut yes = 0;
+        let mut first_error = None;
+        for r in replies {
+            match r.and_then(|r| reply::decode_inspect(&r)) {
+                Ok(i) if i.owned => yes += 1,
+                Ok(_) => {}
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        match first_error {
+            Some(e) if !engine.is_quorum() => Err(e),
+            _ => Ok(yes >= engine.majority()),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The I/O half: acquire, release, extend, watchdog and wait loops, written once over
+//! [`Transport`] + [`Runtime`] and shared by the native (tokio + redis-rs) and wasm builds.
+//!
+//! Every decision is delegated to [`crate::protocol`]; this layer only sends requests, measures
+//! time and sleeps.
+
+mod acquire;
+mod hold;
+mod nodes;
+mod signal;
+pub mod transport;
+mod watchdog;
+
+pub(crate) use acquire::{acquire, LockSpec};
+pub(crate) use hold::Hold;
+pub(crate) use nodes::Nodes;
+pub(crate) use signal::End;
+pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};
+pub(crate) use watchdog::Watchdog;
+
+use crate::protocol::{quorum, timing, token};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tunables shared by every lock of a client. All durations are wall durations measured on the
+/// runtime's monotonic clock.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Lease of locks acquired without one; renewed every third of it. Default 30 s.
+    pub watchdog_timeout: Duration,
+    /// Timeout of one command on a single-node client, and how long consecutive errors are
+    /// retried while waiting before the error is returned. Default 3 s.
+    pub network_timeout: Duration,
+    /// Per-node timeout in quorum mode; `None` = `min(lease / 20, 250 ms)`.
+    pub node_timeout: Option<Duration>,
+    /// Longest pause between two acquire attempts while waiting. Default 50 ms.
+    pub poll_interval: Duration,
+    /// Base of the full-jitter back-off after failed attempts. Default 10 ms.
+    pub retry_base: Duration,
+    /// Cap of that back-off. Default 250 ms.
+    pub retry_cap: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            watchdog_timeout: timing::DEFAULT_WATCHDOG_TIMEOUT,
+            network_timeout: timing::DEFAULT_NETWORK_TIMEOUT,
+            node_timeout: None,
+            poll_interval: timing::DEFAULT_POLL_INTERVAL,
+            retry_base: Duration::from_millis(10),
+            retry_cap: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Everything a client shares with its locks, guards and watchdog.
+pub(crate) struct Engine {
+    pub(crate) nodes: Nodes,
+    pub(crate) runtime: Arc<dyn Runtime>,
+    pub(crate) config: Config,
+    pub(crate) client_id: String,
+    owner_seq: AtomicU64,
+    pub(crate) watchdog: Watchdog,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        transports: Vec<Arc<dyn Transport>>,
+        runtime: Arc<dyn Runtime>,
+        config: Config,
+    ) -> Arc<Self> {
+        Arc::new(Engine {
+            nodes: Nodes::new(transports, runtime.clone()),
+            runtime,
+            config,
+            client_id: token::new_client_id(),
+            owner_seq: AtomicU64::new(1),
+            watchdog: Watchdog::default(),
+        })
+    }
+
+    pub(crate) fn is_quorum(&self) -> bool {
+        self.nodes.len() > 1
+    }
+
+    pub(crate) fn majority(&self) -> usize {
+        quorum::majority(self.nodes.len())
+    }
+
+    /// Timeout of one request to one node for a lock with `lease`.
+    pub(crate) fn node_timeout(&self, lease: Duration) -> Duration {
+        if self.is_quorum() {
+            self.config
+                .node_timeout
+                .unwrap_or_else(|| timing::quorum_node_timeout(lease))
+        } else {
+            self.config.network_timeout
+        }
+    }
+
+    /// How long idempotency latches live: long enough for a retry after a lost reply
+    /// (two network timeouts), at least 1 s.
+    pub(crate) fn latch_ttl_ms(&self) -> u64 {
+        (self.config.network_timeout * 2)
+            .max(Duration::from_secs(1))
+            .as_millis() as u64
+    }
+
+    /// A fresh owner number, distinct from every other owner of this client.
+    pub(crate) fn next_owner(&self) -> u64 {
+        self.owner_seq.fetch_add(1, Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,76 @@
+//! The seams between the driver and the outside world: a [`Transport`] per Redis node, and a
+//! [`Runtime`] for time, sleeping and background tasks.
+//!
+//! Native builds implement them with redis-rs and tokio (`crate::native`); the wasm binding
+//! implements them with a host-supplied JS `eval` function and JS timers. Futures must be
+//! `Send` off wasm32 (tokio's multi-thread scheduler) and need not be on wasm32 (JS promises
+//! are not `Send`).
+
+use crate::error::Result;
+use crate::protocol::reply::Reply;
+use crate::protocol::request::Request;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// `Send + Sync` off wasm32, nothing on wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub trait MaybeSend: Send + Sync {}
+#[cfg(not(target_arch = "wasm32"))]
+impl<T: Send + Sync + ?Sized> MaybeSend for T {}
+
+/// `Send + Sync` off wasm32, nothing on wasm32.
+#[cfg(target_arch = "wasm32")]
+pub trait MaybeSend {}
+#[cfg(target_arch = "wasm32")]
+impl<T: ?Sized> MaybeSend for T {}
+
+/// A boxed future, `Send` off wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future, `Send` off wasm32.
+#[cfg(target_arch = "wasm32")]
+pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// One Redis node.
+pub trait Transport: MaybeSend + 'static {
+    /// Runs `request.script` with its keys and arguments (EVALSHA, falling back to EVAL or
+    /// SCRIPT LOAD on `NOSCRIPT`). Connection problems are `ErrorKind::Connection`, error
+    /// replies `ErrorKind::Redis`. The driver applies its own timeout around this call.
+    fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>>;
+
+    /// Subscribes to `channel` for wake-ups. `Ok(None)` means this transport has no pub/sub;
+    /// waiters then poll. The returned subscription is confirmed by the server.
+    fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>>;
+
+    /// The node's address for messages, without credentials (e.g. `127.0.0.1:6379`).
+    fn label(&self) -> &str;
+}
+
+/// A live subscription to one unlock channel. Dropping it unsubscribes (when it was the last).
+pub trait Subscription: MaybeSend {
+    /// Marks every message received so far as seen.
+    fn mark_seen(&mut self);
+    /// Resolves when a message arrived since the last [`Self::mark_seen`] (at once if one did),
+    /// or when the subscription connection was interrupted (messages may have been missed).
+    fn changed(&mut self) -> BoxFut<'_, ()>;
+}
+
+/// Time, sleeping and background tasks.
+pub trait Runtime: MaybeSend + 'static {
+    /// Monotonic time since an arbitrary origin. Never goes backwards; wall-clock jumps do not
+    /// affect it.
+    fn now(&self) -> Duration;
+    /// A future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> BoxFut<'static, ()>;
+    /// Runs `task` in the background (the watchdog, releases of dropped guards).
+    fn spawn(&self, task: BoxFut<'static, ()>);
+}
+
+/// A random number in `[0, 1)` from the OS CSPRNG (jitter only; 0.5 if the source fails).
+pub(crate) fn random_unit() -> f64 {
+    match getrandom::u64() {
+        Ok(v) => (v >> 11) as f64 / (1u64 << 53) as f64,
+        Err(_) => 0.5,
+    }
+}

@@ -1,0 +1,226 @@
+//! [`Lock`]: a named lock handle with its options; `acquire()` returns a [`Guard`].
+
+use crate::driver::{self, Engine, LockSpec};
+use crate::error::{Error, ErrorKind, Result};
+use crate::guard::Guard;
+use crate::protocol::request::{self, Holder};
+use crate::protocol::{keys, reply, timing, token};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A lock handle: a name, a kind (lease or reentrant) and acquire options.
+///
+/// Options are builder methods; the handle can be acquired many times and cloned freely.
+/// Invalid options are reported by `acquire`/`try_acquire` before anything is sent to Redis.
+#[derive(Clone)]
+pub struct Lock {
+    engine: Arc<Engine>,
+    name: String,
+    owner: Option<u64>,
+    lease: Option<Duration>,
+    wait: Option<Duration>,
+    fenced: bool,
+    owner_on_lease_lock: bool,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.name)
+            .field("reentrant", &self.owner.is_some())
+            .field("lease", &self.lease)
+            .field("wait", &self.wait)
+            .field("fenced", &self.fenced)
+            .finish()
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(engine: Arc<Engine>, name: String, owner: Option<u64>) -> Lock {
+        Lock {
+            engine,
+            name,
+            owner,
+            lease: None,
+            wait: None,
+            fenced: false,
+            owner_on_lease_lock: false,
+        }
+    }
+
+    /// Fixed lease: Redis drops the lock `lease` after acquisition (or after the last
+    /// `extend`) unless released; no watchdog renewal. Without it the lock is in watchdog
+    /// mode: lease = the client's watchdog timeout (default 30 s), renewed every third of it
+    /// while held. Sub-millisecond values round up to 1 ms; zero or above 2^53 - 1 ms is
+    /// `InvalidArgument` at acquire.
+    pub fn lease(mut self, lease: Duration) -> Lock {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// Longest time `acquire` waits for the lock. `Duration::ZERO` = one try. Without it,
+    /// `acquire` waits until the lock is acquired (a dead holder's lease bounds the wait).
+    pub fn wait(mut self, wait: Duration) -> Lock {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// Fenced lock: every acquire returns a fencing token, a strictly increasing integer per
+    /// lock name (Kleppmann, "How to do distributed locking"), from `INCR` on
+    /// `redisson_lock_token:{name}`. Single-node clients only; `InvalidArgument` in quorum mode.
+    pub fn fenced(mut self) -> Lock {
+        self.fenced = true;
+        self
+    }
+
+    /// Reentrant locks only: use owner number `owner` (owner id `<client-id>:<owner>`), so
+    /// bindings can map a thread, task or async chain to one owner. `InvalidArgument` at
+    /// acquire on a lease lock.
+    pub fn owner(mut self, owner: u64) -> Lock {
+        match self.owner {
+            Some(_) => self.owner = Some(owner),
+            None => self.owner_on_lease_lock = true,
+        }
+        self
+    }
+
+    /// The lock's name (its Redis key).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `true` for reentrant locks made by [`crate::Client::rlock`].
+    pub fn is_reentrant(&self) -> bool {
+        self.owner.is_some()
+    }
+
+    /// The owner id of a reentrant lock (`<client-id>:<n>`), `None` for lease locks.
+    pub fn owner_id(&self) -> Option<String> {
+        self.owner.map(|n| token::owner_id(&self.engine.client_id, n))
+    }
+
+    fn spec(&self) -> Result<LockSpec> {
+        keys::validate_name(&self.name)?;
+        if self.owner_on_lease_lock {
+            return Err(Error::invalid("owner() applies to reentrant locks (rlock) only"));
+        }
+        // Leases travel to Redis in whole milliseconds, rounded up.
+        let lease = match self.lease {
+            Some(lease) => Some(Duration::from_millis(timing::to_millis("lease", lease, false)?)),
+            None => None,
+        };
+        if lease.is_none() {
+            timing::to_millis("watchdog timeout", self.engine.config.watchdog_timeout, false)?;
+        }
+        if let Some(wait) = self.wait {
+            timing::to_millis("wait", wait, true)?;
+        }
+        if self.fenced && self.engine.is_quorum() {
+            return Err(Error::invalid(
+                "fencing tokens are not offered in quorum mode (shared/WIRE.md)",
+            ));
+        }
+        Ok(LockSpec {
+            name: self.name.clone(),
+            owner: self.owner_id(),
+            lease,
+            fenced: self.fenced,
+        })
+    }
+
+    /// Acquires the lock, waiting up to the lock's wait (forever when none was set).
+    ///
+    /// # Errors
+    /// `NotAcquired` when the wait runs out; `InvalidArgument` for bad options (nothing is
+    /// sent); `Connection`/`Redis` when Redis keeps failing for the network timeout;
+    /// `Quorum` when no majority of nodes could be reached.
+    pub async fn acquire(&self) -> Result<Guard> {
+        let spec = self.spec()?;
+        let hold = driver::acquire(&self.engine, &spec, self.wait).await?;
+        Ok(Guard::new(hold))
+    }
+
+    /// Acquires with an explicit wait, overriding the lock's (`None` = forever).
+    ///
+    /// # Errors
+    /// As [`Self::acquire`].
+    pub async fn acquire_with_wait(&self, wait: Option<Duration>) -> Result<Guard> {
+        let spec = self.spec()?;
+        if let Some(w) = wait {
+            timing::to_millis("wait", w, true)?;
+        }
+        let hold = driver::acquire(&self.engine, &spec, wait).await?;
+        Ok(Guard::new(hold))
+    }
+
+    /// One attempt, no waiting: `Ok(None)` when the lock is held by someone else.
+    ///
+    /// # Errors
+    /// As [`Self::acquire`], except that a busy lock is `Ok(None)`, not `NotAcquired`.
+    pub async fn try_acquire(&self) -> Result<Option<Guard>> {
+        match self.acquire_with_wait(Some(Duration::ZERO)).await {
+            Ok(g) => Ok(Some(g)),
+            Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn inspect(&self) -> Result<Vec<reply::Inspection>> {
+        keys::validate_name(&self.name)?;
+        let holder = self.owner_id().map(|owner| Holder::Reentrant { owner });
+        let engine = &self.engine;
+        let req = request::inspect(&self.name, holder.as_ref());
+        let mut out = Vec::new();
+        for r in engine.nodes.broadcast(&req, engine.config.network_timeout).await {
+            match r.and_then(|r| reply::decode_inspect(&r)) {
+                Ok(i) => out.push(i),
+                Err(e) if !engine.is_quorum() => return Err(e),
+                Err(_) => {}
+            }
+        }
+        if out.len() < engine.majority() {
+            return Err(Error::new(ErrorKind::Quorum, "too few nodes answered"));
+        }
+        Ok(out)
+    }
+
+    /// `true` when anyone holds the lock (a majority of nodes in quorum mode).
+    ///
+    /// # Errors
+    /// `Connection`/`Redis` (single node) or `Quorum` when too few nodes answer.
+    pub async fn locked(&self) -> Result<bool> {
+        let found = self.inspect().await?;
+        Ok(found.iter().filter(|i| i.exists).count() >= self.engine.majority())
+    }
+
+    /// Remaining lease of whoever holds the lock; `None` when free (or held with no TTL).
+    ///
+    /// # Errors
+    /// As [`Self::locked`].
+    pub async fn ttl(&self) -> Result<Option<Duration>> {
+        let found = self.inspect().await?;
+        let mut ttls: Vec<u64> = found.iter().filter_map(|i| i.pttl).collect();
+        if ttls.len() < self.engine.majority() {
+            return Ok(None);
+        }
+        ttls.sort_unstable();
+        // The value a majority still has at least: the majority-th largest.
+        Ok(Some(Duration::from_millis(
+            ttls[ttls.len() - self.engine.majority()],
+        )))
+    }
+
+    /// Reentrant locks: this owner's hold count (0 when not held by it). Lease locks: 0.
+    ///
+    /// # Errors
+    /// As [`Self::locked`].
+    pub async fn hold_count(&self) -> Result<u64> {
+        if self.owner.is_none() {
+            return Ok(0);
+        }
+        let found = self.inspect().await?;
+        let mut counts: Vec<u64> = found.iter().map(|i| i.holds).collect();
+        counts.sort_unstable();
+        Ok(counts[counts.len() - self.engine.majority().min(counts.len())])
+    }
+}

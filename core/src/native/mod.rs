@@ -1,0 +1,162 @@
+//! The native transport: redis-rs multiplexed connections on tokio, the pub/sub waker and the
+//! connect helpers behind [`Client::connect`] and [`Client::quorum`] (feature `native`).
+
+mod pubsub;
+mod runtime;
+mod transport;
+
+pub use runtime::TokioRuntime;
+pub use transport::RedisTransport;
+
+use crate::client::Client;
+use crate::driver::{Config, Transport};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::{quorum, timing};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Builds a [`Client`] with non-default settings. Made by [`Client::builder`] or
+/// [`Client::quorum_builder`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    urls: Vec<String>,
+    config: Config,
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl ClientBuilder {
+    /// Lease of locks acquired without one (watchdog mode), renewed every third of it.
+    /// Default 30 s (Redisson `lockWatchdogTimeout`). Must be at least 3 ms.
+    pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
+        self.config.watchdog_timeout = timeout;
+        self
+    }
+
+    /// Timeout of each command on a single node and of each connection attempt; also how
+    /// long consecutive errors are retried while waiting. Default 3 s.
+    pub fn network_timeout(mut self, timeout: Duration) -> Self {
+        self.config.network_timeout = timeout;
+        self
+    }
+
+    /// Quorum mode: per-node timeout. Default `min(lease / 20, 250 ms)`.
+    pub fn node_timeout(mut self, timeout: Duration) -> Self {
+        self.config.node_timeout = Some(timeout);
+        self
+    }
+
+    /// Longest pause between attempts while waiting for a busy lock (pub/sub usually wakes
+    /// waiters sooner). Default 50 ms.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.config.poll_interval = interval;
+        self
+    }
+
+    /// Runs the watchdog and background releases on this runtime instead of the current one.
+    pub fn runtime(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.urls.is_empty() {
+            return Err(Error::invalid("at least one Redis URL is required"));
+        }
+        let wd = timing::to_millis("watchdog timeout", self.config.watchdog_timeout, false)?;
+        if wd < 3 {
+            return Err(Error::invalid("watchdog timeout must be at least 3 ms"));
+        }
+        timing::to_millis("network timeout", self.config.network_timeout, false)?;
+        timing::to_millis("poll interval", self.config.poll_interval, false)?;
+        if let Some(t) = self.config.node_timeout {
+            timing::to_millis("node timeout", t, false)?;
+        }
+        Ok(())
+    }
+
+    /// Connects. A single node must answer `PING`; in quorum mode a majority must, and the
+    /// others are connected lazily when they come back.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad URLs or settings; `Connection` (single node) or `Quorum`
+    /// when too few nodes answer within the network timeout.
+    pub async fn connect(self) -> Result<Client> {
+        self.validate()?;
+        let transports = self
+            .urls
+            .iter()
+            .map(|u| RedisTransport::new(u, self.config.network_timeout).map(Arc::new))
+            .collect::<Result<Vec<_>>>()?;
+        let timeout = self.config.network_timeout;
+        let pings = futures::future::join_all(transports.iter().map(|t| async move {
+            match tokio::time::timeout(timeout, t.ping()).await {
+                Ok(r) => r,
+                Err(_) => Err(Error::connection(format!(
+                    "{}: no answer within {} ms",
+                    t.label(),
+                    timeout.as_millis()
+                ))),
+            }
+        }))
+        .await;
+        let answered = pings.iter().filter(|p| p.is_ok()).count();
+        if answered < quorum::majority(transports.len()) {
+            let mut errors = pings.into_iter().filter_map(|p| p.err());
+            if transports.len() == 1 {
+                return Err(errors.next().unwrap_or_else(|| Error::connection("unreachable")));
+            }
+            let detail: Vec<String> = errors.map(|e| e.to_string()).collect();
+            return Err(Error::new(
+                ErrorKind::Quorum,
+                format!(
+                    "only {answered} of {} nodes answered: {}",
+                    transports.len(),
+                    detail.join("; ")
+                ),
+            ));
+        }
+        let runtime = match self.runtime {
+            Some(h) => TokioRuntime::with_handle(h),
+            None => TokioRuntime::current(),
+        };
+        let transports: Vec<Arc<dyn Transport>> =
+            transports.into_iter().map(|t| t as Arc<dyn Transport>).collect();
+        Client::from_transports(transports, Arc::new(runtime), self.config)
+    }
+}
+
+impl Client {
+    /// Connects to one Redis node with default settings (`redis://host:port[/db]`).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad URL; `Connection` when the node does not answer.
+    pub async fn connect(url: &str) -> Result<Client> {
+        Self::builder(url).connect().await
+    }
+
+    /// A builder for a single-node client.
+    pub fn builder(url: &str) -> ClientBuilder {
+        ClientBuilder {
+            urls: vec![url.to_owned()],
+            config: Config::default(),
+            runtime: None,
+        }
+    }
+
+    /// Connects to N independent Redis nodes (Redlock quorum; no replication between them).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad URLs; `Quorum` when fewer than a majority answer.
+    pub async fn quorum<S: AsRef<str>>(urls: &[S]) -> Result<Client> {
+        Self::quorum_builder(urls).connect().await
+    }
+
+    /// A builder for a quorum client.
+    pub fn quorum_builder<S: AsRef<str>>(urls: &[S]) -> ClientBuilder {
+        ClientBuilder {
+            urls: urls.iter().map(|u| u.as_ref().to_owned()).collect(),
+            config: Config::default(),
+            runtime: None,
+        }
+    }
+}

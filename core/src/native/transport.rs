@@ -1,0 +1,195 @@
+//! [`RedisTransport`]: one Redis node over a redis-rs `ConnectionManager` (a multiplexed
+//! connection that reconnects by itself after `CLIENT KILL` or a restart).
+//!
+//! Scripts go out as `EVALSHA`; on `NOSCRIPT` (after `SCRIPT FLUSH` or a node restart) the
+//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it. The connection is
+//! made on first use, so a quorum client can start while some nodes are down.
+
+use super::pubsub::Subscriber;
+use crate::driver::{BoxFut, Subscription, Transport};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::reply::Reply;
+use crate::protocol::request::Request;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+/// One Redis node reached with redis-rs.
+pub struct RedisTransport {
+    client: redis::Client,
+    label: String,
+    connect_timeout: Duration,
+    conn: OnceCell<ConnectionManager>,
+    subscriber: Subscriber,
+}
+
+impl std::fmt::Debug for RedisTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisTransport")
+            .field("node", &self.label)
+            .finish()
+    }
+}
+
+/// `host:port` of a connection info, never its credentials.
+fn label_of(info: &redis::ConnectionInfo) -> String {
+    info.addr().to_string()
+}
+
+impl RedisTransport {
+    /// Parses `url` (`redis://[user:pass@]host:port[/db]`, `rediss://`, `unix://`). Does not
+    /// connect yet. `connect_timeout` bounds each connection attempt.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a malformed URL.
+    pub fn new(url: &str, connect_timeout: Duration) -> Result<Self> {
+        let client = redis::Client::open(url)
+            .map_err(|e| Error::invalid(format!("bad Redis URL: {}", redact(&e.to_string(), url))))?;
+        let label = label_of(client.get_connection_info());
+        let subscriber = Subscriber::new(client.clone(), connect_timeout);
+        Ok(RedisTransport {
+            client,
+            label,
+            connect_timeout,
+            conn: OnceCell::new(),
+            subscriber,
+        })
+    }
+
+    async fn connection(&self) -> Result<ConnectionManager> {
+        let conn = self
+            .conn
+            .get_or_try_init(|| async {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(self.connect_timeout))
+                    .set_number_of_retries(1)
+                    .set_max_delay(Duration::from_millis(500));
+                ConnectionManager::new_with_config(self.client.clone(), config)
+                    .await
+                    .map_err(map_error)
+            })
+            .await?;
+        Ok(conn.clone())
+    }
+
+    /// Connects now (if not yet) and checks the node answers `PING`.
+    ///
+    /// # Errors
+    /// `Connection` when the node cannot be reached.
+    pub async fn ping(&self) -> Result<()> {
+        let mut conn = self.connection().await?;
+        redis::cmd("PING")
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(map_error)
+    }
+}
+
+impl Transport for RedisTransport {
+    fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let script = request.script;
+            match invoke(&mut conn, "EVALSHA", script.sha1(), request).await {
+                // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
+                // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
+                Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                    tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
+                    invoke(&mut conn, "EVAL", script.source(), request).await
+                }
+                other => other,
+            }
+            .map(convert)
+            .map_err(map_error)
+        })
+    }
+
+    fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
+        Box::pin(async move {
+            let sub = self.subscriber.subscribe(channel).await?;
+            Ok(Some(Box::new(sub) as Box<dyn Subscription>))
+        })
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+async fn invoke(
+    conn: &mut ConnectionManager,
+    command: &str,
+    script: &str,
+    request: &Request,
+) -> redis::RedisResult<redis::Value> {
+    let mut cmd = redis::cmd(command);
+    cmd.arg(script)
+        .arg(request.keys.len())
+        .arg(&request.keys)
+        .arg(&request.args);
+    cmd.query_async(conn).await
+}
+
+/// Maps a redis-rs error onto the taxonomy: server error replies are `Redis`, everything
+/// about reaching the server is `Connection`.
+pub(crate) fn map_error(e: redis::RedisError) -> Error {
+    use redis::ErrorKind as K;
+    let kind = match e.kind() {
+        K::Server(_) | K::Extension | K::Parse | K::UnexpectedReturnType => ErrorKind::Redis,
+        K::InvalidClientConfig => ErrorKind::InvalidArgument,
+        _ => ErrorKind::Connection,
+    };
+    Error::new(kind, e.to_string())
+}
+
+/// Removes the password of `url` from `text`, should a message echo the URL.
+fn redact(text: &str, url: &str) -> String {
+    match url.split_once("://").and_then(|(_, rest)| rest.split_once('@')) {
+        Some((userinfo, _)) => match userinfo.split_once(':') {
+            Some((_, pass)) if !pass.is_empty() => text.replace(pass, "***"),
+            _ => text.to_owned(),
+        },
+        None => text.to_owned(),
+    }
+}
+
+fn convert(value: redis::Value) -> Reply {
+    use redis::Value as V;
+    match value {
+        V::Nil => Reply::Nil,
+        V::Int(i) => Reply::Int(i),
+        V::BulkString(b) => Reply::Bytes(b),
+        V::SimpleString(s) => Reply::Bytes(s.into_bytes()),
+        V::Okay => Reply::Bytes(b"OK".to_vec()),
+        V::Boolean(b) => Reply::Int(i64::from(b)),
+        V::Array(items) | V::Set(items) => Reply::Array(items.into_iter().map(convert).collect()),
+        other => Reply::Bytes(format!("{other:?}").into_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("cannot reach redis://u:s3cret@h", "redis://u:s3cret@h"),
+            "cannot reach redis://u:***@h"
+        );
+        assert_eq!(redact("x", "redis://h:1"), "x");
+    }
+
+    #[test]
+    fn labels_have_no_credentials() {
+        let t = RedisTransport::new("redis://user:hunter2@127.0.0.1:6390/0", Duration::from_secs(1)).unwrap();
+        assert_eq!(t.label(), "127.0.0.1:6390");
+        assert!(!format!("{t:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn bad_urls_are_invalid_arguments() {
+        let e = RedisTransport::new("http://nope", Duration::from_secs(1)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+}

@@ -1,0 +1,256 @@
+//! Which script, keys and arguments each lock operation sends, per lock kind.
+//!
+//! This is the single place that knows the argument order of every script in `lua/`.
+
+use super::keys;
+use super::reply::{self, AcquireReply, OwnershipReply, Reply};
+use super::scripts::{self, Script};
+use crate::error::Result;
+
+/// Publish command used by release scripts. Plain `PUBLISH` on a single node or a quorum of
+/// independent nodes (sharded `SPUBLISH` is for Redis Cluster 7+, not used here).
+pub const PUBLISH: &str = "publish";
+
+/// One script invocation.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The script to run.
+    pub script: &'static Script,
+    /// `KEYS[]`.
+    pub keys: Vec<String>,
+    /// `ARGV[]`.
+    pub args: Vec<String>,
+}
+
+/// The two lock kinds and how a holder is identified in Redis.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Holder {
+    /// Lease lock: the key holds this random token.
+    Lease {
+        /// The hold's token.
+        token: String,
+    },
+    /// Reentrant lock: the key is a hash with this owner id as a field.
+    Reentrant {
+        /// The owner id `<client-uuid>:<n>`.
+        owner: String,
+    },
+}
+
+impl Holder {
+    /// The `'L' .. token` / `'R' .. owner` spec used by `renew_batch` and `inspect`.
+    pub fn spec(&self) -> String {
+        match self {
+            Holder::Lease { token } => format!("L{token}"),
+            Holder::Reentrant { owner } => format!("R{owner}"),
+        }
+    }
+
+    /// Acquire request for lock `name` with `lease_ms`, optionally fenced. `request_id`
+    /// (random, one per `acquire()` call, reused by its retries) names the reentrant
+    /// acquire's idempotency latch, kept `latch_ttl_ms`; lease locks need none (their token
+    /// makes a retry idempotent).
+    pub fn acquire(
+        &self,
+        name: &str,
+        lease_ms: u64,
+        fenced: bool,
+        request_id: &str,
+        latch_ttl_ms: u64,
+    ) -> Request {
+        let fenced = if fenced { "1" } else { "0" }.to_owned();
+        let mut keys = vec![name.to_owned(), keys::fence_key(name)];
+        match self {
+            Holder::Lease { token } => Request {
+                script: &scripts::LEASE_ACQUIRE,
+                keys,
+                args: vec![token.clone(), lease_ms.to_string(), fenced],
+            },
+            Holder::Reentrant { owner } => {
+                keys.push(keys::acquire_latch(name, request_id));
+                Request {
+                    script: &scripts::RLOCK_ACQUIRE,
+                    keys,
+                    args: vec![
+                        lease_ms.to_string(),
+                        owner.clone(),
+                        fenced,
+                        latch_ttl_ms.to_string(),
+                    ],
+                }
+            }
+        }
+    }
+
+    /// Release request; `lease_ms` is restored on a partial reentrant release. `request_id`
+    /// (random, one per logical release, reused by its retries) names the reentrant
+    /// release's idempotency latch, kept `latch_ttl_ms`.
+    pub fn release(&self, name: &str, lease_ms: u64, request_id: &str, latch_ttl_ms: u64) -> Request {
+        let mut keys = vec![name.to_owned(), keys::lock_channel(name)];
+        match self {
+            Holder::Lease { token } => Request {
+                script: &scripts::LEASE_RELEASE,
+                keys,
+                args: vec![token.clone(), PUBLISH.to_owned()],
+            },
+            Holder::Reentrant { owner } => {
+                keys.push(keys::unlock_latch(name, request_id));
+                Request {
+                    script: &scripts::RLOCK_RELEASE,
+                    keys,
+                    args: vec![
+                        lease_ms.to_string(),
+                        owner.clone(),
+                        PUBLISH.to_owned(),
+                        latch_ttl_ms.to_string(),
+                    ],
+                }
+            }
+        }
+    }
+
+    /// Undo of an acquire whose outcome is unknown (cancelled, reply lost, quorum missed).
+    /// Lease locks: the token-checked release. Reentrant locks: `rlock_abort`, which undoes
+    /// only an acquire its latch proves applied.
+    pub fn abort(&self, name: &str, request_id: &str) -> Request {
+        match self {
+            Holder::Lease { .. } => self.release(name, 0, request_id, 0),
+            Holder::Reentrant { owner } => Request {
+                script: &scripts::RLOCK_ABORT,
+                keys: vec![
+                    name.to_owned(),
+                    keys::lock_channel(name),
+                    keys::acquire_latch(name, request_id),
+                ],
+                args: vec![owner.clone(), PUBLISH.to_owned()],
+            },
+        }
+    }
+
+    /// Extend request: replace the TTL with `lease_ms` while still held.
+    pub fn extend(&self, name: &str, lease_ms: u64) -> Request {
+        let keys = vec![name.to_owned()];
+        match self {
+            Holder::Lease { token } => Request {
+                script: &scripts::LEASE_EXTEND,
+                keys,
+                args: vec![token.clone(), lease_ms.to_string()],
+            },
+            Holder::Reentrant { owner } => Request {
+                script: &scripts::RLOCK_EXTEND,
+                keys,
+                args: vec![lease_ms.to_string(), owner.clone()],
+            },
+        }
+    }
+
+    /// Decodes this kind's release reply.
+    ///
+    /// # Errors
+    /// `Redis` on an unexpected reply.
+    pub fn decode_release(&self, reply: &Reply) -> Result<OwnershipReply> {
+        match self {
+            Holder::Lease { .. } => reply::decode_extend(reply),
+            Holder::Reentrant { .. } => reply::decode_ownership(reply),
+        }
+    }
+
+    /// Decodes this kind's acquire reply.
+    ///
+    /// # Errors
+    /// `Redis` on an unexpected reply.
+    pub fn decode_acquire(&self, reply: &Reply) -> Result<AcquireReply> {
+        reply::decode_acquire(reply)
+    }
+}
+
+/// Batch renewal of `holds` (`(name, holder)` pairs) to `lease_ms`.
+pub fn renew_batch<'a>(lease_ms: u64, holds: impl IntoIterator<Item = (&'a str, &'a Holder)>) -> Request {
+    let mut keys = Vec::new();
+    let mut args = vec![lease_ms.to_string()];
+    for (name, holder) in holds {
+        keys.push(name.to_owned());
+        args.push(holder.spec());
+    }
+    Request {
+        script: &scripts::RENEW_BATCH,
+        keys,
+        args,
+    }
+}
+
+/// Force-unlock request for `name`.
+pub fn force_unlock(name: &str) -> Request {
+    Request {
+        script: &scripts::FORCE_UNLOCK,
+        keys: vec![name.to_owned(), keys::lock_channel(name)],
+        args: vec![PUBLISH.to_owned()],
+    }
+}
+
+/// Inspect request for `name`, asking about `holder` when given.
+pub fn inspect(name: &str, holder: Option<&Holder>) -> Request {
+    Request {
+        script: &scripts::INSPECT,
+        keys: vec![name.to_owned()],
+        args: vec![holder.map(Holder::spec).unwrap_or_default()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_requests_follow_script_argument_order() {
+        let h = Holder::Lease { token: "tok".into() };
+        let r = h.acquire("order:42", 5000, true, "req", 9000);
+        assert_eq!(r.script.name(), "lease_acquire");
+        assert_eq!(r.keys, ["order:42", "redisson_lock_token:{order:42}"]);
+        assert_eq!(r.args, ["tok", "5000", "1"]);
+        let r = h.release("order:42", 5000, "req", 9000);
+        assert_eq!(r.keys, ["order:42", "redisson_lock__channel:{order:42}"]);
+        assert_eq!(r.args, ["tok", "publish"]);
+        assert_eq!(h.extend("a", 9).args, ["tok", "9"]);
+    }
+
+    #[test]
+    fn reentrant_requests_follow_redisson_order() {
+        let h = Holder::Reentrant {
+            owner: "uuid:1".into(),
+        };
+        let r = h.acquire("n", 30000, false, "req", 9000);
+        assert_eq!(r.script.name(), "rlock_acquire");
+        assert_eq!(r.keys[2], "redlatch_acquire_latch:{n}:req");
+        assert_eq!(r.args, ["30000", "uuid:1", "0", "9000"]);
+        let r = h.release("n", 30000, "req", 9000);
+        assert_eq!(
+            r.keys,
+            ["n", "redisson_lock__channel:{n}", "redisson_unlock_latch:{n}:req"]
+        );
+        assert_eq!(r.args, ["30000", "uuid:1", "publish", "9000"]);
+        assert_eq!(h.extend("n", 10).args, ["10", "uuid:1"]);
+    }
+
+    #[test]
+    fn aborts_undo_only_what_applied() {
+        let lease = Holder::Lease { token: "t".into() };
+        assert_eq!(lease.abort("n", "req").script.name(), "lease_release");
+        let r = Holder::Reentrant { owner: "o:1".into() }.abort("n", "req");
+        assert_eq!(r.script.name(), "rlock_abort");
+        assert_eq!(r.keys[2], "redlatch_acquire_latch:{n}:req");
+        assert_eq!(r.args, ["o:1", "publish"]);
+    }
+
+    #[test]
+    fn batch_and_admin_requests() {
+        let a = Holder::Lease { token: "t".into() };
+        let b = Holder::Reentrant { owner: "o:2".into() };
+        let r = renew_batch(30000, [("x", &a), ("y", &b)]);
+        assert_eq!(r.keys, ["x", "y"]);
+        assert_eq!(r.args, ["30000", "Lt", "Ro:2"]);
+        assert_eq!(force_unlock("x").keys[1], "redisson_lock__channel:{x}");
+        assert_eq!(inspect("x", None).args, [""]);
+        assert_eq!(inspect("x", Some(&b)).args, ["Ro:2"]);
+    }
+}

@@ -1,0 +1,126 @@
+//! The Lua scripts redlatch runs, with their SHA-1 digests for `EVALSHA`.
+//!
+//! Each script is a file under `lua/` (readable and reviewable as Lua), embedded with
+//! `include_str!`. Keys always travel in `KEYS[]` and values in `ARGV[]`; no Lua source is ever
+//! built from user data, so the script cache holds exactly these scripts
+//! (shared/reference/faults.md S4).
+
+use std::sync::OnceLock;
+
+/// One Lua script.
+#[derive(Debug)]
+pub struct Script {
+    name: &'static str,
+    source: &'static str,
+    sha1: OnceLock<String>,
+}
+
+impl Script {
+    const fn new(name: &'static str, source: &'static str) -> Self {
+        Script {
+            name,
+            source,
+            sha1: OnceLock::new(),
+        }
+    }
+
+    /// A short name for logs, e.g. `"lease_acquire"`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The Lua source.
+    pub fn source(&self) -> &'static str {
+        self.source
+    }
+
+    /// The lower-case hex SHA-1 of the source, as `SCRIPT LOAD` returns it.
+    pub fn sha1(&self) -> &str {
+        self.sha1
+            .get_or_init(|| sha1_smol::Sha1::from(self.source).digest().to_string())
+    }
+}
+
+macro_rules! script {
+    ($(#[$doc:meta])* $ident:ident, $file:literal) => {
+        $(#[$doc])*
+        pub static $ident: Script = Script::new($file, include_str!(concat!("lua/", $file, ".lua")));
+    };
+}
+
+script!(
+    /// Lease lock acquire: `SET NX PX`, idempotent for a retried token; optional fencing `INCR`.
+    LEASE_ACQUIRE, "lease_acquire"
+);
+script!(
+    /// Lease lock release: compare-and-delete, publish `0` on the unlock channel.
+    LEASE_RELEASE, "lease_release"
+);
+script!(
+    /// Lease lock extend and renewal: token-checked `PEXPIRE`.
+    LEASE_EXTEND, "lease_extend"
+);
+script!(
+    /// Reentrant lock acquire (Redisson RLock).
+    RLOCK_ACQUIRE, "rlock_acquire"
+);
+script!(
+    /// Reentrant lock release (Redisson RLock).
+    RLOCK_RELEASE, "rlock_release"
+);
+script!(
+    /// Undo of a reentrant acquire with an unknown outcome (latch-proven only).
+    RLOCK_ABORT, "rlock_abort"
+);
+script!(
+    /// Reentrant lock extend and renewal (Redisson renewExpiration).
+    RLOCK_EXTEND, "rlock_extend"
+);
+script!(
+    /// Watchdog renewal of many holds in one call.
+    RENEW_BATCH, "renew_batch"
+);
+script!(
+    /// Admin delete of a lock whatever its owner.
+    FORCE_UNLOCK, "force_unlock"
+);
+script!(
+    /// Read-only lock state.
+    INSPECT, "inspect"
+);
+
+/// Every script, for preloading and tests.
+pub fn all() -> [&'static Script; 10] {
+    [
+        &LEASE_ACQUIRE,
+        &LEASE_RELEASE,
+        &LEASE_EXTEND,
+        &RLOCK_ACQUIRE,
+        &RLOCK_RELEASE,
+        &RLOCK_ABORT,
+        &RLOCK_EXTEND,
+        &RENEW_BATCH,
+        &FORCE_UNLOCK,
+        &INSPECT,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_are_sha1_hex_and_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for s in all() {
+            assert_eq!(s.sha1().len(), 40, "{}", s.name());
+            assert!(seen.insert(s.sha1().to_owned()));
+            assert!(s.source().contains("KEYS[1]") || s.source().contains("KEYS"));
+        }
+        // SHA-1 of the empty string, to check the digest routine itself.
+        assert_eq!(
+            sha1_smol::Sha1::from("").digest().to_string(),
+            "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+        );
+    }
+}

@@ -1,0 +1,73 @@
+//! Tokens and owner ids.
+//!
+//! A lease-lock token is 128 bits from the OS CSPRNG (`getrandom`; Web Crypto on wasm32),
+//! rendered as 32 lower-case hex digits: text-safe in every language and as strong as the
+//! 20-byte tokens redis-py and node-redlock use for their purpose. It is never derived from
+//! time, pid or a counter (shared/reference/faults.md S1). If no secure source exists the
+//! call fails; there is no fallback.
+//!
+//! An owner id (`O` in shared/WIRE.md) is `<client-uuid>:<integer>`, Redisson's layout.
+
+use crate::error::{Error, Result};
+
+/// Number of random bytes in a token (128 bits).
+pub const TOKEN_BYTES: usize = 16;
+
+/// A fresh random token: 32 lower-case hex digits.
+///
+/// # Errors
+/// [`ErrorKind::Panic`](crate::ErrorKind::Panic) (internal failure) when the OS random source
+/// is unavailable; there is deliberately no weaker fallback.
+pub fn new_token() -> Result<String> {
+    let mut bytes = [0u8; TOKEN_BYTES];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::new(crate::ErrorKind::Panic, format!("OS random source failed: {e}")))?;
+    Ok(hex(&bytes))
+}
+
+/// A fresh client id: a random UUIDv4, lower-case and dashed, as Redisson's `ServiceManager.getId()`.
+pub fn new_client_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The owner id `O` = `<client-uuid>:<owner>` (Redisson `getLockName(threadId)`).
+pub fn owner_id(client_id: &str, owner: u64) -> String {
+    format!("{client_id}:{owner}")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn tokens_are_128_bit_lower_hex_and_unique() {
+        let mut seen = HashSet::new();
+        for _ in 0..10_000 {
+            let t = new_token().unwrap();
+            assert_eq!(t.len(), 32);
+            assert!(t
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)));
+            assert!(seen.insert(t));
+        }
+    }
+
+    #[test]
+    fn owner_ids_follow_redisson() {
+        let id = new_client_id();
+        assert_eq!(id.len(), 36);
+        assert_eq!(id, id.to_lowercase());
+        assert_eq!(owner_id("abc", 7), "abc:7");
+    }
+}

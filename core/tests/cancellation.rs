@@ -1,0 +1,115 @@
+//! Dropping an acquire future (cancellation in asyncio, AbortSignal in Node) leaves no key
+//! and no subscription behind.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+async fn eventually(mut check: impl AsyncFnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_waiter_unsubscribes() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let held = client
+        .lock("c:wait")
+        .lease(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = {
+        let lock = client.lock("c:wait").lease(Duration::from_secs(30));
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    let numsub = |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut conn = conn.clone();
+        async move {
+            let v: (String, i64) = cmd(
+                &mut conn,
+                &["PUBSUB", "NUMSUB", "redisson_lock__channel:{c:wait}"],
+            )
+            .await;
+            v.1
+        }
+    };
+    assert!(
+        eventually(async || numsub(&mut conn).await == 1).await,
+        "waiter subscribed"
+    );
+    waiter.abort();
+    assert!(waiter.await.unwrap_err().is_cancelled());
+    assert!(
+        eventually(async || numsub(&mut conn).await == 0).await,
+        "subscription left behind"
+    );
+    held.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_in_flight_acquire_is_undone() {
+    let s = server();
+    let client = redlatch::Client::builder(&s.url())
+        .network_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    for lock in [
+        client.lock("c:flight").lease(Duration::from_secs(30)),
+        client.rlock("c:flight-r"),
+    ] {
+        // Warm the scripts so the paused server holds a complete EVALSHA in its socket buffer.
+        lock.acquire().await.unwrap().release().await.unwrap();
+        s.pause().unwrap();
+        let attempt = {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.acquire().await })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        attempt.abort();
+        assert!(attempt.await.unwrap_err().is_cancelled());
+        s.resume().unwrap();
+        // The queued acquire applies when the server resumes; the undo sent after it removes it.
+        let name = lock.name().to_owned();
+        let gone = eventually(async || cmd::<i64>(&mut conn, &["EXISTS", &name]).await == 0).await;
+        assert!(gone, "{name} left behind by a cancelled acquire");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_reentry_never_undoes_an_earlier_hold() {
+    let s = server();
+    let client = redlatch::Client::builder(&s.url())
+        .network_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.rlock("c:reentry").lease(Duration::from_secs(30));
+    let outer = lock.acquire().await.unwrap();
+    s.pause().unwrap();
+    let inner = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    inner.abort();
+    let _ = inner.await;
+    s.resume().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        lock.hold_count().await.unwrap(),
+        1,
+        "the outer hold survives the undone re-entry"
+    );
+    outer.release().await.unwrap();
+    assert_eq!(lock.hold_count().await.unwrap(), 0);
+}

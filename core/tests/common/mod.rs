@@ -1,0 +1,97 @@
+//! Shared helpers for the integration tests: real redis-server processes from the fleet
+//! harness, raw redis-rs connections for inspecting and tampering with keys, and the
+//! critical-section workload with its interval log.
+#![allow(dead_code)]
+
+use redlatch::{Client, Lock};
+use redlatch_fleet::{check_no_overlap, Interval, RedisServer};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub fn server() -> RedisServer {
+    RedisServer::start().expect("start redis-server")
+}
+
+pub fn servers(n: usize) -> Vec<RedisServer> {
+    (0..n).map(|_| server()).collect()
+}
+
+pub async fn client(server: &RedisServer) -> Client {
+    Client::connect(&server.url()).await.expect("connect")
+}
+
+pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+pub async fn cmd<T: redis::FromRedisValue>(conn: &mut redis::aio::MultiplexedConnection, args: &[&str]) -> T {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query_async(conn).await.unwrap()
+}
+
+fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+pub fn now_ns() -> u64 {
+    origin().elapsed().as_nanos() as u64
+}
+
+/// `tasks` tasks each run `sections` critical sections under `lock`: a non-atomic
+/// GET / yield / SET on `counter` in Redis. Returns the final counter; panics on an
+/// overlapping interval.
+pub async fn hammer(
+    lock: impl Fn(usize) -> Lock,
+    counter_server: &RedisServer,
+    tasks: usize,
+    sections: usize,
+) -> i64 {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let lock = lock(t);
+        let log = log.clone();
+        let mut conn = raw(counter_server).await;
+        handles.push(tokio::spawn(async move {
+            for _ in 0..sections {
+                let guard = lock.acquire().await.expect("acquire");
+                let acquired = now_ns();
+                let v: i64 = cmd::<Option<i64>>(&mut conn, &["GET", "counter"])
+                    .await
+                    .unwrap_or(0);
+                tokio::task::yield_now().await;
+                let _: () = cmd(&mut conn, &["SET", "counter", &(v + 1).to_string()]).await;
+                let released = now_ns();
+                guard.release().await.expect("release");
+                log.lock().unwrap().push(Interval {
+                    acquired_ns: acquired,
+                    released_ns: released,
+                    token: format!("task{t}"),
+                });
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let intervals = log.lock().unwrap().clone();
+    assert_eq!(intervals.len(), tasks * sections);
+    check_no_overlap(&intervals).expect("mutual exclusion");
+    let mut conn = raw(counter_server).await;
+    cmd::<i64>(&mut conn, &["GET", "counter"]).await
+}
+
+/// Runs `f` and fails the test if it takes longer than `limit` (a hang guard, not a timing claim).
+pub async fn within<T>(limit: Duration, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(limit, f)
+        .await
+        .expect("call hung past its bound")
+}

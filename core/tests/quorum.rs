@@ -1,0 +1,182 @@
+//! Redlock quorum mode with nodes stopped, paused and killed.
+
+mod common;
+use common::*;
+use redlatch::{Client, ErrorKind};
+use std::time::{Duration, Instant};
+
+async fn quorum_of(nodes: &[redlatch_fleet::RedisServer]) -> Client {
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    Client::quorum(&urls).await.unwrap()
+}
+
+async fn holders(nodes: &[redlatch_fleet::RedisServer], key: &str) -> usize {
+    let mut n = 0;
+    for s in nodes {
+        if s.is_running() && !s.is_paused() {
+            let mut conn = raw(s).await;
+            n += cmd::<i64>(&mut conn, &["EXISTS", key]).await as usize;
+        }
+    }
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_writes_every_node_and_release_clears_them() {
+    let nodes = servers(5);
+    let client = quorum_of(&nodes).await;
+    let g = client
+        .lock("q:all")
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    assert_eq!(holders(&nodes, "q:all").await, 5);
+    g.release().await.unwrap();
+    assert_eq!(holders(&nodes, "q:all").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_five_stopped_still_acquires_three_stopped_fails_with_quorum() {
+    let nodes = servers(5);
+    let client = quorum_of(&nodes).await;
+    nodes[0].stop().unwrap();
+    nodes[1].kill().unwrap();
+    for lock in [
+        client.lock("q:deg").lease(Duration::from_secs(10)),
+        client.rlock("q:deg-r"),
+    ] {
+        let g = within(Duration::from_secs(10), lock.acquire()).await.unwrap();
+        assert!(g.owned().await.unwrap());
+        g.extend(Duration::from_secs(10)).await.unwrap();
+        g.release().await.unwrap();
+    }
+    nodes[2].pause().unwrap();
+    let started = Instant::now();
+    let err = within(
+        Duration::from_secs(15),
+        client
+            .lock("q:deg")
+            .lease(Duration::from_secs(10))
+            .wait(Duration::from_secs(1))
+            .acquire(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Quorum, "{err}");
+    assert_eq!(err.nodes().len(), 5);
+    assert_eq!(
+        err.nodes().iter().filter(|n| n.result.is_err()).count(),
+        3,
+        "{:?}",
+        err.nodes()
+    );
+    // Bounded by wait + network timeout, never a hang (generous bound: shared machines).
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The partial grants were rolled back on the reachable nodes.
+    assert_eq!(holders(&nodes, "q:deg").await, 0);
+    // Without a wait, persistent errors end the call after the network timeout.
+    let err = within(
+        Duration::from_secs(15),
+        client.lock("q:deg").lease(Duration::from_secs(10)).acquire(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Quorum);
+    nodes[2].resume().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_node_is_skipped_by_the_node_timeout() {
+    let nodes = servers(3);
+    let client = quorum_of(&nodes).await;
+    nodes[0].pause().unwrap();
+    let g = within(
+        Duration::from_secs(5),
+        client.lock("q:slow").lease(Duration::from_secs(2)).acquire(),
+    )
+    .await
+    .unwrap();
+    g.release().await.unwrap();
+    nodes[0].resume().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn minority_held_by_others_means_busy_not_error() {
+    let nodes = servers(3);
+    let client = quorum_of(&nodes).await;
+    let other = quorum_of(&nodes).await;
+    let held = other
+        .lock("q:busy")
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let err = client
+        .lock("q:busy")
+        .lease(Duration::from_secs(10))
+        .wait(Duration::from_millis(200))
+        .acquire()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotAcquired);
+    held.release().await.unwrap();
+    // Split vote: another holder on 1 node only; we still get 2 of 3.
+    let mut conn = raw(&nodes[0]).await;
+    let _: () = cmd(&mut conn, &["SET", "q:split", "someone", "PX", "10000"]).await;
+    let g = client
+        .lock("q:split")
+        .lease(Duration::from_secs(10))
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("2 of 3");
+    g.release().await.unwrap();
+    let v: String = cmd(&mut conn, &["GET", "q:split"]).await;
+    assert_eq!(v, "someone", "release leaves the other holder's key alone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_is_refused_in_quorum_mode() {
+    let nodes = servers(3);
+    let client = quorum_of(&nodes).await;
+    let err = client.lock("q:f").fenced().acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(holders(&nodes, "q:f").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quorum_connect_needs_a_majority() {
+    let nodes = servers(3);
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    nodes[0].kill().unwrap();
+    assert!(Client::quorum(&urls).await.is_ok());
+    nodes[1].kill().unwrap();
+    let err = within(Duration::from_secs(15), Client::quorum(&urls))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Quorum);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quorum_watchdog_reports_loss_when_the_majority_loses_the_key() {
+    let nodes = servers(3);
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    let client = Client::quorum_builder(&urls)
+        .watchdog_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let g = client.lock("q:wd").acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!g.is_lost());
+    // One node losing its key is survivable...
+    let mut c0 = raw(&nodes[0]).await;
+    let _: () = cmd(&mut c0, &["DEL", "q:wd"]).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!g.is_lost());
+    // ...a majority is not.
+    let mut c1 = raw(&nodes[1]).await;
+    let _: () = cmd(&mut c1, &["DEL", "q:wd"]).await;
+    within(Duration::from_secs(3), g.lost()).await;
+}

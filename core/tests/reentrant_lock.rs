@@ -1,0 +1,116 @@
+//! Reentrant lock semantics (Redisson RLock layout) on a real Redis.
+
+mod common;
+use common::*;
+use redlatch::ErrorKind;
+use std::collections::HashMap;
+use std::time::Duration;
+
+#[tokio::test]
+async fn reentry_counts_holds_in_a_redisson_hash() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let lock = client.rlock("acct:1").lease(Duration::from_secs(20));
+    let owner = lock.owner_id().unwrap();
+    assert!(owner.starts_with(client.id()));
+    let outer = lock.acquire().await.unwrap();
+    let inner = lock.clone().acquire().await.unwrap();
+    let third = lock.try_acquire().await.unwrap().expect("re-entry never waits");
+    let hash: HashMap<String, i64> = cmd(&mut conn, &["HGETALL", "acct:1"]).await;
+    assert_eq!(hash, HashMap::from([(owner.clone(), 3)]));
+    assert_eq!(lock.hold_count().await.unwrap(), 3);
+    third.release().await.unwrap();
+    inner.release().await.unwrap();
+    assert_eq!(lock.hold_count().await.unwrap(), 1);
+    let pttl: i64 = cmd(&mut conn, &["PTTL", "acct:1"]).await;
+    assert!(pttl > 15_000, "partial release restores the lease: {pttl}");
+    outer.release().await.unwrap();
+    let exists: i64 = cmd(&mut conn, &["EXISTS", "acct:1"]).await;
+    assert_eq!(exists, 0);
+}
+
+#[tokio::test]
+async fn other_owners_contend() {
+    let s = server();
+    let client = client(&s).await;
+    let mine = client.rlock("acct:2").lease(Duration::from_secs(10));
+    let theirs = client.rlock("acct:2").lease(Duration::from_secs(10));
+    assert_ne!(mine.owner_id(), theirs.owner_id());
+    let g = mine.acquire().await.unwrap();
+    assert!(theirs.try_acquire().await.unwrap().is_none());
+    let err = theirs
+        .clone()
+        .wait(Duration::from_millis(200))
+        .acquire()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotAcquired);
+    assert_eq!(theirs.hold_count().await.unwrap(), 0);
+    g.release().await.unwrap();
+    assert!(theirs.try_acquire().await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn explicit_owner_ids_let_bindings_choose_the_owner() {
+    let s = server();
+    let client = client(&s).await;
+    let a = client.rlock("acct:3").owner(77).lease(Duration::from_secs(10));
+    let b = client.rlock("acct:3").owner(77).lease(Duration::from_secs(10));
+    let c = client.rlock("acct:3").owner(78).lease(Duration::from_secs(10));
+    assert_eq!(a.owner_id().unwrap(), format!("{}:77", client.id()));
+    let g1 = a.acquire().await.unwrap();
+    let g2 = b.try_acquire().await.unwrap().expect("same owner id re-enters");
+    assert!(c.try_acquire().await.unwrap().is_none());
+    g2.release().await.unwrap();
+    g1.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_java_style_holder_excludes_us_and_release_by_others_is_refused() {
+    // What Redisson writes for thread 1 of another client.
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let foreign = "0f8fad5b-d9cb-469f-a165-70867728950e:1";
+    let _: () = cmd(&mut conn, &["HSET", "shared", foreign, "1"]).await;
+    let _: () = cmd(&mut conn, &["PEXPIRE", "shared", "30000"]).await;
+    let lock = client.rlock("shared").lease(Duration::from_secs(5));
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    assert!(lock.locked().await.unwrap());
+    let count: i64 = cmd(&mut conn, &["HGET", "shared", foreign]).await;
+    assert_eq!(count, 1);
+    // A Redisson release (unlock channel message "0") wakes our waiter.
+    let waiter = {
+        let lock = lock.clone().wait(Duration::from_secs(10));
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let _: () = cmd(&mut conn, &["DEL", "shared"]).await;
+    let _: () = cmd(&mut conn, &["PUBLISH", "redisson_lock__channel:{shared}", "0"]).await;
+    let g = within(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+    g.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn rlock_fencing_tokens_increase_on_every_acquire_including_reentry() {
+    let s = server();
+    let client = client(&s).await;
+    let lock = client.rlock("fence-r").fenced();
+    let a = lock.acquire().await.unwrap();
+    let b = lock.acquire().await.unwrap();
+    assert!(b.fencing_token().unwrap() > a.fencing_token().unwrap());
+    b.release().await.unwrap();
+    a.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn release_after_full_release_is_not_owned() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let lock = client.rlock("acct:4").lease(Duration::from_secs(10));
+    let g = lock.acquire().await.unwrap();
+    let _: () = cmd(&mut conn, &["DEL", "acct:4"]).await;
+    assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::NotOwned);
+}

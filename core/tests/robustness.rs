@@ -1,0 +1,106 @@
+//! Script cache flushes and killed connections during a run cause no user-visible errors.
+
+mod common;
+use common::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_flush_mid_run_is_invisible() {
+    let s = server();
+    let client = client(&s).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flusher = {
+        let stop = stop.clone();
+        let mut conn = raw(&s).await;
+        tokio::spawn(async move {
+            let mut flushes = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let _: () = cmd(&mut conn, &["SCRIPT", "FLUSH"]).await;
+                flushes += 1;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            flushes
+        })
+    };
+    for i in 0..600 {
+        let lock = if i % 2 == 0 {
+            client.lock("sf")
+        } else {
+            client.rlock("sf")
+        };
+        let g = lock
+            .lease(Duration::from_secs(5))
+            .acquire()
+            .await
+            .expect("acquire during SCRIPT FLUSH");
+        g.extend(Duration::from_secs(5))
+            .await
+            .expect("extend during SCRIPT FLUSH");
+        g.release().await.expect("release during SCRIPT FLUSH");
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(flusher.await.unwrap() > 10, "the flush loop really ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_connections_reconnect_and_work_continues() {
+    let s = server();
+    let client = client(&s).await;
+    let counter = server();
+    let stop = Arc::new(AtomicBool::new(false));
+    let killer = {
+        let stop = stop.clone();
+        let mut conn = raw(&s).await;
+        tokio::spawn(async move {
+            let mut kills = 0i64;
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(40)).await;
+                // Kill every normal client except this one (SKIPME yes is the default).
+                kills += cmd::<i64>(&mut conn, &["CLIENT", "KILL", "TYPE", "normal"]).await;
+                kills += cmd::<i64>(&mut conn, &["CLIENT", "KILL", "TYPE", "pubsub"]).await;
+            }
+            kills
+        })
+    };
+    let total = hammer(
+        |_| client.lock("ck").lease(Duration::from_secs(5)),
+        &counter,
+        4,
+        150,
+    )
+    .await;
+    assert_eq!(total, 600);
+    // Reentrant releases retried after a killed connection replay their latch, never
+    // decrementing twice.
+    let total = hammer(
+        |_| client.rlock("ck-r").lease(Duration::from_secs(5)),
+        &counter,
+        4,
+        150,
+    )
+    .await;
+    assert_eq!(total, 1200);
+    stop.store(true, Ordering::Relaxed);
+    assert!(killer.await.unwrap() > 0, "connections were really killed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_restart_is_survived_by_waiters() {
+    let s = server();
+    let client = client(&s).await;
+    let lock = client.lock("restart").lease(Duration::from_millis(500));
+    let _held = lock.acquire().await.unwrap();
+    let waiter = {
+        let lock = lock.clone().wait(Duration::from_secs(20));
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.restart().unwrap(); // no persistence: the lock is gone after the restart
+    let g = within(Duration::from_secs(25), waiter)
+        .await
+        .unwrap()
+        .expect("waiter acquires after restart");
+    g.release().await.unwrap();
+}

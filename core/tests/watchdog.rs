@@ -1,0 +1,147 @@
+//! Watchdog renewal and loss reporting.
+
+mod common;
+use common::*;
+use redlatch::{Client, ErrorKind};
+use std::time::Duration;
+
+async fn short_watchdog(s: &redlatch_fleet::RedisServer) -> Client {
+    Client::builder(&s.url())
+        .watchdog_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_the_lock_past_three_timeouts_and_stops_after_release() {
+    let s = server();
+    let client = short_watchdog(&s).await;
+    let mut conn = raw(&s).await;
+    for lock in [client.lock("wd:lease"), client.rlock("wd:reentrant")] {
+        let guard = lock.acquire().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1_200)).await; // 4 x the watchdog timeout
+        assert!(!guard.is_lost());
+        assert!(
+            guard.owned().await.unwrap(),
+            "{} expired despite the watchdog",
+            lock.name()
+        );
+        let pttl: i64 = cmd(&mut conn, &["PTTL", lock.name()]).await;
+        assert!(
+            pttl > 0 && pttl <= 300,
+            "renewed back to the watchdog timeout: {pttl}"
+        );
+        guard.release().await.unwrap();
+    }
+    assert_eq!(client.tracked_holds(), 0, "release stops renewal");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let keys: i64 = cmd(&mut conn, &["EXISTS", "wd:lease", "wd:reentrant"]).await;
+    assert_eq!(keys, 0, "nothing renewed or re-created after release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_fires_when_the_key_is_deleted() {
+    let s = server();
+    let client = short_watchdog(&s).await;
+    let mut conn = raw(&s).await;
+    for lock in [client.lock("wd:del"), client.rlock("wd:del-r")] {
+        let guard = lock.acquire().await.unwrap();
+        let _: () = cmd(&mut conn, &["DEL", lock.name()]).await;
+        within(Duration::from_secs(3), guard.lost()).await;
+        assert!(guard.is_lost());
+        assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_fires_when_someone_else_takes_the_lock() {
+    let s = server();
+    let client = short_watchdog(&s).await;
+    let mut conn = raw(&s).await;
+    let guard = client.lock("wd:taken").acquire().await.unwrap();
+    let _: () = cmd(&mut conn, &["SET", "wd:taken", "intruder", "PX", "60000"]).await;
+    within(Duration::from_secs(3), guard.lost()).await;
+    let value: String = cmd(&mut conn, &["GET", "wd:taken"]).await;
+    assert_eq!(value, "intruder", "renewal must not touch another holder's key");
+    let pttl: i64 = cmd(&mut conn, &["PTTL", "wd:taken"]).await;
+    assert!(pttl > 55_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_lease_reports_loss_when_its_validity_runs_out() {
+    let s = server();
+    let client = client(&s).await;
+    let guard = client
+        .lock("wd:fixed")
+        .lease(Duration::from_millis(200))
+        .acquire()
+        .await
+        .unwrap();
+    within(Duration::from_secs(3), guard.lost()).await;
+    assert!(guard.release().await.unwrap_err().kind().is_not_owned());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_moves_the_validity_deadline() {
+    let s = server();
+    let client = client(&s).await;
+    let guard = client
+        .lock("wd:ext")
+        .lease(Duration::from_millis(300))
+        .acquire()
+        .await
+        .unwrap();
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        guard.extend(Duration::from_millis(300)).await.unwrap();
+    }
+    assert!(!guard.is_lost());
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_racing_release_never_reports_loss_or_re_extends() {
+    let s = server();
+    let client = Client::builder(&s.url())
+        .watchdog_timeout(Duration::from_millis(30))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    for i in 0..200 {
+        let name = format!("wd:race:{}", i % 4);
+        let guard = client.lock(name.clone()).acquire().await.unwrap();
+        let ended = guard.ended();
+        tokio::time::sleep(Duration::from_millis(i % 12)).await;
+        guard.release().await.unwrap();
+        assert!(!ended.await, "release reported as loss");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let dbsize: i64 = cmd(&mut conn, &["DBSIZE"]).await;
+    assert_eq!(dbsize, 0);
+    assert_eq!(client.tracked_holds(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_survives_transient_errors_then_reports_loss() {
+    // Pausing the node stalls renewals; once it is back within the validity the hold lives on.
+    let s = server();
+    let client = Client::builder(&s.url())
+        .watchdog_timeout(Duration::from_millis(900))
+        .network_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    let guard = client.lock("wd:pause").acquire().await.unwrap();
+    s.pause().unwrap();
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    s.resume().unwrap();
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert!(!guard.is_lost());
+    assert!(guard.owned().await.unwrap());
+    // Now stall it past the validity: loss is reported even though Redis says nothing.
+    s.pause().unwrap();
+    within(Duration::from_secs(5), guard.lost()).await;
+    s.resume().unwrap();
+}

@@ -1,0 +1,147 @@
+//! The mutual-exclusion checker: mutual exclusion is checked, not assumed.
+//!
+//! Workers (in any language, in any process on this machine) log, for each critical section,
+//! the time just after the lock was granted and the time just before it was released, on a
+//! clock shared by all processes (Linux `CLOCK_MONOTONIC`: Python `time.monotonic_ns()`, Node
+//! `process.hrtime.bigint()`, C `clock_gettime`). These inner intervals must never overlap.
+
+use std::cmp::Ordering;
+
+/// One critical section as logged by a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interval {
+    /// When the lock was granted (nanoseconds on the shared clock).
+    pub acquired_ns: u64,
+    /// When the holder began releasing it (nanoseconds on the same clock); `>= acquired_ns`.
+    pub released_ns: u64,
+    /// What identifies the holder in messages: a lock token, fencing token or worker id.
+    pub token: String,
+}
+
+impl Interval {
+    /// Parses one log line, `<acquired_ns> <released_ns> <token>` (whitespace-separated; the
+    /// token is the rest of the line, trimmed), the format workers in every language write.
+    ///
+    /// # Errors
+    /// A message naming the bad line.
+    pub fn parse(line: &str) -> Result<Interval, String> {
+        let mut fields = line.trim().splitn(3, char::is_whitespace);
+        let mut number = |what: &str| {
+            fields
+                .next()
+                .and_then(|f| f.parse::<u64>().ok())
+                .ok_or_else(|| format!("bad interval line {line:?}: no {what} nanoseconds"))
+        };
+        let acquired_ns = number("acquired")?;
+        let released_ns = number("released")?;
+        let token = fields.next().unwrap_or("").trim().to_string();
+        Ok(Interval {
+            acquired_ns,
+            released_ns,
+            token,
+        })
+    }
+}
+
+/// Checks that no two intervals overlap. Intervals are sorted by acquire time; an interval
+/// acquired before an earlier-acquired one was released (strictly before: touching ends are
+/// fine) is a violation. Every earlier interval counts, not only the previous one, so an
+/// overlap hidden behind a short nested interval is still found.
+///
+/// # Errors
+/// The first violation, naming both tokens and their times, or an interval released before
+/// it was acquired.
+pub fn check_no_overlap(intervals: &[Interval]) -> Result<(), String> {
+    if let Some(bad) = intervals.iter().find(|i| i.released_ns < i.acquired_ns) {
+        return Err(format!(
+            "interval {:?} released at {} ns before it was acquired at {} ns",
+            bad.token, bad.released_ns, bad.acquired_ns
+        ));
+    }
+    let mut sorted: Vec<&Interval> = intervals.iter().collect();
+    sorted.sort_by(|a, b| match a.acquired_ns.cmp(&b.acquired_ns) {
+        Ordering::Equal => a.released_ns.cmp(&b.released_ns),
+        other => other,
+    });
+    // The earlier interval that is released last: the one a newcomer must not start inside.
+    let mut latest: Option<&Interval> = None;
+    for current in sorted {
+        if let Some(held) = latest {
+            if current.acquired_ns < held.released_ns {
+                return Err(format!(
+                    "mutual exclusion violated: {:?} acquired at {} ns while {:?} held the lock \
+                     ({} ns .. {} ns), overlap {} ns",
+                    current.token,
+                    current.acquired_ns,
+                    held.token,
+                    held.acquired_ns,
+                    held.released_ns,
+                    held.released_ns.min(current.released_ns) - current.acquired_ns
+                ));
+            }
+        }
+        if latest.map_or(true, |held| current.released_ns > held.released_ns) {
+            latest = Some(current);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(acquired_ns: u64, released_ns: u64, token: &str) -> Interval {
+        Interval {
+            acquired_ns,
+            released_ns,
+            token: token.to_string(),
+        }
+    }
+
+    #[test]
+    fn clean_log_passes_in_any_order_and_touching_ends_are_fine() {
+        let log = [
+            iv(30, 40, "c"),
+            iv(0, 10, "a"),
+            iv(10, 20, "b"),
+            iv(25, 25, "empty"),
+        ];
+        assert_eq!(check_no_overlap(&log), Ok(()));
+        assert_eq!(check_no_overlap(&[]), Ok(()));
+    }
+
+    #[test]
+    fn overlap_is_detected_and_names_both_tokens() {
+        let err = check_no_overlap(&[iv(0, 10, "alpha"), iv(9, 20, "beta")]).unwrap_err();
+        assert!(err.contains("\"alpha\"") && err.contains("\"beta\""), "{err}");
+    }
+
+    #[test]
+    fn overlap_behind_a_nested_interval_is_detected() {
+        // b is nested inside a; c starts after b ended but still inside a.
+        let err = check_no_overlap(&[iv(0, 100, "a"), iv(10, 20, "b"), iv(30, 40, "c")]).unwrap_err();
+        assert!(err.contains("\"a\"") && err.contains("\"b\""), "{err}");
+        let err = check_no_overlap(&[iv(0, 100, "a"), iv(30, 40, "c")]).unwrap_err();
+        assert!(err.contains("\"a\"") && err.contains("\"c\""), "{err}");
+    }
+
+    #[test]
+    fn identical_start_times_overlap() {
+        assert!(check_no_overlap(&[iv(5, 6, "x"), iv(5, 7, "y")]).is_err());
+    }
+
+    #[test]
+    fn backwards_interval_is_rejected() {
+        let err = check_no_overlap(&[iv(10, 5, "w1#3")]).unwrap_err();
+        assert!(err.contains("w1#3"), "{err}");
+    }
+
+    #[test]
+    fn parses_log_lines() {
+        assert_eq!(Interval::parse(" 12 34 w3#7 \n"), Ok(iv(12, 34, "w3#7")));
+        assert_eq!(Interval::parse("12 34"), Ok(iv(12, 34, "")));
+        assert!(Interval::parse("12 x w").is_err());
+        assert!(Interval::parse("").is_err());
+    }
+}

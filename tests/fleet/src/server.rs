@@ -1,0 +1,326 @@
+//! One `redis-server` process owned by the test that started it.
+//!
+//! Why these choices:
+//! - Ports come from the kernel (`bind 127.0.0.1:0`), are remembered in a process-wide set so
+//!   parallel tests never pick the same one twice, and the server that answers is checked to be
+//!   *our* process (`INFO server` → `process_id`) before `start` returns, because a port freed
+//!   by the probe can be taken by someone else before Redis binds it.
+//! - Every signal goes to our own child by pid while the child is still un-reaped, so a reused
+//!   pid can never be hit; nothing is ever killed by name.
+//! - State sits behind a `Mutex` so a server can be shared (`&RedisServer`, `Arc`) between the
+//!   test body and a fault-injecting thread.
+//! - Redis runs in the test's process group: a Ctrl-C on `cargo test` reaches it too, so an
+//!   interrupted run (where `Drop` never runs) does not leave servers behind.
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use crate::launch::{launch, log_tail, make_temp_dir, release_port, reserve_free_port, wait_until_stopped};
+use crate::paths::{redis_cli_path, redis_server_path};
+use crate::resp::ping_port;
+use crate::signal;
+
+/// Upper bound on waiting for a newly spawned `redis-server` to answer `PING` (10 s).
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Upper bound on waiting for a server to exit after `SIGTERM` before `SIGKILL` (5 s).
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many fresh ports `start` tries when Redis cannot bind the one it was given.
+const START_ATTEMPTS: usize = 5;
+
+/// One `redis-server` on 127.0.0.1, on a port chosen at run time, with its own temporary
+/// directory (`--dir`, `redis.log`), no persistence (`--save '' --appendonly no`) and
+/// `DEBUG` enabled for local clients (`--enable-debug-command local`).
+///
+/// Dropping it kills the process (resuming it first if paused), waits for it, and removes the
+/// temporary directory. All methods take `&self`; the type is `Send + Sync`.
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    exe: PathBuf,
+    state: Mutex<State>,
+}
+
+struct State {
+    child: Option<Child>,
+    pid: u32,
+    paused: bool,
+}
+
+impl State {
+    /// Our child if it has not exited; reaps and forgets it if it has.
+    fn live(&mut self) -> Option<&mut Child> {
+        let alive = matches!(self.child.as_mut().map(Child::try_wait), Some(Ok(None)));
+        if !alive {
+            self.child = None;
+            self.paused = false;
+        }
+        self.child.as_mut()
+    }
+}
+
+impl RedisServer {
+    /// Starts a server on a free port and waits (at most [`START_TIMEOUT`], 10 s) until it
+    /// answers `PING` with `+PONG`. If Redis fails to bind the port (another process took it
+    /// between our probe and Redis' bind), retries with a new port, up to 5 ports in all.
+    ///
+    /// # Errors
+    /// `redis-server` missing (with an install hint), the temporary directory not creatable,
+    /// or the server not starting; the message then ends with the tail of `redis.log`.
+    pub fn start() -> io::Result<Self> {
+        let exe = redis_server_path()?;
+        let dir = make_temp_dir()?;
+        let mut last_error = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let port = match reserve_free_port() {
+                Ok(port) => port,
+                Err(e) => {
+                    let _ = fs::remove_dir_all(&dir);
+                    return Err(e);
+                }
+            };
+            match launch(&exe, port, &dir) {
+                Ok(child) => {
+                    let pid = child.id();
+                    let state = State {
+                        child: Some(child),
+                        pid,
+                        paused: false,
+                    };
+                    return Ok(RedisServer {
+                        port,
+                        dir,
+                        exe,
+                        state: Mutex::new(state),
+                    });
+                }
+                Err((message, retry)) => {
+                    release_port(port);
+                    last_error = message;
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+        let log = log_tail(&dir);
+        let _ = fs::remove_dir_all(&dir);
+        Err(io::Error::other(format!(
+            "redis-server did not start: {last_error}{log}"
+        )))
+    }
+
+    /// The TCP port the server listens on (fixed for the life of this handle, restarts included).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's URL, `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The pid of the most recently started `redis-server` process. It may have exited since;
+    /// check [`is_running`](Self::is_running). Signal it through this handle, not by pid,
+    /// unless you know it is still running.
+    pub fn pid(&self) -> u32 {
+        self.state().pid
+    }
+
+    /// The server's private temporary directory (its `--dir`), removed on drop.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's log file, `<dir>/redis.log` (appended to across restarts).
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("redis.log")
+    }
+
+    /// True while the process has not exited (a paused process counts as running).
+    pub fn is_running(&self) -> bool {
+        self.state().live().is_some()
+    }
+
+    /// True between [`pause`](Self::pause) and [`resume`](Self::resume) (or until the process exits).
+    pub fn is_paused(&self) -> bool {
+        let mut state = self.state();
+        state.live().is_some() && state.paused
+    }
+
+    /// True if the server answers `PING` within `timeout` (see [`ping_port`](crate::ping_port)).
+    pub fn ping(&self, timeout: Duration) -> bool {
+        ping_port(self.port, timeout)
+    }
+
+    /// Freezes the process with `SIGSTOP` and waits (up to 1 s) until the kernel reports it
+    /// stopped. Connections are still accepted by the kernel, but nothing is answered.
+    ///
+    /// # Errors
+    /// `NotConnected` if the server is not running, or the `kill(2)` error.
+    pub fn pause(&self) -> io::Result<()> {
+        let mut state = self.state();
+        let pid = state.live().map(|c| c.id()).ok_or_else(not_running)?;
+        signal::send(pid, signal::STOP)?;
+        state.paused = true;
+        wait_until_stopped(pid);
+        Ok(())
+    }
+
+    /// Resumes a paused process with `SIGCONT`.
+    ///
+    /// # Errors
+    /// `NotConnected` if the server is not running, or the `kill(2)` error.
+    pub fn resume(&self) -> io::Result<()> {
+        let mut state = self.state();
+        let pid = state.live().map(|c| c.id()).ok_or_else(not_running)?;
+        signal::send(pid, signal::CONT)?;
+        state.paused = false;
+        Ok(())
+    }
+
+    /// Kills the process with `SIGKILL` (a crash: no shutdown, no save) and waits for it.
+    /// Does nothing if it is not running.
+    ///
+    /// # Errors
+    /// Only if signalling or waiting fails.
+    pub fn kill(&self) -> io::Result<()> {
+        let mut state = self.state();
+        if let Some(child) = state.live() {
+            child.kill()?;
+            child.wait()?;
+        }
+        state.child = None;
+        state.paused = false;
+        Ok(())
+    }
+
+    /// Stops the process cleanly: `SIGTERM` (plus `SIGCONT` if paused), waits up to
+    /// [`STOP_TIMEOUT`] (5 s), then `SIGKILL`s and waits. Does nothing if it is not running.
+    ///
+    /// # Errors
+    /// Only if signalling or waiting fails.
+    pub fn stop(&self) -> io::Result<()> {
+        stop_locked(&mut self.state())
+    }
+
+    /// Starts the server again on the same port and directory (data is not kept: there is no
+    /// persistence), waiting like [`start`](Self::start). If it is still running it is first
+    /// stopped with [`stop`](Self::stop). Retries for up to [`START_TIMEOUT`] if the port is
+    /// momentarily taken by another process.
+    ///
+    /// # Errors
+    /// The server could not be started on its port within the bound.
+    pub fn restart(&self) -> io::Result<()> {
+        let mut state = self.state();
+        stop_locked(&mut state)?;
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            match launch(&self.exe, self.port, &self.dir) {
+                Ok(child) => {
+                    state.pid = child.id();
+                    state.child = Some(child);
+                    state.paused = false;
+                    return Ok(());
+                }
+                Err((message, retry)) => {
+                    if !retry || Instant::now() >= deadline {
+                        return Err(io::Error::other(format!(
+                            "redis-server did not restart on port {}: {message}{}",
+                            self.port,
+                            log_tail(&self.dir)
+                        )));
+                    }
+                    sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// Runs `redis-cli -h 127.0.0.1 -p <port> <args...>` and returns its stdout, trimmed.
+    /// Error replies are returned as text (e.g. `"ERR unknown command ..."`), not as `Err`.
+    /// Blocks while the server is paused (redis-cli has no read timeout).
+    ///
+    /// # Errors
+    /// `redis-cli` missing or exiting unsuccessfully (the message includes its stderr).
+    pub fn cli(&self, args: &[&str]) -> io::Result<String> {
+        let port = self.port.to_string();
+        let output = Command::new(redis_cli_path()?)
+            .args(["-h", "127.0.0.1", "-p", port.as_str()])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()?;
+        let stdout = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        if !output.status.success() {
+            return Err(io::Error::other(format!(
+                "redis-cli {args:?} on port {port} failed ({}): {} {}",
+                output.status,
+                stdout,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        Ok(stdout)
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl fmt::Debug for RedisServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisServer")
+            .field("port", &self.port)
+            .field("pid", &self.pid())
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let paused = state.paused;
+        if let Some(child) = state.live() {
+            if paused {
+                let _ = signal::send(child.id(), signal::CONT);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+        release_port(self.port);
+    }
+}
+
+fn stop_locked(state: &mut State) -> io::Result<()> {
+    let paused = state.paused;
+    if let Some(child) = state.live() {
+        let pid = child.id();
+        signal::send(pid, signal::TERM)?;
+        if paused {
+            signal::send(pid, signal::CONT)?;
+        }
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while child.try_wait()?.is_none() {
+            if Instant::now() >= deadline {
+                child.kill()?;
+                child.wait()?;
+                break;
+            }
+            sleep(Duration::from_millis(5));
+        }
+    }
+    state.child = None;
+    state.paused = false;
+    Ok(())
+}
+
+fn not_running() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "redis-server is not running")
+}
