@@ -57,9 +57,10 @@ impl Hold {
         let req = self
             .holder
             .release(&self.name, self.lease_ms(), &request_id, engine.latch_ttl_ms());
+        // No validity hangs on a release: every node gets the full network timeout.
         let replies = engine
             .nodes
-            .broadcast_retrying(&req, engine.node_timeout(self.lease))
+            .broadcast_retrying(&req, engine.config.network_timeout)
             .await;
         let still_valid = deadline.is_some_and(|d| engine.runtime.now() < d);
         let (mut yes, mut absent, mut errors) = (0, 0, Vec::new());
@@ -87,12 +88,14 @@ impl Hold {
             tracing::debug!(lock = %self.name, "released");
             return Ok(());
         }
+        let unconfirmed = errors.len();
         match errors.into_iter().next() {
             Some((_, e)) if !engine.is_quorum() => Err(e),
-            Some(_) if yes > 0 => Err(Error::new(
+            // Nodes that did not answer might still have held it: not a definite "not owned".
+            Some(_) if yes + unconfirmed >= majority => Err(Error::new(
                 ErrorKind::Quorum,
                 format!(
-                    "release of {:?} was confirmed by {yes} node(s); a majority is {majority}",
+                    "release of {:?} was confirmed by {yes} node(s) and {unconfirmed} did not answer; a majority is {majority}",
                     self.name
                 ),
             )),

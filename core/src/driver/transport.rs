@@ -49,10 +49,12 @@ pub trait Transport: MaybeSend + 'static {
 
 /// A live subscription to one unlock channel. Dropping it unsubscribes (when it was the last).
 pub trait Subscription: MaybeSend {
-    /// Marks every message received so far as seen.
+    /// Called before each attempt: forget wake-ups this waiter already acted on (transports
+    /// whose wake-ups are consumed by [`Self::changed`] may do nothing).
     fn mark_seen(&mut self);
-    /// Resolves when a message arrived since the last [`Self::mark_seen`] (at once if one did),
-    /// or when the subscription connection was interrupted (messages may have been missed).
+    /// Resolves when this waiter should try again: a release was published (possibly while
+    /// it was busy with an attempt, then at once), or the subscription connection was
+    /// interrupted (messages may have been missed).
     fn changed(&mut self) -> BoxFut<'_, ()>;
 }
 

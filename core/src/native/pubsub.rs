@@ -1,10 +1,12 @@
 //! The pub/sub waker: one RESP3 subscriber connection per node, shared by every waiter.
 //!
-//! Each channel has a counter (a tokio `watch`) bumped on every message; a waiter remembers
-//! the value it has seen and wakes when it changes, so a release published while the waiter
-//! was busy sending its attempt is not lost. Channels are reference-counted: the first waiter
-//! subscribes, the last one's drop unsubscribes. Subscribe and unsubscribe commands are
-//! serialized so an unsubscribe can never overtake a later subscribe.
+//! Each channel has a tokio `Notify`. A message `0` (one lock released) wakes one local waiter,
+//! as Redisson's `LockPubSub` does, so the waiters of one process do not stampede Redis on
+//! every hand-off; any other message (`1` = wake all) wakes them all. When no waiter is
+//! parked at that moment (all busy sending attempts), the wake-up is kept as a permit for
+//! the next one, so a release is never missed. Channels are reference-counted: the first
+//! waiter subscribes, the last one's drop unsubscribes. Subscribe and unsubscribe commands
+//! are serialized so an unsubscribe can never overtake a later subscribe.
 //!
 //! The connection is a `ConnectionManager` with automatic resubscription, so `CLIENT KILL`
 //! or a restart only interrupts it: on a disconnection every channel is bumped and waiters
@@ -18,10 +20,10 @@ use redis::{ProtocolVersion, PushInfo, PushKind, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{watch, OnceCell};
+use tokio::sync::{Notify, OnceCell};
 
 struct Channel {
-    counter: watch::Sender<u64>,
+    notify: Arc<Notify>,
     refs: usize,
 }
 
@@ -63,20 +65,19 @@ impl Subscriber {
 
     /// Subscribes to `channel` (confirmed by the server before this returns).
     pub(crate) async fn subscribe(&self, channel: &str) -> Result<ChannelWaker> {
-        let receiver = {
+        let notify = {
             let mut map = lock(&self.inner.channels);
-            let entry = map.entry(channel.to_owned()).or_insert_with(|| Channel {
-                counter: watch::channel(0).0,
-                refs: 0,
-            });
+            let entry = map
+                .entry(channel.to_owned())
+                .or_insert_with(|| Channel { notify: Arc::default(), refs: 0 });
             entry.refs += 1;
-            entry.counter.subscribe()
+            entry.notify.clone()
         };
         // From here on the waker's Drop undoes the reference, even if subscribing fails.
         let waker = ChannelWaker {
             inner: self.inner.clone(),
             channel: channel.to_owned(),
-            receiver,
+            notify,
             runtime: tokio::runtime::Handle::current(),
         };
         let mut subscribed = self.inner.subscribed.lock().await;
@@ -117,40 +118,43 @@ fn on_push(channels: &Channels, push: PushInfo) {
     let map = lock(channels);
     match push.kind {
         PushKind::Message => {
-            if let Some(Value::BulkString(name)) = push.data.first() {
-                if let Some(ch) = std::str::from_utf8(name).ok().and_then(|n| map.get(n)) {
-                    ch.counter.send_modify(|c| *c += 1);
-                }
+            let text = |v: Option<&Value>| match v {
+                Some(Value::BulkString(b)) => std::str::from_utf8(b).ok().map(str::to_owned),
+                _ => None,
+            };
+            let Some(ch) = text(push.data.first()).and_then(|n| map.get(&n)) else { return };
+            if text(push.data.get(1)).as_deref() == Some("0") {
+                ch.notify.notify_one();
+            } else {
+                wake_all(&ch.notify);
             }
         }
-        PushKind::Disconnection => {
-            for ch in map.values() {
-                ch.counter.send_modify(|c| *c += 1);
-            }
-        }
+        // Messages may have been missed while the connection was down: everyone re-polls.
+        PushKind::Disconnection => map.values().for_each(|ch| wake_all(&ch.notify)),
         _ => {}
     }
+}
+
+fn wake_all(notify: &Notify) {
+    notify.notify_waiters();
+    notify.notify_one();
 }
 
 /// One waiter's subscription to one channel.
 pub(crate) struct ChannelWaker {
     inner: Arc<Inner>,
     channel: String,
-    receiver: watch::Receiver<u64>,
+    notify: Arc<Notify>,
     runtime: tokio::runtime::Handle,
 }
 
 impl Subscription for ChannelWaker {
     fn mark_seen(&mut self) {
-        self.receiver.borrow_and_update();
+        // Permits are consumed by `changed`; a stale one only causes one extra attempt.
     }
 
     fn changed(&mut self) -> BoxFut<'_, ()> {
-        Box::pin(async move {
-            if self.receiver.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        })
+        Box::pin(self.notify.notified())
     }
 }
 
