@@ -97,7 +97,7 @@ impl Client {
         self.engine.nodes.len()
     }
 
-    /// Number of holds the watchdog tracks right now (diagnostics).
+    /// Number of watchdog-mode holds being renewed right now (diagnostics).
     pub fn tracked_holds(&self) -> usize {
         self.engine.watchdog.len()
     }

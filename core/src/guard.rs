@@ -1,8 +1,7 @@
 //! [`Guard`]: one held acquisition.
 
-use crate::driver::{End, Hold};
+use crate::driver::{BoxFut, End, Hold};
 use crate::error::Result;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,14 +69,18 @@ impl Guard {
     /// Resolves when the hold is lost: renewal or extend found it gone or taken, or its
     /// validity ran out without a successful renewal. Never resolves after a release.
     /// The future is `'static`, so it can be spawned or raced with `select!`.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        let signal = self.hold.signal.clone();
-        async move { signal.lost().await }
+    pub fn lost(&self) -> BoxFut<'static, ()> {
+        let ended = self.ended();
+        Box::pin(async move {
+            if !ended.await {
+                std::future::pending::<()>().await;
+            }
+        })
     }
 
     /// `true` once the hold is known lost.
     pub fn is_lost(&self) -> bool {
-        self.hold.signal.is_lost()
+        self.hold.is_lost()
     }
 
     /// Asks Redis whether this hold is still this owner's.
@@ -90,9 +93,10 @@ impl Guard {
 
     /// Resolves to `true` when the hold is lost, `false` when it is released (bindings use
     /// this to fire lost-lock callbacks without leaking a task per hold).
-    pub fn ended(&self) -> impl Future<Output = bool> + Send + 'static {
+    pub fn ended(&self) -> BoxFut<'static, bool> {
         let signal = self.hold.signal.clone();
-        async move { signal.ended().await == End::Lost }
+        let runtime = self.hold.engine.runtime.clone();
+        Box::pin(async move { signal.ended(&*runtime).await == End::Lost })
     }
 }
 

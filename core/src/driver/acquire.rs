@@ -12,7 +12,7 @@
 //! wait is longer, so no call hangs on an unreachable Redis.
 
 use super::hold::Hold;
-use super::signal::LostSignal;
+use super::signal::HoldSignal;
 use super::transport::{random_unit, Subscription};
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
@@ -53,7 +53,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
             token: token::new_token()?,
         },
     };
-    let request_id = token::new_token()?;
+    let request_id = holder.request_id()?;
     // Undoes, in the background, an attempt whose outcome is unknown if this future ends
     // without a grant: an error return, or the caller dropping it (cancellation).
     let mut undo = UndoOnDrop {
@@ -69,12 +69,14 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     let mut waker: Option<Waker> = None;
     let mut error_since: Option<Duration> = None;
     let mut failures = 0u32;
+    let mut attempts = 0u32;
     loop {
         if let Some(w) = waker.as_mut() {
             w.mark_seen();
         }
         undo.pending = true;
-        let outcome = attempt(engine, spec, &holder, lease, &request_id).await;
+        let outcome = attempt(engine, spec, &holder, lease, &request_id, attempts == 0).await;
+        attempts += 1;
         undo.pending = matches!(outcome, Attempt::Failed(_));
         let now = rt.now();
         let remaining = deadline.map(|d| d.saturating_sub(now));
@@ -133,18 +135,30 @@ async fn attempt(
     holder: &Holder,
     lease: Duration,
     request_id: &str,
+    first: bool,
 ) -> Attempt {
     let lease_ms = lease.as_millis() as u64;
     let rt = &engine.runtime;
-    let request = holder.acquire(
+    let mut request = holder.acquire(
         &spec.name,
         lease_ms,
         spec.fenced,
         request_id,
         engine.latch_ttl_ms(),
     );
+    if !first {
+        request = request.script_only();
+    }
     let started = rt.now();
-    let replies = engine.nodes.broadcast(&request, engine.node_timeout(lease)).await;
+    // Returns as soon as a majority granted (Redlock); later replies are not awaited (their
+    // requests were sent, and a release reaches every node anyway).
+    let majority = engine.majority();
+    let replies = engine
+        .nodes
+        .broadcast_until(&request, engine.node_timeout(lease), majority, |r| {
+            matches!(holder.decode_acquire(r), Ok(AcquireReply::Acquired { .. }))
+        })
+        .await;
     let elapsed = rt.now() - started;
 
     let (mut granted, mut busy, mut fence, mut min_pttl) = (Vec::new(), 0, 0, i64::MAX);
@@ -152,6 +166,7 @@ async fn attempt(
     let mut reasons = Vec::new();
     let mut first_error = None;
     for (i, r) in replies.into_iter().enumerate() {
+        let Some(r) = r else { continue };
         match r.and_then(|r| holder.decode_acquire(&r)) {
             Ok(AcquireReply::Acquired { fence: f, .. }) => {
                 granted.push(i);
@@ -223,15 +238,13 @@ fn new_hold(
     fence: u64,
     deadline: Duration,
 ) -> Hold {
-    let signal = Arc::new(LostSignal::default());
-    let watch_id = engine.watchdog.register(
-        engine,
-        &spec.name,
-        holder,
-        spec.lease.is_none(),
-        deadline,
-        signal.clone(),
-    );
+    let signal = Arc::new(HoldSignal::new(&spec.name, deadline));
+    // Fixed leases need no renewal: their loss is the deadline passing (see signal.rs).
+    let watch_id = spec.lease.is_none().then(|| {
+        engine
+            .watchdog
+            .register(engine, &spec.name, holder, signal.clone())
+    });
     Hold {
         engine: engine.clone(),
         name: spec.name.clone(),

@@ -1,12 +1,12 @@
 //! One acquisition: release, extend, ownership check and the lost signal.
 
-use super::signal::LostSignal;
+use super::signal::HoldSignal;
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::quorum::{self, Tally};
 use crate::protocol::reply::OwnershipReply;
 use crate::protocol::request::{self, Holder};
-use crate::protocol::{reply, timing, token};
+use crate::protocol::{reply, timing};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,8 +16,9 @@ pub(crate) struct Hold {
     pub(crate) holder: Holder,
     pub(crate) lease: Duration,
     pub(crate) fence: Option<u64>,
-    pub(crate) signal: Arc<LostSignal>,
-    pub(crate) watch_id: u64,
+    pub(crate) signal: Arc<HoldSignal>,
+    /// Watchdog registration (watchdog mode only).
+    pub(crate) watch_id: Option<u64>,
 }
 
 impl Hold {
@@ -42,18 +43,31 @@ impl Hold {
         )
     }
 
+    fn unwatch(&self) {
+        if let Some(id) = self.watch_id {
+            self.engine.watchdog.unregister(id);
+        }
+    }
+
+    /// `true` once the hold is known lost (found gone, or its validity ran out).
+    pub(crate) fn is_lost(&self) -> bool {
+        self.signal.is_lost_at(self.engine.now())
+    }
+
     /// Releases the hold on every node.
     pub(crate) async fn release(&self) -> Result<()> {
         let engine = &self.engine;
-        let deadline = engine.watchdog.unregister(self.watch_id);
-        if !self.signal.close() {
-            return Err(if self.signal.is_lost() {
+        self.unwatch();
+        let now = engine.now();
+        let still_valid = now < self.signal.deadline();
+        if self.signal.is_lost_at(now) || !self.signal.close() {
+            return Err(if self.signal.is_lost_at(now) {
                 self.lost_error()
             } else {
                 self.not_owned("release")
             });
         }
-        let request_id = token::new_token()?;
+        let request_id = self.holder.request_id()?;
         let req = self
             .holder
             .release(&self.name, self.lease_ms(), &request_id, engine.latch_ttl_ms());
@@ -62,7 +76,6 @@ impl Hold {
             .nodes
             .broadcast_retrying(&req, engine.config.network_timeout)
             .await;
-        let still_valid = deadline.is_some_and(|d| engine.runtime.now() < d);
         let (mut yes, mut absent, mut errors) = (0, 0, Vec::new());
         for (i, (r, retried)) in replies.into_iter().enumerate() {
             match r.and_then(|r| self.holder.decode_release(&r)) {
@@ -106,7 +119,7 @@ impl Hold {
     /// Resets the remaining lease to `lease` on every node (replace, never add).
     pub(crate) async fn extend(&self, lease: Duration) -> Result<()> {
         let lease_ms = timing::to_millis("lease", lease, false)?;
-        if self.signal.is_lost() {
+        if self.signal.is_lost_at(self.engine.now()) {
             return Err(self.lost_error());
         }
         let engine = &self.engine;
@@ -130,15 +143,13 @@ impl Hold {
             quorum::validity(lease, elapsed),
         ) {
             (Tally::Granted, Some(v)) => {
-                engine.watchdog.set_deadline(self.watch_id, started + v);
+                self.signal.set_deadline(started + v);
                 tracing::debug!(lock = %self.name, lease_ms, "extended");
                 Ok(())
             }
             (Tally::Refused, _) => {
-                engine.watchdog.unregister(self.watch_id);
-                if self.signal.fire() {
-                    tracing::warn!(lock = %self.name, "lock lost: extend found it gone or taken");
-                }
+                self.unwatch();
+                self.signal.fire("extend found it gone or taken");
                 Err(self.not_owned("extend"))
             }
             (Tally::Granted, None) => Err(Error::new(
@@ -157,7 +168,7 @@ impl Hold {
 
     /// Asks Redis whether this hold is still ours (a majority of nodes, in quorum mode).
     pub(crate) async fn owned(&self) -> Result<bool> {
-        if self.signal.is_lost() {
+        if self.signal.is_lost_at(self.engine.now()) {
             return Ok(false);
         }
         let engine = &self.engine;

@@ -108,8 +108,19 @@ impl Engine {
             .as_millis() as u64
     }
 
+    /// `now` on the runtime's monotonic clock.
+    pub(crate) fn now(&self) -> Duration {
+        self.runtime.now()
+    }
+
     /// A fresh owner number, distinct from every other owner of this client.
     pub(crate) fn next_owner(&self) -> u64 {
         self.owner_seq.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.watchdog.close();
     }
 }

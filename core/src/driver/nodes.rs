@@ -5,6 +5,7 @@ use crate::error::{Error, ErrorKind, NodeOutcome, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
 use futures::future::{join_all, select, Either};
+use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,6 +102,35 @@ impl Nodes {
             return vec![self.call(0, request, timeout).await];
         }
         join_all((0..self.transports.len()).map(|i| self.call(i, request, timeout))).await
+    }
+
+    /// Sends `request` to every node concurrently and returns once `need` replies satisfy
+    /// `good`, or all nodes answered. Nodes not awaited are `None`.
+    pub(crate) async fn broadcast_until(
+        &self,
+        request: &Request,
+        timeout: Duration,
+        need: usize,
+        good: impl Fn(&Reply) -> bool,
+    ) -> Vec<Option<Result<Reply>>> {
+        if self.transports.len() == 1 {
+            return vec![Some(self.call(0, request, timeout).await)];
+        }
+        let mut pending: FuturesUnordered<_> = (0..self.transports.len())
+            .map(|i| async move { (i, self.call(i, request, timeout).await) })
+            .collect();
+        let mut out: Vec<Option<Result<Reply>>> = (0..self.transports.len()).map(|_| None).collect();
+        let mut good_count = 0;
+        while let Some((i, result)) = pending.next().await {
+            if result.as_ref().is_ok_and(&good) {
+                good_count += 1;
+            }
+            out[i] = Some(result);
+            if good_count >= need {
+                break;
+            }
+        }
+        out
     }
 
     /// Sends `request` to the nodes in `which` concurrently (results in that order).

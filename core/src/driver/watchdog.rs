@@ -1,20 +1,22 @@
-//! One renewal scheduler per client for every hold it has.
+//! One renewal scheduler per client for all its watchdog-mode holds.
 //!
 //! Holds acquired without a lease are renewed every `watchdog_timeout / 3` back to
 //! `watchdog_timeout` (Redisson's LockRenewalScheduler), up to 100 holds per script call.
-//! Fixed-lease holds are tracked too, only to report loss when their validity runs out.
+//! Renewals due within a quarter period are sent together, so holds acquired one after
+//! another still share calls.
 //!
 //! Loss rules: a renewal that a majority of nodes definitely refuses (key gone or taken) fires
-//! the hold's lost signal at once; transient errors are retried quickly until the local
-//! validity deadline passes, then the signal fires. A hold is unregistered *before* its release
-//! is sent, and results for unregistered holds are ignored, so a renewal racing a release
-//! never reports a false loss (and the token/owner check in the script means it cannot extend
-//! someone else's lock).
+//! the hold's lost signal at once; transient errors are retried quickly, and if the hold's
+//! validity deadline passes first the signal fires by itself (see `signal.rs`). A hold is
+//! unregistered *before* its release is sent and results for unregistered holds are ignored,
+//! so a renewal racing a release never reports a false loss (and the token/owner check in the
+//! script means it cannot extend someone else's lock).
 //!
-//! The task holds only a weak reference to the client between rounds and exits when no holds
-//! remain or the client is gone.
+//! The task is spawned with the first watchdog hold and parks (no timer) while there are
+//! none. Between rounds it holds only a weak reference to the client, and the client's drop
+//! wakes it so it can exit.
 
-use super::signal::LostSignal;
+use super::signal::HoldSignal;
 use super::Engine;
 use crate::protocol::quorum::{self, Tally};
 use crate::protocol::reply;
@@ -31,17 +33,18 @@ const BATCH: usize = 100;
 struct Entry {
     name: String,
     holder: Holder,
-    renew: bool,
     due: Duration,
-    deadline: Duration,
-    signal: Arc<LostSignal>,
+    signal: Arc<HoldSignal>,
 }
 
 #[derive(Default)]
 struct State {
     entries: HashMap<u64, Entry>,
     next_id: u64,
-    running: bool,
+    started: bool,
+    /// When the task will next look at the entries (`None` = parked until notified).
+    next_wake: Option<Duration>,
+    closed: bool,
 }
 
 #[derive(Default)]
@@ -56,19 +59,16 @@ impl Watchdog {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Tracks a hold. `renew` = watchdog mode; `deadline` = end of its local validity.
+    /// Starts renewing a watchdog-mode hold.
     pub(crate) fn register(
         &self,
         engine: &Arc<Engine>,
         name: &str,
         holder: &Holder,
-        renew: bool,
-        deadline: Duration,
-        signal: Arc<LostSignal>,
+        signal: Arc<HoldSignal>,
     ) -> u64 {
-        let period = timing::renewal_period(engine.config.watchdog_timeout);
-        let now = engine.runtime.now();
-        let (id, start) = {
+        let due = engine.runtime.now() + timing::renewal_period(engine.config.watchdog_timeout);
+        let (id, spawn, notify) = {
             let mut st = self.state();
             st.next_id += 1;
             let id = st.next_id;
@@ -77,40 +77,41 @@ impl Watchdog {
                 Entry {
                     name: name.to_owned(),
                     holder: holder.clone(),
-                    renew,
-                    due: now + period,
-                    deadline,
+                    due,
                     signal,
                 },
             );
-            let start = !st.running;
-            st.running = true;
-            (id, start)
+            let spawn = !st.started;
+            st.started = true;
+            // Wake the task only if it would otherwise sleep past this hold's first renewal.
+            let notify = !spawn && st.next_wake.is_none_or(|w| w > due);
+            if notify {
+                st.next_wake = Some(due);
+            }
+            (id, spawn, notify)
         };
-        if start {
+        if spawn {
             engine.runtime.spawn(Box::pin(run(Arc::downgrade(engine))));
-        } else {
+        } else if notify {
             self.wake.notify(1);
         }
         id
     }
 
-    /// Stops tracking a hold (release or loss); returns its validity deadline if it was tracked.
-    pub(crate) fn unregister(&self, id: u64) -> Option<Duration> {
-        self.state().entries.remove(&id).map(|e| e.deadline)
+    /// Stops renewing a hold (release or loss).
+    pub(crate) fn unregister(&self, id: u64) {
+        self.state().entries.remove(&id);
     }
 
-    /// Moves a hold's validity deadline (after a successful extend).
-    pub(crate) fn set_deadline(&self, id: u64, deadline: Duration) {
-        if let Some(e) = self.state().entries.get_mut(&id) {
-            e.deadline = deadline;
-        }
-        self.wake.notify(1);
-    }
-
-    /// Number of holds tracked (tests and diagnostics).
+    /// Number of holds renewed (tests and diagnostics).
     pub(crate) fn len(&self) -> usize {
         self.state().entries.len()
+    }
+
+    /// The client is going away: let the task exit.
+    pub(crate) fn close(&self) {
+        self.state().closed = true;
+        self.wake.notify(usize::MAX);
     }
 }
 
@@ -120,60 +121,42 @@ async fn run(weak: Weak<Engine>) {
     loop {
         let Some(engine) = weak.upgrade() else { return };
         let runtime = engine.runtime.clone();
+        let period = timing::renewal_period(engine.config.watchdog_timeout);
         let now = runtime.now();
-        let mut expired = Vec::new();
-        let (due, next, listener) = {
+        let (due, listener) = {
             let mut st = engine.watchdog.state();
-            st.entries.retain(|_, e| {
-                let keep = e.deadline > now;
-                if !keep {
-                    expired.push((e.name.clone(), e.signal.clone()));
-                }
-                keep
-            });
-            if st.entries.is_empty() {
-                st.running = false;
-                drop(st);
-                report_lost(expired, "its validity ran out");
+            if st.closed {
                 return;
             }
+            st.entries.retain(|_, e| e.signal.is_held());
+            let horizon = now + period / 4;
             let due: Vec<Due> = st
                 .entries
                 .iter()
-                .filter(|(_, e)| e.renew && e.due <= now)
+                .filter(|(_, e)| e.due <= horizon)
                 .map(|(id, e)| (*id, e.name.clone(), e.holder.clone()))
                 .collect();
-            let next = st
-                .entries
-                .values()
-                .map(|e| {
-                    if e.renew {
-                        e.due.min(e.deadline)
-                    } else {
-                        e.deadline
-                    }
-                })
-                .min()
-                .unwrap_or(now);
-            (due, next, engine.watchdog.wake.listen())
+            st.next_wake = if due.is_empty() {
+                st.entries.values().map(|e| e.due).min()
+            } else {
+                Some(now)
+            };
+            (due, engine.watchdog.wake.listen())
         };
-        report_lost(expired, "its validity ran out");
         if !due.is_empty() {
             for chunk in due.chunks(BATCH) {
                 renew_chunk(&engine, chunk).await;
             }
             continue;
         }
+        let next_wake = engine.watchdog.state().next_wake;
         drop(engine);
-        let pause = next.saturating_sub(now).max(Duration::from_millis(1));
-        let _ = select(runtime.sleep(pause), listener).await;
-    }
-}
-
-fn report_lost(lost: Vec<(String, Arc<LostSignal>)>, why: &str) {
-    for (name, signal) in lost {
-        if signal.fire() {
-            tracing::warn!(lock = %name, "lock lost: {why}");
+        match next_wake {
+            Some(at) => {
+                let pause = at.saturating_sub(now).max(Duration::from_millis(1));
+                let _ = select(runtime.sleep(pause), listener).await;
+            }
+            None => listener.await,
         }
     }
 }
@@ -209,18 +192,20 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
             };
             match (quorum::tally(engine.nodes.len(), yes, no), validity) {
                 (Tally::Granted, Some(v)) => {
-                    entry.deadline = started + v;
+                    entry.signal.set_deadline(started + v);
                     entry.due = now + period;
                     tracing::trace!(lock = %name, "renewed");
                 }
                 (Tally::Refused, _) => {
                     if let Some(e) = st.entries.remove(id) {
-                        lost.push((e.name, e.signal));
+                        lost.push(e.signal);
                     }
                 }
                 _ => entry.due = now + retry,
             }
         }
     }
-    report_lost(lost, "renewal found it gone or taken");
+    for signal in lost {
+        signal.fire("renewal found it gone or taken");
+    }
 }

@@ -67,9 +67,10 @@ impl Subscriber {
     pub(crate) async fn subscribe(&self, channel: &str) -> Result<ChannelWaker> {
         let notify = {
             let mut map = lock(&self.inner.channels);
-            let entry = map
-                .entry(channel.to_owned())
-                .or_insert_with(|| Channel { notify: Arc::default(), refs: 0 });
+            let entry = map.entry(channel.to_owned()).or_insert_with(|| Channel {
+                notify: Arc::default(),
+                refs: 0,
+            });
             entry.refs += 1;
             entry.notify.clone()
         };
@@ -122,7 +123,9 @@ fn on_push(channels: &Channels, push: PushInfo) {
                 Some(Value::BulkString(b)) => std::str::from_utf8(b).ok().map(str::to_owned),
                 _ => None,
             };
-            let Some(ch) = text(push.data.first()).and_then(|n| map.get(&n)) else { return };
+            let Some(ch) = text(push.data.first()).and_then(|n| map.get(&n)) else {
+                return;
+            };
             if text(push.data.get(1)).as_deref() == Some("0") {
                 ch.notify.notify_one();
             } else {

@@ -89,6 +89,11 @@ impl Transport for RedisTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
+            if let Some(plain) = &request.plain {
+                let mut cmd = redis::cmd(&plain[0]);
+                cmd.arg(&plain[1..]);
+                return cmd.query_async(&mut conn).await.map(convert).map_err(map_error);
+            }
             let script = request.script;
             match invoke(&mut conn, "EVALSHA", script.sha1(), request).await {
                 // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a

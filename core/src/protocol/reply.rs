@@ -66,6 +66,12 @@ pub enum AcquireReply {
 /// # Errors
 /// `Redis` when the reply has an unexpected shape.
 pub fn decode_acquire(reply: &Reply) -> Result<AcquireReply> {
+    // The plain `SET NX PX` form: OK = granted, nil = held by someone else (TTL unknown).
+    match reply {
+        Reply::Bytes(b) if b == b"OK" => return Ok(AcquireReply::Acquired { fence: 0, holds: 1 }),
+        Reply::Nil => return Ok(AcquireReply::Busy { pttl: -1 }),
+        _ => {}
+    }
     let ints = reply.ints().ok_or_else(|| unexpected("acquire", reply))?;
     match ints.as_slice() {
         [1, fence] => Ok(AcquireReply::Acquired {
@@ -196,7 +202,15 @@ mod tests {
             decode_acquire(&arr(&[0, -1])).unwrap(),
             AcquireReply::Busy { pttl: -1 }
         );
-        assert!(decode_acquire(&Reply::Nil).is_err());
+        assert_eq!(
+            decode_acquire(&Reply::Nil).unwrap(),
+            AcquireReply::Busy { pttl: -1 }
+        );
+        assert_eq!(
+            decode_acquire(&Reply::Bytes(b"OK".to_vec())).unwrap(),
+            AcquireReply::Acquired { fence: 0, holds: 1 }
+        );
+        assert!(decode_acquire(&Reply::Int(3)).is_err());
         assert!(decode_acquire(&arr(&[2, 1])).is_err());
         let stringly = Reply::Array(vec![Reply::Bytes(b"1".to_vec()), Reply::Bytes(b"9".to_vec())]);
         assert_eq!(

@@ -20,6 +20,18 @@ pub struct Request {
     pub keys: Vec<String>,
     /// `ARGV[]`.
     pub args: Vec<String>,
+    /// An equivalent plain command (no Lua) a transport may send instead of the script,
+    /// saving the script's cost on the hot path. Its reply decodes to the same outcome.
+    pub plain: Option<Vec<String>>,
+}
+
+impl Request {
+    /// The same request without its plain form: the script must run (retries, where the
+    /// script's extra checks matter).
+    pub fn script_only(mut self) -> Request {
+        self.plain = None;
+        self
+    }
 }
 
 /// The two lock kinds and how a holder is identified in Redis.
@@ -46,6 +58,19 @@ impl Holder {
         }
     }
 
+    /// A fresh request id for an acquire or release: random for reentrant locks (it names
+    /// their idempotency latches), empty for lease locks (their token already makes a retry
+    /// idempotent, so no random bytes are spent).
+    ///
+    /// # Errors
+    /// `Panic` (internal) when the OS random source fails.
+    pub fn request_id(&self) -> crate::error::Result<String> {
+        match self {
+            Holder::Lease { .. } => Ok(String::new()),
+            Holder::Reentrant { .. } => super::token::new_token(),
+        }
+    }
+
     /// Acquire request for lock `name` with `lease_ms`, optionally fenced. `request_id`
     /// (random, one per `acquire()` call, reused by its retries) names the reentrant
     /// acquire's idempotency latch, kept `latch_ttl_ms`; lease locks need none (their token
@@ -58,6 +83,12 @@ impl Holder {
         request_id: &str,
         latch_ttl_ms: u64,
     ) -> Request {
+        // An unfenced lease acquire is exactly `SET N token NX PX lease` (the redis-py /
+        // node-redlock command) unless it is a retry, which needs the script's token check.
+        let plain = (!fenced).then(|| {
+            let lease = lease_ms.to_string();
+            ["SET", name, "", "NX", "PX", &lease].map(str::to_owned).to_vec()
+        });
         let fenced = if fenced { "1" } else { "0" }.to_owned();
         let mut keys = vec![name.to_owned(), keys::fence_key(name)];
         match self {
@@ -65,6 +96,10 @@ impl Holder {
                 script: &scripts::LEASE_ACQUIRE,
                 keys,
                 args: vec![token.clone(), lease_ms.to_string(), fenced],
+                plain: plain.map(|mut p| {
+                    p[2] = token.clone();
+                    p
+                }),
             },
             Holder::Reentrant { owner } => {
                 keys.push(keys::acquire_latch(name, request_id));
@@ -77,6 +112,7 @@ impl Holder {
                         fenced,
                         latch_ttl_ms.to_string(),
                     ],
+                    plain: None,
                 }
             }
         }
@@ -92,6 +128,7 @@ impl Holder {
                 script: &scripts::LEASE_RELEASE,
                 keys,
                 args: vec![token.clone(), PUBLISH.to_owned()],
+                plain: None,
             },
             Holder::Reentrant { owner } => {
                 keys.push(keys::unlock_latch(name, request_id));
@@ -104,6 +141,7 @@ impl Holder {
                         PUBLISH.to_owned(),
                         latch_ttl_ms.to_string(),
                     ],
+                    plain: None,
                 }
             }
         }
@@ -123,6 +161,7 @@ impl Holder {
                     keys::acquire_latch(name, request_id),
                 ],
                 args: vec![owner.clone(), PUBLISH.to_owned()],
+                plain: None,
             },
         }
     }
@@ -135,11 +174,13 @@ impl Holder {
                 script: &scripts::LEASE_EXTEND,
                 keys,
                 args: vec![token.clone(), lease_ms.to_string()],
+                plain: None,
             },
             Holder::Reentrant { owner } => Request {
                 script: &scripts::RLOCK_EXTEND,
                 keys,
                 args: vec![lease_ms.to_string(), owner.clone()],
+                plain: None,
             },
         }
     }
@@ -176,6 +217,7 @@ pub fn renew_batch<'a>(lease_ms: u64, holds: impl IntoIterator<Item = (&'a str, 
         script: &scripts::RENEW_BATCH,
         keys,
         args,
+        plain: None,
     }
 }
 
@@ -185,6 +227,7 @@ pub fn force_unlock(name: &str) -> Request {
         script: &scripts::FORCE_UNLOCK,
         keys: vec![name.to_owned(), keys::lock_channel(name)],
         args: vec![PUBLISH.to_owned()],
+        plain: None,
     }
 }
 
@@ -194,6 +237,7 @@ pub fn inspect(name: &str, holder: Option<&Holder>) -> Request {
         script: &scripts::INSPECT,
         keys: vec![name.to_owned()],
         args: vec![holder.map(Holder::spec).unwrap_or_default()],
+        plain: None,
     }
 }
 
@@ -208,6 +252,10 @@ mod tests {
         assert_eq!(r.script.name(), "lease_acquire");
         assert_eq!(r.keys, ["order:42", "redisson_lock_token:{order:42}"]);
         assert_eq!(r.args, ["tok", "5000", "1"]);
+        assert_eq!(r.plain, None, "fenced acquires need the script");
+        let plain = h.acquire("k", 700, false, "", 0).plain.unwrap();
+        assert_eq!(plain, ["SET", "k", "tok", "NX", "PX", "700"]);
+        assert_eq!(h.acquire("k", 700, false, "", 0).script_only().plain, None);
         let r = h.release("order:42", 5000, "req", 9000);
         assert_eq!(r.keys, ["order:42", "redisson_lock__channel:{order:42}"]);
         assert_eq!(r.args, ["tok", "publish"]);
@@ -221,6 +269,7 @@ mod tests {
         };
         let r = h.acquire("n", 30000, false, "req", 9000);
         assert_eq!(r.script.name(), "rlock_acquire");
+        assert_eq!(r.plain, None);
         assert_eq!(r.keys[2], "redlatch_acquire_latch:{n}:req");
         assert_eq!(r.args, ["30000", "uuid:1", "0", "9000"]);
         let r = h.release("n", 30000, "req", 9000);

@@ -80,7 +80,7 @@ pub fn check_no_overlap(intervals: &[Interval]) -> Result<(), String> {
                 ));
             }
         }
-        if latest.map_or(true, |held| current.released_ns > held.released_ns) {
+        if latest.is_none_or(|held| current.released_ns > held.released_ns) {
             latest = Some(current);
         }
     }
