@@ -31,7 +31,16 @@ async fn acquire_writes_every_node_and_release_clears_them() {
         .acquire()
         .await
         .unwrap();
-    assert_eq!(holders(&nodes, "q:all").await, 5);
+    // Acquire returns once a majority granted; the other nodes' requests were sent too.
+    let mut seen = 0;
+    for _ in 0..40 {
+        seen = holders(&nodes, "q:all").await;
+        if seen == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(seen, 5);
     g.release().await.unwrap();
     assert_eq!(holders(&nodes, "q:all").await, 0);
 }
@@ -162,8 +171,11 @@ async fn quorum_connect_needs_a_majority() {
 async fn quorum_watchdog_reports_loss_when_the_majority_loses_the_key() {
     let nodes = servers(3);
     let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    // A short watchdog for a short test, with a per-node timeout that a loaded CI machine
+    // can meet (the default would be 300 ms / 20 = 15 ms).
     let client = Client::quorum_builder(&urls)
         .watchdog_timeout(Duration::from_millis(300))
+        .node_timeout(Duration::from_millis(100))
         .connect()
         .await
         .unwrap();

@@ -1,6 +1,6 @@
 //! Fan-out of one request to every node at once, each bounded by a timeout.
 
-use super::transport::{Runtime, Transport};
+use super::transport::{BoxFut, Runtime, Transport};
 use crate::error::{Error, ErrorKind, NodeOutcome, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
@@ -105,7 +105,9 @@ impl Nodes {
     }
 
     /// Sends `request` to every node concurrently and returns once `need` replies satisfy
-    /// `good`, or all nodes answered. Nodes not awaited are `None`.
+    /// `good`, or all nodes answered. Nodes not awaited are `None`; their calls run on to
+    /// completion in the background (a dropped redis-rs request may never be sent, and a
+    /// grant must reach every node it can).
     pub(crate) async fn broadcast_until(
         &self,
         request: &Request,
@@ -116,9 +118,24 @@ impl Nodes {
         if self.transports.len() == 1 {
             return vec![Some(self.call(0, request, timeout).await)];
         }
-        let mut pending: FuturesUnordered<_> = (0..self.transports.len())
-            .map(|i| async move { (i, self.call(i, request, timeout).await) })
-            .collect();
+        let mut pending: FuturesUnordered<BoxFut<'static, (usize, Result<Reply>)>> = FuturesUnordered::new();
+        for (i, transport) in self.transports.iter().enumerate() {
+            let (transport, request, sleep) =
+                (transport.clone(), request.clone(), self.runtime.sleep(timeout));
+            pending.push(Box::pin(async move {
+                let result = match select(transport.eval(&request), sleep).await {
+                    Either::Left((result, _)) => result
+                        .map_err(|e| Error::new(e.kind(), format!("{}: {}", transport.label(), e.message()))),
+                    Either::Right(_) => Err(Error::connection(format!(
+                        "{}: no reply to {} within {} ms",
+                        transport.label(),
+                        request.script.name(),
+                        timeout.as_millis()
+                    ))),
+                };
+                (i, result)
+            }));
+        }
         let mut out: Vec<Option<Result<Reply>>> = (0..self.transports.len()).map(|_| None).collect();
         let mut good_count = 0;
         while let Some((i, result)) = pending.next().await {
@@ -129,6 +146,10 @@ impl Nodes {
             if good_count >= need {
                 break;
             }
+        }
+        if !pending.is_empty() {
+            self.runtime
+                .spawn(Box::pin(async move { while pending.next().await.is_some() {} }));
         }
         out
     }
