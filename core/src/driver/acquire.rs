@@ -155,7 +155,7 @@ async fn attempt(
     let majority = engine.majority();
     let replies = engine
         .nodes
-        .broadcast_until(&request, engine.node_timeout(lease), majority, |r| {
+        .broadcast_until(&request, engine.node_timeout(lease), false, majority, |r| {
             matches!(holder.decode_acquire(r), Ok(AcquireReply::Acquired { .. }))
         })
         .await;
@@ -166,7 +166,7 @@ async fn attempt(
     let mut reasons = Vec::new();
     let mut first_error = None;
     for (i, r) in replies.into_iter().enumerate() {
-        let Some(r) = r else { continue };
+        let Some((r, _)) = r else { continue };
         match r.and_then(|r| holder.decode_acquire(&r)) {
             Ok(AcquireReply::Acquired { fence: f, .. }) => {
                 granted.push(i);

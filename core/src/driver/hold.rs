@@ -58,10 +58,11 @@ impl Hold {
     pub(crate) async fn release(&self) -> Result<()> {
         let engine = &self.engine;
         self.unwatch();
-        let now = engine.now();
-        let still_valid = now < self.signal.deadline();
-        if self.signal.is_lost_at(now) || !self.signal.close() {
-            return Err(if self.signal.is_lost_at(now) {
+        // Past its deadline but not yet seen lost, the hold is still released (the key may
+        // live on for the drift allowance); Redis' answer then says whether it was still ours.
+        let still_valid = engine.now() < self.signal.deadline();
+        if !self.signal.close() {
+            return Err(if self.signal.is_lost_at(engine.now()) {
                 self.lost_error()
             } else {
                 self.not_owned("release")
@@ -71,13 +72,22 @@ impl Hold {
         let req = self
             .holder
             .release(&self.name, self.lease_ms(), &request_id, engine.latch_ttl_ms());
-        // No validity hangs on a release: every node gets the full network timeout.
+        // No validity hangs on a release: every node gets the full network timeout, and the
+        // call returns once a majority confirmed (the others finish in the background).
+        let holder = &self.holder;
         let replies = engine
             .nodes
-            .broadcast_retrying(&req, engine.config.network_timeout)
+            .broadcast_until(
+                &req,
+                engine.config.network_timeout,
+                true,
+                engine.majority(),
+                |r| holder.decode_release(r).is_ok_and(OwnershipReply::was_owned),
+            )
             .await;
         let (mut yes, mut absent, mut errors) = (0, 0, Vec::new());
-        for (i, (r, retried)) in replies.into_iter().enumerate() {
+        for (i, reply) in replies.into_iter().enumerate() {
+            let Some((r, retried)) = reply else { continue };
             match r.and_then(|r| self.holder.decode_release(&r)) {
                 Ok(o) if o.was_owned() => yes += 1,
                 // A lease-lock release retried after a lost reply finds its key gone or already
@@ -127,11 +137,13 @@ impl Hold {
         let started = engine.runtime.now();
         let replies = engine
             .nodes
-            .broadcast_retrying(&req, engine.node_timeout(lease))
+            .broadcast_until(&req, engine.node_timeout(lease), true, engine.majority(), |r| {
+                matches!(reply::decode_extend(r), Ok(OwnershipReply::Done))
+            })
             .await;
         let elapsed = engine.runtime.now() - started;
         let (mut yes, mut no, mut first_error) = (0, 0, None);
-        for (r, _) in replies {
+        for (r, _) in replies.into_iter().flatten() {
             match r.and_then(|r| reply::decode_extend(&r)) {
                 Ok(OwnershipReply::Done) => yes += 1,
                 Ok(_) => no += 1,

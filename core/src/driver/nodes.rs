@@ -34,66 +34,10 @@ impl Nodes {
     /// Sends `request` to node `i`, giving up after `timeout`.
     pub(crate) async fn call(&self, i: usize, request: &Request, timeout: Duration) -> Result<Reply> {
         let transport = &self.transports[i];
-        let reply = transport.eval(request);
-        match select(reply, self.runtime.sleep(timeout)).await {
-            Either::Left((result, _)) => {
-                result.map_err(|e| Error::new(e.kind(), format!("{}: {}", transport.label(), e.message())))
-            }
-            Either::Right(_) => Err(Error::connection(format!(
-                "{}: no reply to {} within {} ms",
-                transport.label(),
-                request.script.name(),
-                timeout.as_millis()
-            ))),
+        match select(transport.eval(request), self.runtime.sleep(timeout)).await {
+            Either::Left((result, _)) => labelled(transport.label(), result),
+            Either::Right(_) => Err(timed_out(transport.label(), request, timeout)),
         }
-    }
-
-    /// Like [`Self::call`], but a connection error (a killed connection, a reconnect in
-    /// progress) is retried once within the same `timeout`. Only for requests that are safe
-    /// to repeat. The flag tells whether the answer came from the retry.
-    pub(crate) async fn call_retrying(
-        &self,
-        i: usize,
-        request: &Request,
-        timeout: Duration,
-    ) -> (Result<Reply>, bool) {
-        let transport = &self.transports[i];
-        let attempts = async {
-            match transport.eval(request).await {
-                Err(e) if e.kind() == ErrorKind::Connection => {
-                    tracing::debug!(node = transport.label(), error = %e, "retrying once after a connection error");
-                    (transport.eval(request).await, true)
-                }
-                other => (other, false),
-            }
-        };
-        match select(Box::pin(attempts), self.runtime.sleep(timeout)).await {
-            Either::Left(((result, retried), _)) => (
-                result.map_err(|e| Error::new(e.kind(), format!("{}: {}", transport.label(), e.message()))),
-                retried,
-            ),
-            Either::Right(_) => (
-                Err(Error::connection(format!(
-                    "{}: no reply to {} within {} ms",
-                    transport.label(),
-                    request.script.name(),
-                    timeout.as_millis()
-                ))),
-                false,
-            ),
-        }
-    }
-
-    /// [`Self::call_retrying`] on every node concurrently, in node order.
-    pub(crate) async fn broadcast_retrying(
-        &self,
-        request: &Request,
-        timeout: Duration,
-    ) -> Vec<(Result<Reply>, bool)> {
-        if self.transports.len() == 1 {
-            return vec![self.call_retrying(0, request, timeout).await];
-        }
-        join_all((0..self.transports.len()).map(|i| self.call_retrying(i, request, timeout))).await
     }
 
     /// Sends `request` to every node concurrently; one result per node, in node order.
@@ -105,44 +49,43 @@ impl Nodes {
     }
 
     /// Sends `request` to every node concurrently and returns once `need` replies satisfy
-    /// `good`, or all nodes answered. Nodes not awaited are `None`; their calls run on to
+    /// `good`, or every node answered. Nodes not awaited are `None`; their calls run on to
     /// completion in the background (a dropped redis-rs request may never be sent, and a
-    /// grant must reach every node it can).
+    /// grant or release must reach every node it can). With `retry`, a connection error (a
+    /// killed connection, a reconnect in progress) is retried once within the same timeout,
+    /// for requests that are safe to repeat; the flag beside each result tells whether the
+    /// answer came from that retry.
     pub(crate) async fn broadcast_until(
         &self,
         request: &Request,
         timeout: Duration,
+        retry: bool,
         need: usize,
         good: impl Fn(&Reply) -> bool,
-    ) -> Vec<Option<Result<Reply>>> {
+    ) -> Vec<Option<(Result<Reply>, bool)>> {
         if self.transports.len() == 1 {
-            return vec![Some(self.call(0, request, timeout).await)];
+            let sleep = self.runtime.sleep(timeout);
+            return vec![Some(
+                call_once_more(&*self.transports[0], request, sleep, timeout, retry).await,
+            )];
         }
-        let mut pending: FuturesUnordered<BoxFut<'static, (usize, Result<Reply>)>> = FuturesUnordered::new();
+        let mut pending: FuturesUnordered<BoxFut<'static, (usize, Result<Reply>, bool)>> =
+            FuturesUnordered::new();
         for (i, transport) in self.transports.iter().enumerate() {
             let (transport, request, sleep) =
                 (transport.clone(), request.clone(), self.runtime.sleep(timeout));
             pending.push(Box::pin(async move {
-                let result = match select(transport.eval(&request), sleep).await {
-                    Either::Left((result, _)) => result
-                        .map_err(|e| Error::new(e.kind(), format!("{}: {}", transport.label(), e.message()))),
-                    Either::Right(_) => Err(Error::connection(format!(
-                        "{}: no reply to {} within {} ms",
-                        transport.label(),
-                        request.script.name(),
-                        timeout.as_millis()
-                    ))),
-                };
-                (i, result)
+                let (result, retried) = call_once_more(&*transport, &request, sleep, timeout, retry).await;
+                (i, result, retried)
             }));
         }
-        let mut out: Vec<Option<Result<Reply>>> = (0..self.transports.len()).map(|_| None).collect();
+        let mut out: Vec<Option<(Result<Reply>, bool)>> = (0..self.transports.len()).map(|_| None).collect();
         let mut good_count = 0;
-        while let Some((i, result)) = pending.next().await {
+        while let Some((i, result, retried)) = pending.next().await {
             if result.as_ref().is_ok_and(&good) {
                 good_count += 1;
             }
-            out[i] = Some(result);
+            out[i] = Some((result, retried));
             if good_count >= need {
                 break;
             }
@@ -175,4 +118,41 @@ impl Nodes {
             })
             .collect()
     }
+}
+
+/// One call bounded by `sleep`; with `retry`, a connection error is retried once inside the
+/// same bound. Returns the result and whether it came from the retry.
+async fn call_once_more(
+    transport: &dyn Transport,
+    request: &Request,
+    sleep: BoxFut<'static, ()>,
+    timeout: Duration,
+    retry: bool,
+) -> (Result<Reply>, bool) {
+    let attempts = async {
+        match transport.eval(request).await {
+            Err(e) if retry && e.kind() == ErrorKind::Connection => {
+                tracing::debug!(node = transport.label(), error = %e, "retrying once after a connection error");
+                (transport.eval(request).await, true)
+            }
+            other => (other, false),
+        }
+    };
+    match select(Box::pin(attempts), sleep).await {
+        Either::Left(((result, retried), _)) => (labelled(transport.label(), result), retried),
+        Either::Right(_) => (Err(timed_out(transport.label(), request, timeout)), false),
+    }
+}
+
+/// Prefixes an error with the node it came from.
+fn labelled(label: &str, result: Result<Reply>) -> Result<Reply> {
+    result.map_err(|e| Error::new(e.kind(), format!("{label}: {}", e.message())))
+}
+
+fn timed_out(label: &str, request: &Request, timeout: Duration) -> Error {
+    Error::connection(format!(
+        "{label}: no reply to {} within {} ms",
+        request.script.name(),
+        timeout.as_millis()
+    ))
 }

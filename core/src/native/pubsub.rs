@@ -99,6 +99,7 @@ impl Inner {
             .get_or_try_init(|| async move {
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(self.connect_timeout))
+                    .set_response_timeout(None)
                     .set_number_of_retries(1)
                     .set_max_delay(Duration::from_millis(500))
                     .set_push_sender(move |push: PushInfo| {

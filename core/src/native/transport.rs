@@ -62,6 +62,8 @@ impl RedisTransport {
             .get_or_try_init(|| async {
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(self.connect_timeout))
+                    // The driver bounds every call itself (network or per-node timeout).
+                    .set_response_timeout(None)
                     .set_number_of_retries(1)
                     .set_max_delay(Duration::from_millis(500));
                 ConnectionManager::new_with_config(self.client.clone(), config)
