@@ -1,0 +1,148 @@
+# C / C++ binding targets (crate redlatch-ffi). Included by the root Makefile
+# (`include bindings/c/c.mk`), or used alone from anywhere: `make -f bindings/c/c.mk c-test`.
+#
+#   c-header        regenerate include/redlatch.h with the pinned cbindgen
+#   c-header-check  regenerate into target/c and fail if include/redlatch.h differs
+#   c-install       PREFIX=/usr/local (and DESTDIR): libraries, headers, pkg-config, CMake config
+#   c-test          build, then run the C and C++ suites against a Redis fleet, the C suite again
+#                   under valgrind, and the install test (c-install-test)
+#   c-install-test  install into a temporary prefix; build a C program with pkg-config and a C++
+#                   program (plus a static C one) with CMake find_package; run them on a fleet
+#   c-demo-worker   the C worker of `make demo` (target/c/c_worker)
+#
+# Library names: the crate's lib is `redlatch_ffi` (the core crate is already `redlatch`), so
+# cargo writes libredlatch_ffi.{so,a}; installation renames them to libredlatch.so.<version>
+# (+ SONAME and dev symlinks) and libredlatch.a. Tests link against an installed copy in
+# target/c/stage, so they exercise the install layout too.
+
+# Included first, this file must not steal the including Makefile's default goal.
+C_SAVED_DEFAULT_GOAL := $(.DEFAULT_GOAL)
+
+C_DIR := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+C_ROOT := $(abspath $(C_DIR)/../..)
+CARGO ?= cargo
+C_PROFILE ?= debug
+C_CARGO_PROFILE := $(if $(filter release,$(C_PROFILE)),--release,)
+C_TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(abspath $(CARGO_TARGET_DIR)),$(C_ROOT)/target)
+C_BUILD := $(C_TARGET_DIR)/$(C_PROFILE)
+C_OUT := $(C_TARGET_DIR)/c
+C_STAGE := $(C_OUT)/stage
+C_FLEET := $(C_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --
+C_HEADER := $(C_ROOT)/include/redlatch.h
+C_VERSION := $(shell sed -n 's/^\#define REDLATCH_VERSION_STRING "\(.*\)"/\1/p' $(C_HEADER))
+C_MAJOR := $(word 1,$(subst ., ,$(C_VERSION)))
+C_MINOR := $(word 2,$(subst ., ,$(C_VERSION)))
+# ABI version in the SONAME; bindings/c/build.rs computes the same.
+C_ABI := $(if $(filter 0,$(C_MAJOR)),0.$(C_MINOR),$(C_MAJOR))
+PREFIX ?= /usr/local
+C_CC ?= gcc
+C_CXX ?= g++
+C_CFLAGS ?= -std=c11 -g -O1 -Wall -Wextra -Werror
+C_CXXFLAGS ?= -std=c++17 -g -O1 -Wall -Wextra -Werror
+C_VALGRIND ?= valgrind --quiet --error-exitcode=99 --leak-check=full \
+	--show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+	--num-callers=40 --suppressions=$(C_DIR)/tests/valgrind.supp
+# Timing slack multiplier for the suite under valgrind (everything runs ~20x slower).
+C_VALGRIND_SLOW ?= 6
+
+.PHONY: c-setup-cbindgen c-setup-tools c-lib c-fleet c-header c-header-check c-install c-stage \
+	c-test-build c-test c-install-test c-demo-worker c-clean
+
+c-setup-cbindgen:
+	@$(C_DIR)/setup.sh cbindgen
+
+c-setup-tools:
+	@$(C_DIR)/setup.sh tools
+
+c-lib:
+	$(CARGO) build -p redlatch-ffi $(C_CARGO_PROFILE)
+
+c-fleet:
+	$(CARGO) build -p redlatch-fleet
+
+c-header: c-setup-cbindgen
+	cd $(C_ROOT) && cbindgen --quiet --config bindings/c/cbindgen.toml --crate redlatch-ffi \
+		-o include/redlatch.h bindings/c
+
+c-header-check: c-setup-cbindgen
+	@mkdir -p $(C_OUT)
+	cd $(C_ROOT) && cbindgen --quiet --config bindings/c/cbindgen.toml --crate redlatch-ffi \
+		-o $(C_OUT)/redlatch.h.new bindings/c
+	@diff -u $(C_HEADER) $(C_OUT)/redlatch.h.new \
+		|| { echo "include/redlatch.h is stale: run 'make c-header' and commit it" >&2; exit 1; }
+	@echo "include/redlatch.h is current"
+
+# $(1) = where to write (DESTDIR + prefix), $(2) = the prefix recorded in redlatch.pc
+define c_install_to
+	test -n "$(C_VERSION)" || { echo "cannot read the version from $(C_HEADER)" >&2; exit 1; }
+	install -d $(1)/include $(1)/lib/pkgconfig $(1)/lib/cmake/redlatch
+	install -m 644 $(C_ROOT)/include/redlatch.h $(C_ROOT)/include/redlatch.hpp $(1)/include/
+	install -m 755 $(C_BUILD)/libredlatch_ffi.so $(1)/lib/libredlatch.so.$(C_VERSION)
+	ln -sf libredlatch.so.$(C_VERSION) $(1)/lib/libredlatch.so.$(C_ABI)
+	ln -sf libredlatch.so.$(C_ABI) $(1)/lib/libredlatch.so
+	install -m 644 $(C_BUILD)/libredlatch_ffi.a $(1)/lib/libredlatch.a
+	sed -e 's|@PREFIX@|$(2)|g' -e 's|@VERSION@|$(C_VERSION)|g' \
+		$(C_DIR)/pkg/redlatch.pc.in > $(1)/lib/pkgconfig/redlatch.pc
+	sed -e 's|@VERSION@|$(C_VERSION)|g' -e 's|@ABI@|$(C_ABI)|g' \
+		$(C_DIR)/pkg/redlatchConfig.cmake.in > $(1)/lib/cmake/redlatch/redlatchConfig.cmake
+	sed -e 's|@VERSION@|$(C_VERSION)|g' -e 's|@MAJOR@|$(C_MAJOR)|g' -e 's|@MINOR@|$(C_MINOR)|g' \
+		$(C_DIR)/pkg/redlatchConfigVersion.cmake.in > $(1)/lib/cmake/redlatch/redlatchConfigVersion.cmake
+endef
+
+c-install: c-lib
+	$(call c_install_to,$(DESTDIR)$(PREFIX),$(PREFIX))
+	@echo "installed redlatch $(C_VERSION) into $(DESTDIR)$(PREFIX)"
+
+c-stage: c-lib
+	@rm -rf $(C_STAGE)
+	@$(call c_install_to,$(C_STAGE),$(C_STAGE))
+
+C_TEST_LINK = -I$(C_STAGE)/include -L$(C_STAGE)/lib -lredlatch -Wl,-rpath,$(C_STAGE)/lib -lpthread
+
+c-test-build: c-setup-tools c-stage
+	@mkdir -p $(C_OUT)/tests
+	@echo "== redlatch.h compiles as strict C99 and C++11"
+	printf '#include <redlatch.h>\nint main(void) { return redlatch_version() == 0; }\n' \
+		| $(C_CC) -std=c99 -pedantic -Wall -Wextra -Werror -I$(C_STAGE)/include -fsyntax-only -x c -
+	printf '#include <redlatch.h>\nint main() { return redlatch_version() == nullptr; }\n' \
+		| $(C_CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -I$(C_STAGE)/include -fsyntax-only -x c++ -
+	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_redlatch $(C_DIR)/tests/c/test_redlatch.c $(C_TEST_LINK)
+	$(C_CXX) $(C_CXXFLAGS) -o $(C_OUT)/tests/test_redlatch_cpp $(C_DIR)/tests/cpp/test_redlatch.cpp \
+		$(C_TEST_LINK)
+
+c-test: c-header-check c-fleet c-test-build
+	@echo "== C suite"
+	$(C_FLEET) $(C_OUT)/tests/test_redlatch
+	@echo "== C++ suite"
+	$(C_FLEET) $(C_OUT)/tests/test_redlatch_cpp
+	@echo "== C suite under valgrind"
+	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_redlatch
+	@$(MAKE) --no-print-directory -f $(C_DIR)/c.mk c-install-test
+	@echo "c-test: C, C++, valgrind and install suites passed"
+
+C_IT := $(C_OUT)/install-test
+
+c-install-test: c-setup-tools c-lib c-fleet
+	rm -rf $(C_IT)
+	$(MAKE) --no-print-directory -f $(C_DIR)/c.mk c-install PREFIX=$(C_IT)/prefix
+	@echo "== C program built with pkg-config"
+	mkdir -p $(C_IT)/pc
+	PKG_CONFIG_PATH=$(C_IT)/prefix/lib/pkgconfig sh -c '$(C_CC) $(C_CFLAGS) \
+		-o $(C_IT)/pc/install_c $(C_DIR)/tests/install/install_c.c \
+		$$(pkg-config --cflags --libs redlatch) -Wl,-rpath,$$(pkg-config --variable=libdir redlatch)'
+	$(C_FLEET) $(C_IT)/pc/install_c
+	@echo "== C++ (shared) and C (static) programs built with CMake find_package(redlatch)"
+	cmake -S $(C_DIR)/tests/install -B $(C_IT)/cmake -DCMAKE_PREFIX_PATH=$(C_IT)/prefix \
+		-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=$(C_CXX) -DCMAKE_C_COMPILER=$(C_CC) >/dev/null
+	cmake --build $(C_IT)/cmake
+	$(C_FLEET) $(C_IT)/cmake/install_cpp
+	$(C_FLEET) $(C_IT)/cmake/install_c_static
+
+c-demo-worker: c-stage
+	@mkdir -p $(C_OUT)
+	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/c_worker $(C_ROOT)/examples/demo/workers/c_worker.c $(C_TEST_LINK)
+
+c-clean:
+	rm -rf $(C_OUT)
+
+.DEFAULT_GOAL := $(C_SAVED_DEFAULT_GOAL)

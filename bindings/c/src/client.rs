@@ -1,0 +1,187 @@
+//! `redlatch_client`: connection(s) to one Redis node or to a quorum of independent nodes.
+//!
+//! Ownership: made by `redlatch_client_new` / `redlatch_client_new_quorum` (boxed), freed by
+//! `redlatch_client_free`. Threads: every function may be called on one client from any number
+//! of threads at once; only the free must come after all other calls on it have returned. Lock
+//! handles made from a client keep its connections and runtime alive, so they may outlive it.
+
+use redlatch::{blocking, ClientBuilder, Result};
+use std::ffi::c_char;
+
+use crate::error::redlatch_status;
+use crate::ffi::{arg, opt_arg, optional_millis, str_arg, Out};
+use crate::fork::{park, Origin};
+use crate::panic::{boundary, boundary_void};
+
+/// A connected client (opaque). Thread-safe; see `redlatch_client_new`.
+pub struct redlatch_client {
+    pub(crate) inner: blocking::Client,
+    pub(crate) origin: Origin,
+}
+
+// The thread-safety promised above, checked by the compiler.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<redlatch_client>();
+};
+
+/// Client settings. Zero in a field means the default; a zero-initialised struct is all
+/// defaults, as is passing NULL.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct redlatch_client_options {
+    /// Lease of locks acquired without one (watchdog mode), renewed every third of it.
+    /// 0 = 30000 ms. At least 3 ms.
+    pub watchdog_timeout_ms: u64,
+    /// Timeout of each command and connection attempt; also how long repeated errors are
+    /// retried while waiting before the error is returned. 0 = 3000 ms.
+    pub network_timeout_ms: u64,
+    /// Quorum mode: timeout of one request to one node. 0 = min(lease / 20, 250 ms).
+    pub node_timeout_ms: u64,
+}
+
+fn configure(mut builder: ClientBuilder, opts: Option<&redlatch_client_options>) -> Result<ClientBuilder> {
+    let opts = opts.copied().unwrap_or_default();
+    if let Some(d) = optional_millis("watchdog timeout", opts.watchdog_timeout_ms)? {
+        builder = builder.watchdog_timeout(d);
+    }
+    if let Some(d) = optional_millis("network timeout", opts.network_timeout_ms)? {
+        builder = builder.network_timeout(d);
+    }
+    if let Some(d) = optional_millis("node timeout", opts.node_timeout_ms)? {
+        builder = builder.node_timeout(d);
+    }
+    Ok(builder)
+}
+
+fn connect(builder: ClientBuilder, out: Out<*mut redlatch_client>) -> Result<()> {
+    let inner = blocking::Client::from_builder(builder)?;
+    let client = Box::new(redlatch_client {
+        inner,
+        origin: Origin::here(),
+    });
+    // SAFETY: `out` was checked non-NULL; the caller guarantees it is writable.
+    unsafe { out.write(Box::into_raw(client)) };
+    Ok(())
+}
+
+/// Connects to one Redis node, e.g. `"redis://127.0.0.1:6379"` or
+/// `"redis://:password@host:6379/2"`. Blocks until the node answers `PING` (at most the network
+/// timeout).
+///
+/// `opts` may be NULL (all defaults). On success `*out` receives a new client, owned by the
+/// caller and freed with `redlatch_client_free`; on failure `*out` is not written.
+///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL, non-UTF-8 or malformed URL, bad option);
+/// `REDLATCH_CONNECTION` (no answer).
+///
+/// # Safety
+/// `url` must be NULL or a NUL-terminated string; `opts` NULL or valid; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_client_new(
+    url: *const c_char,
+    opts: *const redlatch_client_options,
+    out: *mut *mut redlatch_client,
+) -> redlatch_status {
+    boundary(|| {
+        // SAFETY: the caller's contract above.
+        let url = unsafe { str_arg("url", url) }?;
+        let out = Out::new("out", out)?;
+        // SAFETY: the caller's contract above.
+        let builder = configure(redlatch::Client::builder(url), unsafe { opt_arg(opts) })?;
+        connect(builder, out)
+    })
+}
+
+/// Connects to `count` independent Redis nodes for Redlock quorum locking (no replication
+/// between them; 3 or 5 nodes are usual). Succeeds when a majority answers; the others are
+/// connected when they come back.
+///
+/// `urls` is an array of `count` NUL-terminated strings. `opts`, `out`: as
+/// `redlatch_client_new`.
+///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL array or element, `count` 0, non-UTF-8 or
+/// malformed URL, bad option); `REDLATCH_QUORUM` (fewer than a majority answered).
+///
+/// # Safety
+/// `urls` must be NULL or point to `count` pointers, each NULL or a NUL-terminated string;
+/// `opts` NULL or valid; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_client_new_quorum(
+    urls: *const *const c_char,
+    count: usize,
+    opts: *const redlatch_client_options,
+    out: *mut *mut redlatch_client,
+) -> redlatch_status {
+    boundary(|| {
+        if urls.is_null() {
+            return Err(redlatch::Error::invalid("urls is NULL"));
+        }
+        if count == 0 {
+            return Err(redlatch::Error::invalid("a quorum client needs at least one URL"));
+        }
+        // SAFETY: non-NULL, and the caller guarantees `count` readable elements.
+        let list = unsafe { std::slice::from_raw_parts(urls, count) };
+        let urls = list
+            .iter()
+            .enumerate()
+            // SAFETY: each element is NULL or a NUL-terminated string (caller's contract).
+            .map(|(i, u)| unsafe { str_arg(&format!("urls[{i}]"), *u) })
+            .collect::<Result<Vec<&str>>>()?;
+        let out = Out::new("out", out)?;
+        // SAFETY: the caller's contract above.
+        let builder = configure(redlatch::Client::quorum_builder(&urls), unsafe { opt_arg(opts) })?;
+        connect(builder, out)
+    })
+}
+
+/// Frees a client. NULL is a no-op. Call it once, after every other call on the client has
+/// returned. Locks made from it stay usable (they keep the connections alive) until freed.
+///
+/// # Safety
+/// `client` must be NULL or a client from `redlatch_client_new*` not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_client_free(client: *mut redlatch_client) {
+    boundary_void(|| {
+        if client.is_null() {
+            return;
+        }
+        // SAFETY: a pointer from Box::into_raw in `connect`, freed only here (caller's contract).
+        let client = unsafe { Box::from_raw(client) };
+        if client.origin.is_foreign() {
+            park(client);
+        } else if crate::callback::in_callback() {
+            // Dropping the last reference to the runtime on one of its own threads would panic.
+            std::thread::spawn(move || drop(client));
+        }
+    })
+}
+
+/// Admin: deletes lock `name` whatever its owner (on every node), waking its waiters.
+/// `*deleted` receives true when a lock was deleted (on a majority of nodes).
+///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL, non-UTF-8 or empty name; NULL `deleted`);
+/// `REDLATCH_CONNECTION` / `REDLATCH_REDIS` (single node).
+///
+/// # Safety
+/// `client` NULL or valid; `name` NULL or a NUL-terminated string; `deleted` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_force_unlock(
+    client: *const redlatch_client,
+    name: *const c_char,
+    deleted: *mut bool,
+) -> redlatch_status {
+    boundary(|| {
+        // SAFETY: the caller's contract above.
+        let client = unsafe { arg("client", client) }?;
+        // SAFETY: the caller's contract above.
+        let name = unsafe { str_arg("name", name) }?;
+        let deleted = Out::new("deleted", deleted)?;
+        redlatch::protocol::keys::validate_name(name)?;
+        client.origin.check("client")?;
+        let was = client.inner.force_unlock(name)?;
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { deleted.write(was) };
+        Ok(())
+    })
+}

@@ -1,0 +1,34 @@
+//! The C ABI of redlatch: `libredlatch.so` / `libredlatch.a` with `include/redlatch.h`.
+//!
+//! A thin layer over [`redlatch::blocking`]: it converts C types, maps errors to
+//! [`redlatch_status`] and keeps track of which thread holds what. It never re-implements lock
+//! logic. The conventions (status returns, out-params, ownership, threads, fork, callbacks) are
+//! written down in `bindings/c/README.md`; every exported function says who owns and who frees.
+//!
+//! Files by concept, as in rustls-ffi: [`panic`](mod@panic) is the boundary every export runs
+//! inside; [`error`] the status enum and the per-thread last error; `ffi` the pointer, string
+//! and duration checks; [`client`] and [`lock`] the two handles (acquiring is in `lock`); `hold`
+//! the holds of one lock handle per owner; `held` release, extend and the other operations on
+//! the caller's current hold; `inspect` locked, TTL and hold count; [`callback`] the lost-lock
+//! callback; `fork` what a forked child may do with inherited handles; [`version`] the library
+//! version.
+
+// C names (`redlatch_client`, `REDLATCH_OK`) are the public ABI, spelled the C way.
+#![allow(non_camel_case_types)]
+
+pub mod callback;
+pub mod client;
+pub mod error;
+mod ffi;
+mod fork;
+mod held;
+mod hold;
+mod inspect;
+pub mod lock;
+pub mod panic;
+pub mod version;
+
+pub use callback::redlatch_lost_callback;
+pub use client::{redlatch_client, redlatch_client_options};
+pub use error::redlatch_status;
+pub use lock::{redlatch_lock, redlatch_lock_options};

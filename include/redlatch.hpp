@@ -1,0 +1,361 @@
+// redlatch: Redis distributed locks - header-only C++17 wrapper over redlatch.h.
+//
+//   redlatch::Client client("redis://127.0.0.1:6379");
+//   redlatch::Lock lock = client.lock("order:42", redlatch::LockOptions().lease(std::chrono::seconds(10)));
+//   {
+//       std::lock_guard<redlatch::Lock> held(lock);            // or std::unique_lock, std::scoped_lock
+//       ...
+//   }
+//   std::unique_lock<redlatch::Lock> maybe(lock, std::chrono::milliseconds(500));  // try_lock_for
+//   if (maybe) { ... }
+//
+// - Ownership is RAII: Client and Lock own their C handles (move-only); a Lock may outlive the
+//   Client it came from. Destroying a Lock releases what is still held through it.
+// - Errors throw redlatch::Error, which carries the redlatch_status (`status()`) and the
+//   message of redlatch_last_error(). Bad input (including names with an embedded NUL) throws
+//   with REDLATCH_INVALID_ARGUMENT.
+// - redlatch::Lock meets Lockable and TimedLockable: lock() acquires (waiting up to the lock's
+//   wait; throws NOT_ACQUIRED when it runs out), try_lock() makes one attempt, try_lock_for() /
+//   try_lock_until() wait up to the given time and return false when it runs out, unlock()
+//   releases. unlock() is noexcept as the standard requires (it runs in destructors), so it
+//   ignores release errors (NOT_OWNED after an expiry, LOCK_LOST, network); call release() to
+//   see them, and use on_lost() to learn about a loss while holding.
+// - Threads: as in C, a Lock may be shared by threads like a std::mutex; each acquisition
+//   belongs to the calling thread (or to LockOptions::owner_id). on_lost() itself must not race
+//   with other on_lost() calls or the destructor.
+// - Durations are rounded up to whole milliseconds; negative waits mean one try.
+// SPDX-License-Identifier: MIT OR Apache-2.0
+#ifndef REDLATCH_HPP
+#define REDLATCH_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redlatch.h"
+
+namespace redlatch {
+
+/// A failed redlatch call: the status code and the library's message.
+class Error : public std::runtime_error {
+  public:
+    Error(redlatch_status status, const std::string &message)
+        : std::runtime_error(message), status_(status) {}
+
+    /// The status, equal to the core's ErrorKind code.
+    redlatch_status status() const noexcept { return status_; }
+
+    /// The status's stable name, e.g. "NotAcquired".
+    const char *status_name() const noexcept { return redlatch_status_name(status_); }
+
+  private:
+    redlatch_status status_;
+};
+
+namespace detail {
+
+inline void check(redlatch_status status) {
+    if (status != REDLATCH_OK) {
+        throw Error(status, redlatch_last_error());
+    }
+}
+
+// A C string from `s`, refusing embedded NULs (which C would silently cut at).
+inline const char *c_str(const std::string &s, const char *what) {
+    if (s.find('\0') != std::string::npos) {
+        throw Error(REDLATCH_INVALID_ARGUMENT,
+                    std::string("InvalidArgument: ") + what + " contains a NUL byte");
+    }
+    return s.c_str();
+}
+
+// Whole milliseconds, rounded up; negative -> 0; saturates at UINT64_MAX - 1 (so an enormous
+// duration is refused as too long by the library instead of meaning "forever").
+template <class Rep, class Period>
+std::uint64_t millis(const std::chrono::duration<Rep, Period> &d) {
+    using namespace std::chrono;
+    if (d <= d.zero()) {
+        return 0;
+    }
+    if (duration_cast<duration<long double, std::milli>>(d).count() >= 1.8e19L) {
+        return UINT64_MAX - 1;
+    }
+    auto ms = duration_cast<milliseconds>(d);
+    if (ms < d) {
+        ++ms;
+    }
+    return static_cast<std::uint64_t>(ms.count());
+}
+
+}  // namespace detail
+
+/// Client settings; zero means the library default.
+struct ClientOptions {
+    std::chrono::milliseconds watchdog_timeout{0};  ///< default 30 s
+    std::chrono::milliseconds network_timeout{0};   ///< default 3 s
+    std::chrono::milliseconds node_timeout{0};      ///< quorum only; default min(lease/20, 250 ms)
+
+    redlatch_client_options to_c() const {
+        redlatch_client_options o{};
+        o.watchdog_timeout_ms = detail::millis(watchdog_timeout);
+        o.network_timeout_ms = detail::millis(network_timeout);
+        o.node_timeout_ms = detail::millis(node_timeout);
+        return o;
+    }
+};
+
+/// Lock settings, builder style: LockOptions().lease(10s).wait(5s).fenced().
+class LockOptions {
+  public:
+    LockOptions() : o_(redlatch_lock_options_default()) {}
+
+    /// Fixed lease (no renewal). Without it: watchdog mode.
+    template <class Rep, class Period>
+    LockOptions &lease(const std::chrono::duration<Rep, Period> &d) {
+        o_.lease_ms = detail::millis(d);
+        if (o_.lease_ms == 0) {
+            o_.lease_ms = UINT64_MAX;  // a zero or negative lease is refused, never "watchdog"
+        }
+        return *this;
+    }
+    /// How long lock() waits (zero or negative: one try). Default: forever.
+    template <class Rep, class Period>
+    LockOptions &wait(const std::chrono::duration<Rep, Period> &d) {
+        o_.wait_ms = detail::millis(d);
+        return *this;
+    }
+    LockOptions &wait_forever() {
+        o_.wait_ms = REDLATCH_WAIT_FOREVER;
+        return *this;
+    }
+    /// Fencing tokens (single-node clients only).
+    LockOptions &fenced(bool on = true) {
+        o_.fenced = on;
+        return *this;
+    }
+    /// Holds belong to this owner (1..REDLATCH_MAX_OWNER_ID) instead of the calling thread.
+    LockOptions &owner_id(std::uint64_t id) {
+        o_.owner_id = id;
+        return *this;
+    }
+
+    const redlatch_lock_options &c_options() const noexcept { return o_; }
+
+  private:
+    redlatch_lock_options o_;
+};
+
+class Client;
+
+/// A lock handle: Lockable and TimedLockable. Move-only.
+class Lock {
+  public:
+    using LostHandler = std::function<void(const std::string &name)>;
+
+    Lock(Lock &&other) noexcept = default;
+    Lock &operator=(Lock &&other) noexcept {
+        if (this != &other) {
+            handle_ = std::move(other.handle_);  // frees our handle first: no more callbacks
+            on_lost_ = std::move(other.on_lost_);
+        }
+        return *this;
+    }
+    Lock(const Lock &) = delete;
+    Lock &operator=(const Lock &) = delete;
+    ~Lock() = default;  // handle_ (declared last) is freed before on_lost_
+
+    /// Acquires, waiting up to the lock's wait. Throws Error (NOT_ACQUIRED when it runs out).
+    void lock() { detail::check(redlatch_lock_acquire(handle_.get())); }
+
+    /// One attempt: true when acquired.
+    bool try_lock() {
+        bool acquired = false;
+        detail::check(redlatch_lock_try_acquire(handle_.get(), &acquired));
+        return acquired;
+    }
+
+    /// Waits up to `d`: true when acquired, false when the time ran out.
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
+        redlatch_status st = redlatch_lock_acquire_for(handle_.get(), detail::millis(d));
+        if (st == REDLATCH_NOT_ACQUIRED) {
+            return false;
+        }
+        detail::check(st);
+        return true;
+    }
+
+    /// Waits until `t`: true when acquired, false when the time ran out.
+    template <class Clock, class Duration>
+    bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t) {
+        return try_lock_for(t - Clock::now());
+    }
+
+    /// Releases the calling thread's most recent hold, ignoring errors (see the file comment).
+    void unlock() noexcept { (void)redlatch_lock_release(handle_.get()); }
+
+    /// Releases the calling thread's most recent hold. Throws Error (NOT_OWNED, LOCK_LOST, ...).
+    void release() { detail::check(redlatch_lock_release(handle_.get())); }
+
+    /// Resets the remaining lease to `lease` (replace, never add).
+    template <class Rep, class Period>
+    void extend(const std::chrono::duration<Rep, Period> &lease) {
+        detail::check(redlatch_lock_extend(handle_.get(), detail::millis(lease)));
+    }
+
+    /// Fencing token of the current hold (fenced locks only).
+    std::uint64_t fencing_token() const {
+        std::uint64_t token = 0;
+        detail::check(redlatch_lock_fencing_token(handle_.get(), &token));
+        return token;
+    }
+
+    /// Whether the current hold is still ours (asks Redis).
+    bool owned() const {
+        bool v = false;
+        detail::check(redlatch_lock_owned(handle_.get(), &v));
+        return v;
+    }
+
+    /// Whether the current hold was seen lost.
+    bool is_lost() const {
+        bool v = false;
+        detail::check(redlatch_lock_is_lost(handle_.get(), &v));
+        return v;
+    }
+
+    /// Whether anyone holds the lock.
+    bool locked() const {
+        bool v = false;
+        detail::check(redlatch_lock_is_locked(handle_.get(), &v));
+        return v;
+    }
+
+    /// Remaining lease of whoever holds it; empty when free.
+    std::optional<std::chrono::milliseconds> ttl() const {
+        bool held = false;
+        std::uint64_t ms = 0;
+        detail::check(redlatch_lock_ttl(handle_.get(), &held, &ms));
+        if (!held) {
+            return std::nullopt;
+        }
+        return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(ms));
+    }
+
+    /// Reentrant locks: this owner's hold count (lease locks: 0).
+    std::uint64_t hold_count() const {
+        std::uint64_t n = 0;
+        detail::check(redlatch_lock_hold_count(handle_.get(), &n));
+        return n;
+    }
+
+    /// Calls `handler(name)` when a hold made through this lock is lost. It runs on a redlatch
+    /// runtime thread, must return quickly, must not call into redlatch and must not destroy
+    /// this Lock; exceptions it throws are swallowed. An empty function removes the handler;
+    /// once on_lost() returns, the previous handler is not running and will not run again.
+    void on_lost(LostHandler handler) {
+        if (!handler) {
+            detail::check(redlatch_lock_set_lost_callback(handle_.get(), nullptr, nullptr));
+            on_lost_.reset();
+            return;
+        }
+        auto fresh = std::make_unique<LostHandler>(std::move(handler));
+        detail::check(redlatch_lock_set_lost_callback(handle_.get(), &Lock::trampoline, fresh.get()));
+        on_lost_ = std::move(fresh);  // the old handler is no longer running or called
+    }
+
+    /// The C handle (still owned by this object).
+    redlatch_lock *native_handle() const noexcept { return handle_.get(); }
+
+  private:
+    friend class Client;
+    struct Free {
+        void operator()(redlatch_lock *l) const noexcept { redlatch_lock_free(l); }
+    };
+
+    explicit Lock(redlatch_lock *handle) : handle_(handle) {}
+
+    static void trampoline(void *user_data, const char *name) noexcept {
+        try {
+            (*static_cast<LostHandler *>(user_data))(std::string(name));
+        } catch (...) {
+        }
+    }
+
+    std::unique_ptr<LostHandler> on_lost_;
+    std::unique_ptr<redlatch_lock, Free> handle_;
+};
+
+/// Connection(s) to Redis: one node, or a quorum of independent nodes. Move-only; thread-safe.
+class Client {
+  public:
+    /// Connects to one node, e.g. "redis://127.0.0.1:6379".
+    explicit Client(const std::string &url, const ClientOptions &options = ClientOptions()) {
+        redlatch_client_options o = options.to_c();
+        redlatch_client *c = nullptr;
+        detail::check(redlatch_client_new(detail::c_str(url, "url"), &o, &c));
+        handle_.reset(c);
+    }
+
+    /// Connects to independent nodes for Redlock quorum locking.
+    static Client quorum(const std::vector<std::string> &urls,
+                         const ClientOptions &options = ClientOptions()) {
+        std::vector<const char *> ptrs;
+        ptrs.reserve(urls.size());
+        for (const auto &u : urls) {
+            ptrs.push_back(detail::c_str(u, "url"));
+        }
+        redlatch_client_options o = options.to_c();
+        redlatch_client *c = nullptr;
+        detail::check(redlatch_client_new_quorum(ptrs.data(), ptrs.size(), &o, &c));
+        return Client(c);
+    }
+
+    /// A lease lock (not reentrant).
+    Lock lock(const std::string &name, const LockOptions &options = LockOptions()) const {
+        redlatch_lock *l = nullptr;
+        detail::check(redlatch_lock_new(handle_.get(), detail::c_str(name, "name"),
+                                        &options.c_options(), &l));
+        return Lock(l);
+    }
+
+    /// A reentrant lock (per calling thread, or per LockOptions::owner_id).
+    Lock rlock(const std::string &name, const LockOptions &options = LockOptions()) const {
+        redlatch_lock *l = nullptr;
+        detail::check(redlatch_rlock_new(handle_.get(), detail::c_str(name, "name"),
+                                         &options.c_options(), &l));
+        return Lock(l);
+    }
+
+    /// Admin: deletes the lock whatever its owner; true when one was deleted.
+    bool force_unlock(const std::string &name) const {
+        bool deleted = false;
+        detail::check(redlatch_force_unlock(handle_.get(), detail::c_str(name, "name"), &deleted));
+        return deleted;
+    }
+
+    /// The C handle (still owned by this object).
+    redlatch_client *native_handle() const noexcept { return handle_.get(); }
+
+  private:
+    struct Free {
+        void operator()(redlatch_client *c) const noexcept { redlatch_client_free(c); }
+    };
+
+    explicit Client(redlatch_client *c) : handle_(c) {}
+
+    std::unique_ptr<redlatch_client, Free> handle_;
+};
+
+/// The library version at run time (compare with REDLATCH_VERSION_STRING).
+inline std::string version() { return redlatch_version(); }
+
+}  // namespace redlatch
+
+#endif  // REDLATCH_HPP
