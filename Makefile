@@ -5,10 +5,21 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: demo test check test-rust test-wasm test-c publish-check bench setup setup-test fmt install
+# Plain `make` only explains; the included files must not pick the default goal.
+.DEFAULT_GOAL := help
+
+.PHONY: help demo test check test-rust test-wasm test-c test-node publish-check bench setup setup-test fmt install
+
+help:
+	@echo "make demo    run the stock-oversell demo (installs redis-server if missing)"
+	@echo "make test    lint, then every suite in every language against real Redis"
+	@echo "make check   formatting, clippy, docs, generated header/typings current"
+	@echo "make bench   benchmark figures (release builds)"
+	@echo "make install PREFIX=...   install the C library, headers, pkg-config and CMake files"
 
 # The bindings' own targets (each file documents its targets).
 include bindings/c/c.mk
+include node/node.mk
 
 setup:
 	tests/setup.sh redis
@@ -16,14 +27,18 @@ setup:
 setup-test: setup
 	tests/setup.sh rust
 
-demo: setup c-demo-worker
+# Eight worker processes in several languages sell from one stock counter.
+demo: setup c-demo-worker node-demo-worker
 	$(CARGO) build -p redlatch-demo
-	./target/debug/redlatch-demo --worker-cmd './target/debug/redlatch-demo worker' --worker-cmd ./target/c/c_worker
+	./target/debug/redlatch-demo \
+		--worker-cmd './target/debug/redlatch-demo worker' \
+		--worker-cmd ./target/c/c_worker \
+		--worker-cmd 'node examples/demo/workers/node_worker.mjs'
 
-test: setup-test check test-rust test-wasm test-c publish-check
+test: setup-test check test-rust test-wasm test-c test-node publish-check
 	@echo "make test: all suites passed"
 
-check: setup-test c-header-check
+check: setup-test c-header-check node-check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p redlatch --no-default-features --target wasm32-unknown-unknown -- -D warnings
@@ -39,12 +54,15 @@ test-wasm: setup-test
 # C and C++: suites on a Redis fleet, the C suite under valgrind, the install test.
 test-c: setup-test c-test
 
+# Node: the packed package, installed into a fresh folder, against a Redis fleet.
+test-node: setup-test node-test
+
 install: c-install
 
 publish-check:
 	$(CARGO) publish --dry-run -p redlatch --allow-dirty
 
-bench: setup
+bench: setup node-bench
 	$(CARGO) run --release -p redlatch --example bench
 
 fmt:

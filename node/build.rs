@@ -1,0 +1,5 @@
+//! Links the addon the way Node expects (napi-build sets the platform linker flags).
+
+fn main() {
+    napi_build::setup();
+}

@@ -1,0 +1,167 @@
+//! `NativeHeld`: one acquisition, with release, extend and the lost-lock callback.
+//!
+//! The core guard sits behind an async `RwLock<Option<Guard>>`: `extend` and `owned` read it
+//! across their await, `release` takes it out (after in-flight extends finish), and `close()`
+//! does the same for every hold still alive. When the JavaScript object is garbage-collected
+//! without a release, the slot drops the guard and the core releases it in the background.
+//!
+//! Loss reporting: a task per hold awaits the core's `ended()` and, if the hold was lost,
+//! calls `onLost` through a *weak* threadsafe function (it never keeps Node alive). The task
+//! ends when the hold is released or lost, which also frees the callback.
+
+use crate::client::Shared;
+use crate::error::{not_owned, IntoNapi};
+use crate::options::millis;
+use napi::bindgen_prelude::Unknown;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use napi_derive::napi;
+use redlatch::Guard;
+use std::sync::{Arc, Weak};
+use tokio::sync::RwLock;
+
+/// The `onLost` callback: no arguments, errors not passed to it (`CalleeHandled = false`),
+/// weak (`Weak = true`: unreferenced, so it never keeps the event loop alive).
+pub(crate) type LostCallback = ThreadsafeFunction<(), Unknown<'static>, (), Status, false, true>;
+
+/// One hold, shared by its `NativeHeld` and (weakly) by the client's registry.
+pub(crate) struct HoldSlot {
+    pub(crate) id: u64,
+    shared: Weak<Shared>,
+    guard: RwLock<Option<Guard>>,
+    name: String,
+    fencing_token: Option<u64>,
+    lease_ms: f64,
+}
+
+impl HoldSlot {
+    pub(crate) fn new(shared: &Arc<Shared>, guard: Guard, on_lost: LostCallback) -> Self {
+        let ended = guard.ended();
+        tokio::spawn(async move {
+            if ended.await {
+                on_lost.call((), ThreadsafeFunctionCallMode::NonBlocking);
+            }
+        });
+        HoldSlot {
+            id: shared.next_hold_id(),
+            shared: Arc::downgrade(shared),
+            name: guard.name().to_owned(),
+            fencing_token: guard.fencing_token(),
+            lease_ms: guard.lease().as_millis() as f64,
+            guard: RwLock::new(Some(guard)),
+        }
+    }
+
+    /// Releases the hold if it is still here (used by `close()`); errors are only logged by
+    /// the core, because nobody awaits them.
+    pub(crate) async fn release_on_close(&self) {
+        let guard = self.guard.write().await.take();
+        if let Some(guard) = guard {
+            let _ = guard.release().await;
+        }
+    }
+
+    fn already_released(&self) -> napi::Error {
+        not_owned(format!(
+            "lock {:?} was already released through this handle",
+            self.name
+        ))
+    }
+}
+
+impl Drop for HoldSlot {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.untrack(self.id);
+        }
+        // The guard (if still held) drops here and releases in the background.
+    }
+}
+
+/// One held acquisition (returned by `NativeLock.acquire`).
+#[napi]
+pub struct NativeHeld {
+    slot: Arc<HoldSlot>,
+}
+
+impl NativeHeld {
+    pub(crate) fn new(slot: Arc<HoldSlot>) -> Self {
+        NativeHeld { slot }
+    }
+}
+
+#[napi]
+impl NativeHeld {
+    /// The lock's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.slot.name.clone()
+    }
+
+    /// The fencing token of this acquisition (fenced locks), else `null`.
+    #[napi(getter)]
+    pub fn fencing_token(&self) -> Option<f64> {
+        self.slot.fencing_token.map(|t| t as f64)
+    }
+
+    /// The lease in ms this hold was acquired with (the watchdog timeout in watchdog mode).
+    #[napi(getter)]
+    pub fn lease_ms(&self) -> f64 {
+        self.slot.lease_ms
+    }
+
+    /// `true` once the hold is known lost (read locally, never blocks).
+    #[napi(getter)]
+    pub fn lost(&self) -> bool {
+        match self.slot.guard.try_read() {
+            Ok(g) => g.as_ref().is_some_and(Guard::is_lost),
+            Err(_) => false,
+        }
+    }
+
+    /// `true` until the hold is released through this handle or by `close()`.
+    #[napi(getter)]
+    pub fn held(&self) -> bool {
+        match self.slot.guard.try_read() {
+            Ok(g) => g.as_ref().is_some_and(|g| !g.is_lost()),
+            Err(_) => false,
+        }
+    }
+
+    /// Releases the hold (decrements the hold count of a reentrant lock). Rejects with
+    /// `ERR_NOT_OWNED` when it expired, was taken or was already released, `ERR_LOCK_LOST`
+    /// when the loss had already been seen, `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
+    #[napi]
+    pub async fn release(&self) -> napi::Result<()> {
+        let guard = self.slot.guard.write().await.take();
+        let Some(guard) = guard else {
+            return Err(self.slot.already_released());
+        };
+        if let Some(shared) = self.slot.shared.upgrade() {
+            shared.untrack(self.slot.id);
+        }
+        guard.release().await.js()
+    }
+
+    /// Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost
+    /// lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a bad lease.
+    #[napi]
+    pub async fn extend(&self, lease_ms: f64) -> napi::Result<()> {
+        let lease = millis("leaseMs", lease_ms, false)?;
+        let slot = self.slot.guard.read().await;
+        match slot.as_ref() {
+            Some(guard) => guard.extend(lease).await.js(),
+            None => Err(self.slot.already_released()),
+        }
+    }
+
+    /// Asks Redis whether this hold is still this owner's.
+    #[napi]
+    pub async fn owned(&self) -> napi::Result<bool> {
+        let slot = self.slot.guard.read().await;
+        match slot.as_ref() {
+            Some(guard) => guard.owned().await.js(),
+            None => Ok(false),
+        }
+    }
+}

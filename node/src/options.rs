@@ -1,0 +1,82 @@
+//! Option objects and millisecond arguments, checked before anything reaches Redis.
+//!
+//! JavaScript numbers are doubles, so every duration is checked here: finite, an integer, in
+//! `0 / 1 ..= 2^53 - 1` ms (shared/API.md "Durations"). "Forever" (a wait of `Infinity` or no
+//! wait) is `null` by the time it gets here: the facade maps it.
+
+use crate::error::invalid;
+use napi_derive::napi;
+use redlatch::protocol::timing::MAX_DURATION_MS;
+use std::time::Duration;
+
+/// Settings of a client (`Client.connect(url, options)` / `Client.quorum(urls, options)`).
+/// All durations are integer milliseconds.
+#[napi(object)]
+#[derive(Debug, Default, Clone)]
+pub struct ClientOptions {
+    /// Lease of locks acquired without `leaseMs` (watchdog mode), renewed every third of it.
+    /// Default 30000 ms; at least 3 ms.
+    pub watchdog_timeout_ms: Option<f64>,
+    /// Timeout of one command on a single node and of connecting; also how long consecutive
+    /// errors are retried while waiting. Default 3000 ms.
+    pub network_timeout_ms: Option<f64>,
+    /// Quorum mode: per-node timeout. Default `min(lease / 20, 250 ms)`.
+    pub node_timeout_ms: Option<f64>,
+    /// Longest pause between two attempts while waiting (pub/sub usually wakes waiters
+    /// sooner). Default 50 ms.
+    pub poll_interval_ms: Option<f64>,
+}
+
+/// Options of one lock handle (`client.lock(name, options)`).
+#[napi(object)]
+#[derive(Debug, Default, Clone)]
+pub struct LockOptions {
+    /// `true` for a reentrant lock (Redisson RLock layout), `false` for a lease lock.
+    pub reentrant: bool,
+    /// Fixed lease in ms (no renewal). Absent: watchdog mode.
+    pub lease_ms: Option<f64>,
+    /// Default wait of `acquire` in ms (0 = one try); absent = forever. Only checked here:
+    /// the facade passes the effective wait to each `acquire`.
+    pub wait_ms: Option<f64>,
+    /// Fenced lock: every acquire returns a fencing token (single node only).
+    pub fenced: Option<bool>,
+}
+
+/// Converts a millisecond count from JavaScript. `allow_zero` for waits.
+pub(crate) fn millis(what: &str, ms: f64, allow_zero: bool) -> napi::Result<Duration> {
+    if ms.is_nan() {
+        return Err(invalid(format!(
+            "{what} must be a number of milliseconds, not NaN"
+        )));
+    }
+    if ms < 0.0 {
+        return Err(invalid(format!("{what} must not be negative (got {ms})")));
+    }
+    if ms == 0.0 && !allow_zero {
+        return Err(invalid(format!("{what} must be greater than zero")));
+    }
+    if ms > MAX_DURATION_MS as f64 {
+        return Err(invalid(format!(
+            "{what} of {ms} ms exceeds the maximum of {MAX_DURATION_MS} ms (2^53 - 1)"
+        )));
+    }
+    if ms.fract() != 0.0 {
+        return Err(invalid(format!(
+            "{what} must be an integer number of milliseconds (got {ms})"
+        )));
+    }
+    Ok(Duration::from_millis(ms as u64))
+}
+
+/// An optional duration (`None` stays `None`).
+pub(crate) fn opt_millis(what: &str, ms: Option<f64>, allow_zero: bool) -> napi::Result<Option<Duration>> {
+    ms.map(|v| millis(what, v, allow_zero)).transpose()
+}
+
+/// An owner number for a reentrant lock: an integer in `1 ..= 2^53 - 1`.
+pub(crate) fn owner(n: f64) -> napi::Result<u64> {
+    if !(n >= 1.0 && n <= MAX_DURATION_MS as f64 && n.fract() == 0.0) {
+        return Err(invalid(format!("owner must be a positive integer (got {n})")));
+    }
+    Ok(n as u64)
+}

@@ -1,0 +1,62 @@
+// Shared by the suites: Redis URLs from the fleet harness (target/debug/redlatch-fleet), unique
+// key names per run (suites run in parallel on one Redis), and a raw ioredis connection for
+// looking at Redis directly.
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Redis from 'ioredis'
+
+export const REDIS_URL = process.env.REDLATCH_TEST_URL
+export const QUORUM_URLS = (process.env.REDLATCH_TEST_QUORUM_URLS ?? '').split(',').filter(Boolean)
+
+if (!REDIS_URL) {
+  throw new Error('REDLATCH_TEST_URL is not set: run the suites through target/debug/redlatch-fleet (make node-test)')
+}
+
+const run = randomUUID().slice(0, 8)
+let seq = 0
+/** A lock name no other test uses. */
+export function key(label = 'k') {
+  return `node-test:${run}:${label}:${++seq}`
+}
+
+/** A raw Redis connection (ioredis) to `url`; quit it when done. */
+export function redis(url = REDIS_URL) {
+  return new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 })
+}
+
+/** Redisson's unlock channel of lock `name` (shared/WIRE.md), where waiters subscribe. */
+export function channel(name) {
+  return `redisson_lock__channel:{${name}}`
+}
+
+export { sleep }
+
+/** Polls `cond` until it is true or `ms` pass; returns its last value. */
+export async function eventually(cond, ms = 3000, step = 20) {
+  const end = Date.now() + ms
+  for (;;) {
+    const v = await cond()
+    if (v || Date.now() > end) return v
+    await sleep(step)
+  }
+}
+
+/**
+ * Resolves when `signal` aborts; rejects after `ms`. The pending timer also keeps the event
+ * loop alive meanwhile: a held lock alone never does (by design), so a test that only waits
+ * for a loss would otherwise let the process exit.
+ */
+export function aborted(signal, ms = 5000) {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return resolve(signal.reason)
+    const timer = setTimeout(() => reject(new Error(`signal not aborted within ${ms} ms`)), ms)
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer)
+        resolve(signal.reason)
+      },
+      { once: true },
+    )
+  })
+}

@@ -1,0 +1,122 @@
+// The lost-lock signal: `held.signal` aborts with a LockLostError when the hold is lost, and
+// `using` / `withLock` report the loss without hiding the function's own error.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { Client, LockLostError, NotOwnedError } from 'redlatch'
+import { REDIS_URL, key, redis, sleep, aborted } from './helpers.mjs'
+
+// Short watchdog so renewals (every 100 ms) notice a loss quickly.
+const client = await Client.connect(REDIS_URL, { watchdogTimeoutMs: 300 })
+test.after(() => client.close())
+
+test('a watchdog hold taken away aborts its signal with a LockLostError', async () => {
+  const name = key()
+  const held = await client.lock(name).acquire()
+  const lost = aborted(held.signal)
+  const t0 = performance.now()
+  await client.forceUnlock(name)
+  await lost
+  const took = performance.now() - t0
+  assert.ok(took < 1000, `noticed after ${took.toFixed(0)} ms`)
+  assert.ok(held.signal.reason instanceof LockLostError)
+  assert.ok(held.signal.reason instanceof NotOwnedError)
+  assert.equal(held.signal.reason.code, 'ERR_LOCK_LOST')
+  assert.equal(held.lost, true)
+  await assert.rejects(held.release(), LockLostError)
+})
+
+test('a hold overwritten by someone else is lost too', async () => {
+  const name = key()
+  const r = redis()
+  try {
+    const held = await client.lock(name).acquire()
+    await r.set(name, 'someone-else', 'PX', 10_000)
+    await aborted(held.signal)
+    assert.ok(held.signal.reason instanceof LockLostError)
+    await assert.rejects(held.release(), LockLostError)
+    assert.equal(await r.get(name), 'someone-else', 'the other owner keeps it')
+  } finally {
+    await r.del(name)
+    r.quit()
+  }
+})
+
+test('a fixed lease running out aborts the signal', async () => {
+  const held = await client.lock(key(), { leaseMs: 200 }).acquire()
+  const t0 = performance.now()
+  await aborted(held.signal)
+  const took = performance.now() - t0
+  assert.ok(took < 600, `after ${took.toFixed(0)} ms`)
+  assert.ok(held.signal.reason instanceof LockLostError)
+})
+
+test('using rejects with LockLostError when the function returned after a loss', async () => {
+  const name = key()
+  let sawAbort = false
+  await assert.rejects(
+    client.lock(name).using(async (signal) => {
+      await client.forceUnlock(name)
+      await aborted(signal)
+      sawAbort = signal.reason instanceof LockLostError
+      return 'done'
+    }),
+    LockLostError,
+  )
+  assert.ok(sawAbort)
+})
+
+test("using rejects with the function's own error when it threw, and still releases", async () => {
+  const name = key()
+  const r = redis()
+  try {
+    const mine = new Error('mine')
+    await assert.rejects(
+      client.withLock(name, async () => {
+        throw mine
+      }),
+      (e) => e === mine,
+    )
+    assert.equal(await r.exists(name), 0, 'released')
+    // Lost and threw: the function's error wins.
+    await assert.rejects(
+      client.withLock(name, async (signal) => {
+        await client.forceUnlock(name)
+        await aborted(signal)
+        throw mine
+      }),
+      (e) => e === mine,
+    )
+    // A synchronous throw counts too.
+    await assert.rejects(
+      client.withLock(name, () => {
+        throw mine
+      }),
+      (e) => e === mine,
+    )
+    assert.equal(await r.exists(name), 0)
+  } finally {
+    r.quit()
+  }
+})
+
+test('using resolves to the function result and the signal is usable for I/O', async () => {
+  const name = key()
+  const result = await client.withLock(
+    name,
+    async (signal) => {
+      assert.ok(signal instanceof AbortSignal)
+      assert.equal(signal.aborted, false)
+      await sleep(20, undefined, { signal })
+      return { ok: 1 }
+    },
+    { leaseMs: 5000, waitMs: 1000 },
+  )
+  assert.deepEqual(result, { ok: 1 })
+})
+
+test('the signal of a released hold never aborts', async () => {
+  const held = await client.lock(key(), { leaseMs: 200 }).acquire()
+  await held.release()
+  await sleep(500)
+  assert.equal(held.signal.aborted, false)
+})

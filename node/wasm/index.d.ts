@@ -1,0 +1,2 @@
+// Placeholder for `redlatch/wasm` (see index.cjs): no exports yet.
+export {}
