@@ -8,7 +8,7 @@ export CARGO_TERM_COLOR ?= never
 # Plain `make` only explains; the included files must not pick the default goal.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test check test-rust test-wasm test-c test-node publish-check bench setup setup-test fmt install
+.PHONY: help demo test check test-rust test-wasm test-c test-node test-python publish-check bench setup setup-test fmt install
 
 help:
 	@echo "make demo    run the stock-oversell demo (installs redis-server if missing)"
@@ -20,6 +20,7 @@ help:
 # The bindings' own targets (each file documents its targets).
 include bindings/c/c.mk
 include node/node.mk
+include python/python.mk
 
 setup:
 	tests/setup.sh redis
@@ -28,17 +29,18 @@ setup-test: setup
 	tests/setup.sh rust
 
 # Eight worker processes in several languages sell from one stock counter.
-demo: setup c-demo-worker node-demo-worker
+demo: setup c-demo-worker node-demo-worker py-demo-worker
 	$(CARGO) build -p redlatch-demo
 	./target/debug/redlatch-demo \
 		--worker-cmd './target/debug/redlatch-demo worker' \
 		--worker-cmd ./target/c/c_worker \
-		--worker-cmd 'node examples/demo/workers/node_worker.mjs'
+		--worker-cmd 'node examples/demo/workers/node_worker.mjs' \
+		--worker-cmd 'target/py-demo-venv/bin/python examples/demo/workers/py_worker.py'
 
-test: setup-test check test-rust test-wasm test-c test-node publish-check
+test: setup-test check test-rust test-wasm test-c test-node test-python publish-check
 	@echo "make test: all suites passed"
 
-check: setup-test c-header-check node-check
+check: setup-test c-header-check node-check py-check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p redlatch --no-default-features --target wasm32-unknown-unknown -- -D warnings
@@ -57,12 +59,15 @@ test-c: setup-test c-test
 # Node: the packed package, installed into a fresh folder, against a Redis fleet.
 test-node: setup-test node-test
 
+# Python: the wheel, installed into a fresh venv, against a Redis fleet.
+test-python: setup-test py-test
+
 install: c-install
 
 publish-check:
 	$(CARGO) publish --dry-run -p redlatch --allow-dirty
 
-bench: setup node-bench
+bench: setup node-bench py-bench
 	$(CARGO) run --release -p redlatch --example bench
 
 fmt:

@@ -84,8 +84,13 @@ impl Subscriber {
         let mut subscribed = self.inner.subscribed.lock().await;
         if !subscribed.contains(channel) {
             let mut conn = self.inner.connection().await?;
-            conn.subscribe(channel).await.map_err(map_error)?;
+            // Recorded before SUBSCRIBE is sent: if this future is dropped mid-way (a
+            // cancelled acquire), the waker's drop still sends the UNSUBSCRIBE, after it.
             subscribed.insert(channel.to_owned());
+            if let Err(e) = conn.subscribe(channel).await {
+                subscribed.remove(channel);
+                return Err(map_error(e));
+            }
         }
         Ok(waker)
     }

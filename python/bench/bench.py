@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""redlatch vs redis-py ``Lock`` vs python-redis-lock, in one run on the same Redis.
+
+    python bench.py [--quick] [--url redis://...] [--procs 8] [--seconds 3]
+
+Starts its own redis-server on a free 127.0.0.1 port unless ``--url`` is given, and prints:
+
+1. the floor: redis-py ``PING`` and ``SET NX PX`` + ``EVALSHA`` compare-and-delete (what one
+   acquire + release needs) on one connection;
+2. uncontended acquire + release on one thread: ops/s, p50 and p99 latency per pair. The
+   libraries run interleaved in short slices, so noise hits them alike;
+3. contended: ``--procs`` processes loop for ``--seconds`` on one lock: acquire, critical
+   section (one ``INCR`` on Redis), release, then ``--think-ms`` of work outside the lock.
+   Throughput (acquisitions/s, all processes), wait p50/p99/p99.9 (acquire call to return) and
+   hand-off latency p50/p99 (a holder starts releasing -> a process that was already waiting
+   returns from acquire; CLOCK_MONOTONIC is shared by the processes).
+
+redis-py's Lock polls while waiting (``sleep``, default 0.1 s); it is measured with its default
+and with ``sleep=0.001``. python-redis-lock waits on a BLPOP signal list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+import redis
+
+LIBS_UNCONTENDED = ["redlatch", "redlatch-watchdog", "redis-py", "python-redis-lock"]
+LIBS_CONTENDED = ["redlatch", "redis-py", "redis-py-1ms", "python-redis-lock"]
+
+
+# ---------------------------------------------------------------- lock factories
+
+
+def make_lock(lib: str, url: str, name: str) -> Tuple[Callable[[], bool], Callable[[], None]]:
+    """(acquire, release) for one library; acquire blocks until acquired."""
+    if lib.startswith("redlatch"):
+        import redlatch
+
+        lease = None if lib == "redlatch-watchdog" else 10.0
+        lock = redlatch.Client(url).lock(name, lease=lease)
+        return lock.acquire, lock.release
+    if lib.startswith("redis-py"):
+        r = redis.Redis.from_url(url)
+        sleep = 0.001 if lib == "redis-py-1ms" else 0.1
+        rl = r.lock(name, timeout=10, sleep=sleep)
+        return rl.acquire, rl.release
+    if lib == "python-redis-lock":
+        import redis_lock
+
+        r = redis.Redis.from_url(url)
+        pl = redis_lock.Lock(r, name, expire=10)
+        return pl.acquire, pl.release
+    raise ValueError(lib)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def pct(values: List[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, int(round(p / 100.0 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:8.0f} us"
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:8.2f} ms"
+
+
+class Server:
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="redlatch-bench-")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis(port=self.port).ping()
+                break
+            except redis.exceptions.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.url = f"redis://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- 1 + 2: floor, uncontended
+
+CAD = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+def floor_ops(url: str) -> Tuple[Callable[[], None], Callable[[], None]]:
+    r = redis.Redis.from_url(url)
+    cad = r.register_script(CAD)
+
+    def ping() -> None:
+        r.ping()
+
+    def set_cad() -> None:
+        r.set("bench:floor", "t", nx=True, px=10000)
+        cad(keys=["bench:floor"], args=["t"])
+
+    return ping, set_cad
+
+
+def uncontended(url: str, slice_s: float, rounds: int) -> Dict[str, List[float]]:
+    ping, set_cad = floor_ops(url)
+    ops: Dict[str, Callable[[], None]] = {"floor: PING": ping, "floor: SET NX + EVALSHA": set_cad}
+    for lib in LIBS_UNCONTENDED:
+        acquire, release = make_lock(lib, url, f"bench:uncontended:{lib}")
+
+        def pair(a: Callable[[], bool] = acquire, r: Callable[[], None] = release) -> None:
+            if not a():
+                raise RuntimeError("not acquired")
+            r()
+
+        ops[lib] = pair
+    samples: Dict[str, List[float]] = {k: [] for k in ops}
+    clock = time.perf_counter
+    for fn in ops.values():  # warm up connections and script caches
+        for _ in range(200):
+            fn()
+    for _ in range(rounds):
+        for key, fn in ops.items():
+            out = samples[key]
+            end = clock() + slice_s
+            while True:
+                t0 = clock()
+                fn()
+                t1 = clock()
+                out.append(t1 - t0)
+                if t1 >= end:
+                    break
+    return samples
+
+
+# ---------------------------------------------------------------- 3: contended
+
+
+def worker(lib: str, url: str, name: str, start_at_ns: int, seconds: float, think_ms: float) -> None:
+    """One contending process: prints one JSON line of its samples."""
+    acquire, release = make_lock(lib, url, name)
+    r = redis.Redis.from_url(url)
+    r.ping()
+    acquire()
+    release()  # connect and load scripts before the start
+    delay = (start_at_ns - time.monotonic_ns()) / 1e9
+    if delay > 0:
+        time.sleep(delay)
+    end = time.monotonic_ns() + int(seconds * 1e9)
+    rows = []
+    now = time.monotonic_ns
+    while True:
+        t_req = now()
+        if t_req >= end:
+            break
+        if not acquire():
+            raise RuntimeError("not acquired")
+        t_acq = now()
+        r.incr(name + ":counter")
+        t_rel = now()
+        release()
+        rows.append((t_req, t_acq, t_rel))
+        if think_ms:
+            time.sleep(think_ms / 1000.0)
+    print(json.dumps({"pid": os.getpid(), "rows": rows}), flush=True)
+
+
+def contended(url: str, lib: str, procs: int, seconds: float, think_ms: float) -> Dict[str, float]:
+    name = f"bench:contended:{lib}:{time.monotonic_ns()}"
+    start_at = time.monotonic_ns() + int(1.5e9)  # time for every process to start and connect
+    args = [sys.executable, os.path.abspath(__file__), "--worker", lib, url, name, str(start_at),
+            str(seconds), str(think_ms)]
+    children = [subprocess.Popen(args, stdout=subprocess.PIPE, text=True) for _ in range(procs)]
+    holds: List[Tuple[int, int, int, int]] = []  # (t_acq, t_req, t_rel, proc)
+    for i, child in enumerate(children):
+        out, _ = child.communicate(timeout=seconds + 120)
+        if child.returncode != 0:
+            raise RuntimeError(f"{lib} worker failed")
+        for t_req, t_acq, t_rel in json.loads(out)["rows"]:
+            holds.append((t_acq, t_req, t_rel, i))
+    holds.sort()
+    waits = [(h[0] - h[1]) / 1e9 for h in holds]
+    handoffs = []
+    for prev, nxt in zip(holds, holds[1:]):
+        if nxt[3] != prev[3] and nxt[1] < prev[2]:  # another process, already waiting
+            handoffs.append((nxt[0] - prev[2]) / 1e9)
+    counter = int(redis.Redis.from_url(url).get(name + ":counter") or 0)
+    return {
+        "acquisitions": len(holds),
+        "exact": float(counter == len(holds)),
+        "throughput": len(holds) / seconds,
+        "wait_p50": pct(waits, 50),
+        "wait_p99": pct(waits, 99),
+        "wait_p999": pct(waits, 99.9),
+        "wait_max": max(waits) if waits else float("nan"),
+        "handoff_p50": pct(handoffs, 50),
+        "handoff_p99": pct(handoffs, 99),
+        "handoffs": len(handoffs),
+    }
+
+
+# ---------------------------------------------------------------- main
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        _, _, lib, url, name, start_at, seconds, think = sys.argv
+        worker(lib, url, name, int(start_at), float(seconds), float(think))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", help="use this Redis instead of starting one")
+    ap.add_argument("--quick", action="store_true", help="short run (about 30 s)")
+    ap.add_argument("--procs", type=int, default=8)
+    ap.add_argument("--seconds", type=float, default=None, help="contended run length per library")
+    ap.add_argument("--think-ms", type=float, default=0.0, help="work outside the lock per iteration")
+    ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    opts = ap.parse_args()
+    seconds = opts.seconds or (2.0 if opts.quick else 5.0)
+    slice_s, rounds = (0.2, 4) if opts.quick else (0.5, 8)
+
+    server: Optional[Server] = None
+    url = opts.url
+    if url is None:
+        server = Server()
+        url = server.url
+    try:
+        import redlatch
+
+        print(f"redlatch {redlatch.__version__}, redis-py {redis.__version__}, Python {sys.version.split()[0]}, "
+              f"{os.cpu_count()} CPUs; Redis at {url}")
+        print("\n== uncontended acquire + release (one thread) ==")
+        samples = uncontended(url, slice_s, rounds)
+        results: Dict[str, Dict[str, float]] = {}
+        for key, lat in samples.items():
+            total = sum(lat)
+            results[key] = {"ops": len(lat) / total, "p50": pct(lat, 50), "p99": pct(lat, 99)}
+            print(f"  {key:26s} {results[key]['ops']:9.0f} ops/s   p50 {us(results[key]['p50'])}   p99 {us(results[key]['p99'])}")
+        base = results["redis-py"]["ops"]
+        print(f"  redlatch / redis-py Lock: {results['redlatch']['ops'] / base:.2f}x "
+              f"(watchdog mode {results['redlatch-watchdog']['ops'] / base:.2f}x)  [target >= 2x]")
+
+        print(f"\n== contended: {opts.procs} processes, {seconds:g} s each, critical section = one INCR, "
+              f"think {opts.think_ms:g} ms ==")
+        cont: Dict[str, Dict[str, float]] = {}
+        for lib in LIBS_CONTENDED:
+            c = cont[lib] = contended(url, lib, opts.procs, seconds, opts.think_ms)
+            print(f"  {lib:18s} {c['throughput']:8.0f} acq/s  wait p50 {ms(c['wait_p50'])} p99 {ms(c['wait_p99'])} "
+                  f"p99.9 {ms(c['wait_p999'])} max {ms(c['wait_max'])}  hand-off p50 {ms(c['handoff_p50'])} "
+                  f"p99 {ms(c['handoff_p99'])}  {'exact' if c['exact'] else 'COUNTER MISMATCH'}")
+        peers = [lib for lib in LIBS_CONTENDED if not lib.startswith("redlatch")]
+        best = max(peers, key=lambda lib: cont[lib]["throughput"])
+        ours = cont["redlatch"]
+        print(f"  redlatch / best peer ({best}): {ours['throughput'] / cont[best]['throughput']:.2f}x throughput "
+              f"[target >= 2x]; wait p99.9 {ours['wait_p999'] * 1e3:.2f} ms [target <= 50 ms]; "
+              f"hand-off p50 {ours['handoff_p50'] * 1e3:.3f} ms [target <= 1 ms]")
+        if opts.json:
+            print(json.dumps({"uncontended": results, "contended": cont}, indent=1))
+    finally:
+        if server is not None:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

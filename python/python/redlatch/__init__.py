@@ -1,0 +1,40 @@
+"""redlatch: Redis distributed locks.
+
+>>> import redlatch
+>>> client = redlatch.Client("redis://127.0.0.1:6379")
+>>> with client.lock("order:42", lease=10.0, wait=5.0):   # doctest: +SKIP
+...     ...
+
+Lease locks (``lock``) use the redis-py / node-redlock format and exclude redis-py's own
+``Lock`` on the same key; reentrant locks (``rlock``) use Redisson's RLock layout. Without a
+lease, a lock is renewed by a watchdog while held, and a loss is reported at once. Quorum
+(Redlock) over independent nodes: ``Client.quorum([...])``. The asyncio API is
+``redlatch.asyncio.Client`` with the same names. Durations are float seconds.
+"""
+
+from . import _native
+from ._errors import (
+    LockError,
+    LockLostError,
+    NotAcquiredError,
+    NotOwnedError,
+    QuorumError,
+    RedisConnectionError,
+)
+from ._sync import Client, Lock
+from . import asyncio
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "Client",
+    "Lock",
+    "LockError",
+    "LockLostError",
+    "NotAcquiredError",
+    "NotOwnedError",
+    "QuorumError",
+    "RedisConnectionError",
+    "asyncio",
+    "__version__",
+]

@@ -1,0 +1,109 @@
+"""Helpers shared by the sync and asyncio layers: client construction, messages, and what
+leaving a ``with`` block does when the release fails."""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional, Sequence
+
+from . import _native
+from ._errors import INVALID_ARGUMENT, LockError, LockLostError, NotOwnedError
+
+#: Bumped in a forked child. Per-thread hold lists stamped with an older value belong to the
+#: parent: the child drops them (the native holds refuse to act in the child anyway), so a
+#: lock object inherited across fork() starts empty and contends like any other.
+fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global fork_generation
+    fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def native_client(
+    urls: Sequence[str],
+    *,
+    watchdog_timeout: float,
+    network_timeout: float,
+    node_timeout: Optional[float],
+    poll_interval: float,
+) -> _native.Client:
+    """Checks the URL list and builds the native client (no connection is made yet)."""
+    if isinstance(urls, (str, bytes)) or not all(isinstance(u, str) for u in urls):
+        raise TypeError("urls must be a sequence of str, e.g. ['redis://h1:6379', ...]")
+    return _native.Client(
+        list(urls),
+        watchdog_timeout=watchdog_timeout,
+        network_timeout=network_timeout,
+        node_timeout=node_timeout,
+        poll_interval=poll_interval,
+    )
+
+
+def native_lock(
+    client: _native.Client,
+    name: str,
+    *,
+    reentrant: bool,
+    lease: Optional[float],
+    wait: Optional[float],
+    fenced: bool,
+) -> _native.Lock:
+    if not isinstance(name, str):
+        raise TypeError(f"lock name must be str, not {type(name).__name__}")
+    return client.lock(name, reentrant=reentrant, lease=lease, wait=wait, fenced=bool(fenced))
+
+
+def already_held(name: str, who: str) -> LockError:
+    return LockError(
+        f"lock {name!r} is already held by this {who}; it is not reentrant (use rlock)",
+        code=INVALID_ARGUMENT,
+    )
+
+
+def not_held(name: str, who: str) -> NotOwnedError:
+    return NotOwnedError(f"lock {name!r} is not held by this {who}")
+
+
+def not_acquired_message(name: str, wait: Optional[float]) -> str:
+    if wait is None:
+        return f"lock {name!r} was not acquired"
+    return f"lock {name!r} was not acquired within {wait:g} s"
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)``, also on Python < 3.11 (where tracebacks do not show it)."""
+    adder = getattr(exc, "add_note", None)
+    if adder is not None:
+        adder(note)
+        return
+    notes: List[str] = list(getattr(exc, "__notes__", ()))
+    notes.append(note)
+    try:
+        setattr(exc, "__notes__", notes)
+    except AttributeError:  # pragma: no cover - exceptions with __slots__
+        pass
+
+
+def exit_error(name: str, err: LockError, block_exc: Optional[BaseException]) -> Optional[BaseException]:
+    """What leaving a ``with`` block does when releasing failed with ``err``.
+
+    A hold that is not ours any more means the lock was lost inside the block: that is a
+    ``LockLostError`` unless the block raised, in which case the block's exception wins and
+    carries the loss as a note. Other failures (Redis unreachable) follow the same rule.
+    Returns the exception to raise, or None to let the block's exception propagate.
+    """
+    if isinstance(err, NotOwnedError) and not isinstance(err, LockLostError):
+        lost: LockError = LockLostError(f"lock {name!r} was lost while the block held it: {err}")
+        lost.__cause__ = err
+    else:
+        lost = err
+    if block_exc is None:
+        return lost
+    add_note(block_exc, f"redlatch: {type(lost).__name__}: {lost}")
+    return None
+

@@ -1,0 +1,217 @@
+//! `_native.Hold`: one acquisition (a core `Guard`), released at most once.
+//!
+//! The guard sits behind an async mutex: `extend` and `owned` keep it for the length of their
+//! request and `release` takes it out, so a release waits for an extend that a cancelled task
+//! left in flight instead of racing it. Whether the hold was lost is read without that mutex,
+//! from the guard's `ended()` future polled without waiting, so `lost` never blocks.
+//!
+//! Fork: a hold made in the parent is the parent's. In a child, `owned()` is False, `release`
+//! and `extend` raise `NotOwnedError`, nothing touches the parent's runtime, and dropping the
+//! hold leaks it rather than running the core's background release (which would spawn onto a
+//! runtime whose threads are gone).
+
+use crate::args;
+use crate::errors::{not_owned, IntoPy};
+use crate::runtime::{self, pid};
+use futures::FutureExt;
+use pyo3::prelude::*;
+use redlatch::{Error, ErrorKind, Guard};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+type EndedFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
+
+enum Ended {
+    Pending(EndedFuture),
+    Done(bool),
+}
+
+struct Inner {
+    guard: tokio::sync::Mutex<Option<Guard>>,
+    ended: Mutex<Ended>,
+    fence: Option<u64>,
+    name: String,
+    origin: u32,
+}
+
+impl Inner {
+    fn foreign(&self) -> bool {
+        self.origin != pid()
+    }
+
+    fn lost(&self) -> bool {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ended::Pending(fut) = &mut *ended {
+            if let Some(lost) = fut.as_mut().now_or_never() {
+                *ended = Ended::Done(lost);
+            }
+        }
+        matches!(*ended, Ended::Done(true))
+    }
+
+    fn already_released(&self) -> Error {
+        Error::new(
+            ErrorKind::NotOwned,
+            format!("lock {:?}: this hold was already released", self.name),
+        )
+    }
+
+    async fn release(self: Arc<Self>) -> redlatch::Result<()> {
+        let guard = self.guard.lock().await.take();
+        match guard {
+            Some(g) => g.release().await,
+            None => Err(self.already_released()),
+        }
+    }
+
+    async fn extend(self: Arc<Self>, lease: std::time::Duration) -> redlatch::Result<()> {
+        let guard = self.guard.lock().await;
+        match guard.as_ref() {
+            Some(g) => g.extend(lease).await,
+            None => Err(self.already_released()),
+        }
+    }
+
+    async fn owned(self: Arc<Self>) -> redlatch::Result<bool> {
+        let guard = self.guard.lock().await;
+        match guard.as_ref() {
+            Some(g) => g.owned().await,
+            None => Ok(false),
+        }
+    }
+}
+
+const FORKED: &str = "a forked child does not own its parent's holds";
+
+/// One acquisition of a lock, made by `Lock.acquire`.
+#[pyclass(frozen, module = "redlatch._native")]
+pub(crate) struct Hold {
+    inner: Option<Arc<Inner>>,
+}
+
+impl Hold {
+    pub(crate) fn new(guard: Guard) -> Hold {
+        let ended: EndedFuture = Box::pin(guard.ended());
+        Hold {
+            inner: Some(Arc::new(Inner {
+                fence: guard.fencing_token(),
+                name: guard.name().to_owned(),
+                guard: tokio::sync::Mutex::new(Some(guard)),
+                ended: Mutex::new(Ended::Pending(ended)),
+                origin: pid(),
+            })),
+        }
+    }
+
+    fn inner(&self) -> &Arc<Inner> {
+        self.inner.as_ref().expect("present until drop")
+    }
+
+    /// The hold, unless this is a forked child of the process that made it.
+    fn own(&self) -> PyResult<Arc<Inner>> {
+        let inner = self.inner();
+        if inner.foreign() {
+            return Err(not_owned(FORKED));
+        }
+        Ok(inner.clone())
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            if inner.foreign() {
+                std::mem::forget(inner);
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl Hold {
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner().name
+    }
+
+    /// The fencing token of this acquisition (fenced locks), else None.
+    #[getter]
+    fn fencing_token(&self) -> Option<u64> {
+        self.inner().fence
+    }
+
+    /// True once the hold is known lost (the watchdog or an extend found it gone or taken,
+    /// or its validity ran out). Never blocks. False in a forked child.
+    #[getter]
+    fn lost(&self) -> bool {
+        let inner = self.inner();
+        !inner.foreign() && inner.lost()
+    }
+
+    /// Releases the hold (blocks, GIL released). Raises `NotOwnedError` when it had expired
+    /// or was taken (or was already released), `LockLostError` when the loss had been seen,
+    /// `RedisConnectionError` / `QuorumError` when Redis could not confirm.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = self.own()?;
+        let rt = runtime::runtime()?;
+        runtime::block(py, &rt, inner.release())?.py()
+    }
+
+    /// Awaitable form of [`Hold::release`]. The release runs to completion even if the
+    /// awaiting task is cancelled.
+    fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.own()?;
+        crate::aio::awaitable(py, crate::aio::detached(inner.release()))
+    }
+
+    /// Resets the remaining lease to `lease` seconds (replace, never add); never re-creates a
+    /// lost lock. Raises `ValueError` for a bad lease, `NotOwnedError` / `LockLostError` when
+    /// the hold is gone, `RedisConnectionError` / `QuorumError`.
+    fn extend(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> PyResult<()> {
+        let lease = args::seconds("lease", lease, false)?;
+        let inner = self.own()?;
+        let rt = runtime::runtime()?;
+        runtime::block(py, &rt, inner.extend(lease))?.py()
+    }
+
+    /// Awaitable form of [`Hold::extend`].
+    fn extend_async<'py>(&self, py: Python<'py>, lease: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let lease = args::seconds("lease", lease, false)?;
+        let inner = self.own()?;
+        crate::aio::awaitable(py, inner.extend(lease))
+    }
+
+    /// Asks Redis whether this hold is still ours. False in a forked child.
+    /// Raises `RedisConnectionError` / `QuorumError`.
+    fn owned(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.inner().foreign() {
+            return Ok(false);
+        }
+        let inner = self.inner().clone();
+        let rt = runtime::runtime()?;
+        runtime::block(py, &rt, inner.owned())?.py()
+    }
+
+    /// Awaitable form of [`Hold::owned`].
+    fn owned_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // Checked before cloning: in a child, a clone outliving this object would run the
+        // guard's destructor, which spawns onto the parent's runtime.
+        if self.inner().foreign() {
+            return crate::aio::awaitable(py, async { Ok(false) });
+        }
+        let inner = self.inner().clone();
+        crate::aio::awaitable(py, inner.owned())
+    }
+
+    fn __repr__(&self) -> String {
+        let inner = self.inner();
+        format!(
+            "<redlatch._native.Hold {:?} fencing_token={:?} lost={}>",
+            inner.name,
+            inner.fence,
+            self.lost()
+        )
+    }
+}

@@ -1,0 +1,208 @@
+//! `_native.Lock`: a lock name with its options; each acquire makes a [`Hold`].
+//!
+//! The Python layer (`redlatch/_sync.py`, `redlatch/asyncio.py`) decides who owns a hold
+//! (the acquiring thread or task) and keeps each owner's holds; this type only talks to the
+//! core. Reentrant locks need an owner number: the sync layer passes none and gets the
+//! calling thread's, the async layer passes its task's.
+
+use crate::args;
+use crate::client::Shared;
+use crate::errors::IntoPy;
+use crate::hold::Hold;
+use crate::runtime;
+use pyo3::prelude::*;
+use redlatch::ErrorKind;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A lock handle: name, kind and options, validated when made.
+#[pyclass(frozen, module = "redlatch._native")]
+pub(crate) struct Lock {
+    shared: Arc<Shared>,
+    name: String,
+    reentrant: bool,
+    lease: Option<Duration>,
+    wait: Option<Duration>,
+    fenced: bool,
+}
+
+impl Lock {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        name: String,
+        reentrant: bool,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+        fenced: bool,
+    ) -> Lock {
+        Lock {
+            shared,
+            name,
+            reentrant,
+            lease,
+            wait,
+            fenced,
+        }
+    }
+
+    /// The core lock for `owner` (reentrant locks; `None` = the calling thread).
+    fn core(&self, owner: Option<u64>) -> PyResult<(redlatch::Lock, Arc<tokio::runtime::Runtime>)> {
+        let (client, rt) = self.shared.client()?;
+        let mut lock = if self.reentrant {
+            client
+                .rlock(self.name.as_str())
+                .owner(owner.unwrap_or_else(args::thread_owner))
+        } else {
+            client.lock(self.name.as_str())
+        };
+        if let Some(lease) = self.lease {
+            lock = lock.lease(lease);
+        }
+        if self.fenced {
+            lock = lock.fenced();
+        }
+        Ok((lock, rt))
+    }
+}
+
+/// `Ok(None)` when the wait ran out.
+fn not_acquired_is_none(r: redlatch::Result<redlatch::Guard>) -> redlatch::Result<Option<redlatch::Guard>> {
+    match r {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn secs(d: Option<Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64())
+}
+
+#[pymethods]
+impl Lock {
+    /// The lock's name (its Redis key).
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// True for reentrant locks (`rlock`).
+    #[getter]
+    fn reentrant(&self) -> bool {
+        self.reentrant
+    }
+
+    /// The fixed lease in seconds; None in watchdog mode.
+    #[getter]
+    fn lease(&self) -> Option<f64> {
+        secs(self.lease)
+    }
+
+    /// The default wait in seconds; None = wait until acquired.
+    #[getter]
+    fn wait(&self) -> Option<f64> {
+        secs(self.wait)
+    }
+
+    /// True for fenced locks (each acquire gets a fencing token).
+    #[getter]
+    fn fenced(&self) -> bool {
+        self.fenced
+    }
+
+    /// Acquires, blocking with the GIL released (`KeyboardInterrupt` stops the wait and leaves
+    /// nothing behind). `blocking`/`timeout` follow `threading.Lock.acquire` (timeout None =
+    /// the lock's wait, -1 = forever, seconds otherwise). Returns None when the wait ran out.
+    /// Raises `RedisConnectionError`, `QuorumError`, `ValueError` for a bad timeout.
+    #[pyo3(signature = (blocking=true, timeout=None, owner=None))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        blocking: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
+        owner: Option<u64>,
+    ) -> PyResult<Option<Hold>> {
+        let wait = args::acquire_wait(blocking, timeout, self.wait)?;
+        let (lock, rt) = self.core(owner)?;
+        let fut =
+            runtime::CancelGrace::new(
+                async move { not_acquired_is_none(lock.acquire_with_wait(wait).await) },
+            );
+        let guard = if wait == Some(Duration::ZERO) {
+            runtime::block(py, &rt, fut)?
+        } else {
+            runtime::block_interruptible(py, &rt, fut)?
+        };
+        Ok(guard.py()?.map(Hold::new))
+    }
+
+    /// Awaitable form of [`Lock::acquire`]; resolves to a Hold or None. Cancelling the
+    /// awaiting task drops the attempt; the core then undoes it in the background.
+    #[pyo3(signature = (blocking=true, timeout=None, owner=None))]
+    fn acquire_async<'py>(
+        &self,
+        py: Python<'py>,
+        blocking: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
+        owner: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let wait = args::acquire_wait(blocking, timeout, self.wait)?;
+        let (lock, _) = self.core(owner)?;
+        let acquire =
+            runtime::CancelGrace::new(
+                async move { not_acquired_is_none(lock.acquire_with_wait(wait).await) },
+            );
+        crate::aio::awaitable(py, async move { Ok(acquire.await?.map(Hold::new)) })
+    }
+
+    /// True when anyone holds the lock. Raises `RedisConnectionError` / `QuorumError`.
+    fn locked(&self, py: Python<'_>) -> PyResult<bool> {
+        let (lock, rt) = self.core(Some(0))?;
+        runtime::block(py, &rt, async move { lock.locked().await })?.py()
+    }
+
+    /// Awaitable form of [`Lock::locked`].
+    fn locked_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (lock, _) = self.core(Some(0))?;
+        crate::aio::awaitable(py, async move { lock.locked().await })
+    }
+
+    /// Remaining lease of whoever holds the lock, in seconds; None when free.
+    fn ttl(&self, py: Python<'_>) -> PyResult<Option<f64>> {
+        let (lock, rt) = self.core(Some(0))?;
+        let ttl = runtime::block(py, &rt, async move { lock.ttl().await })?.py()?;
+        Ok(secs(ttl))
+    }
+
+    /// Awaitable form of [`Lock::ttl`].
+    fn ttl_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (lock, _) = self.core(Some(0))?;
+        crate::aio::awaitable(py, async move { Ok(secs(lock.ttl().await?)) })
+    }
+
+    /// Reentrant locks: `owner`'s hold count on Redis (None = the calling thread); 0 for
+    /// lease locks.
+    #[pyo3(signature = (owner=None))]
+    fn hold_count(&self, py: Python<'_>, owner: Option<u64>) -> PyResult<u64> {
+        let (lock, rt) = self.core(owner)?;
+        runtime::block(py, &rt, async move { lock.hold_count().await })?.py()
+    }
+
+    /// Awaitable form of [`Lock::hold_count`].
+    #[pyo3(signature = (owner=None))]
+    fn hold_count_async<'py>(&self, py: Python<'py>, owner: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
+        let (lock, _) = self.core(owner)?;
+        crate::aio::awaitable(py, async move { lock.hold_count().await })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<redlatch._native.Lock {:?} reentrant={} lease={:?} wait={:?} fenced={}>",
+            self.name,
+            self.reentrant,
+            secs(self.lease),
+            secs(self.wait),
+            self.fenced
+        )
+    }
+}

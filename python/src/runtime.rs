@@ -1,0 +1,217 @@
+//! The process's tokio runtime, rebuilt after `fork()`.
+//!
+//! Why our own runtime instead of `redlatch::blocking`'s or pyo3-async-runtimes' global one:
+//! tokio does not survive `fork()`. The child inherits the runtime's memory but none of its
+//! threads, so anything that waits on them (a `block_on`, dropping the runtime, which joins
+//! its threads, or a mutex a worker held at the time of the fork) hangs forever. The child
+//! therefore must never touch or drop the parent's runtime: [`runtime`] compares the process
+//! id with the one the runtime was built in, leaks the old runtime (`std::mem::forget`) on a
+//! mismatch and builds a fresh one. Everything else that belongs to the parent (clients,
+//! holds) does the same pid check (see `client.rs`, `hold.rs`).
+//!
+//! The worker threads are native threads, not Python threads, so they never keep the
+//! interpreter from exiting (the process exit ends them).
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::PyResult;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+struct Slot {
+    pid: u32,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+static RUNTIME: Mutex<Option<Slot>> = Mutex::new(None);
+
+/// The calling process's id (checked on every call that would touch the runtime).
+pub(crate) fn pid() -> u32 {
+    std::process::id()
+}
+
+/// Worker threads: `REDLATCH_WORKER_THREADS` (1..=16), default 1. Lock traffic is I/O-bound
+/// and light; one worker keeps a process from adding threads that compete for the CPU when
+/// many processes contend on a small machine.
+fn worker_threads() -> usize {
+    std::env::var("REDLATCH_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(1, |n| n.clamp(1, 16))
+}
+
+fn build() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(worker_threads())
+        .thread_name("redlatch-py")
+        .enable_all()
+        .build()
+}
+
+/// The runtime of this process, built on first use and rebuilt in a forked child.
+///
+/// # Errors
+/// `RuntimeError` when the OS refuses to start the runtime's threads.
+pub(crate) fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
+    let pid = pid();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = slot.as_ref() {
+        if s.pid == pid {
+            return Ok(s.runtime.clone());
+        }
+    }
+    // A runtime from the parent process: its threads do not exist here. Dropping it would
+    // wait for them forever, so it is leaked on purpose.
+    if let Some(parent) = slot.take() {
+        std::mem::forget(parent);
+    }
+    let runtime =
+        Arc::new(build().map_err(|e| PyRuntimeError::new_err(format!("redlatch: cannot start tokio: {e}")))?);
+    *slot = Some(Slot {
+        pid,
+        runtime: runtime.clone(),
+    });
+    Ok(runtime)
+}
+
+/// How often a blocking wait wakes up to let Python handle signals (Ctrl-C).
+const SIGNAL_SLICE: Duration = Duration::from_millis(50);
+
+/// Runs `fut` as a task on the runtime and waits for it with the GIL released.
+///
+/// Why a task rather than `block_on(fut)` on the calling thread: the connections' I/O runs on
+/// the runtime's worker, so a future polled on the calling thread bounces between the two
+/// threads on every step (send, reply, pub/sub wake-up, retry). As a task it runs on the
+/// worker next to its I/O, and the calling thread is woken once, with the result. Under
+/// contention (each release wakes waiters that then retry) this saves most of a waiter's CPU.
+///
+/// With `interruptible`, the wait wakes every 50 ms to run Python signal handlers; if one
+/// raises (`KeyboardInterrupt`), the task is aborted, which drops the future (an acquire is
+/// then undone in the background, see [`CancelGrace`]) and the exception propagates.
+fn run<F>(
+    py: pyo3::Python<'_>,
+    rt: &tokio::runtime::Runtime,
+    fut: F,
+    interruptible: bool,
+) -> PyResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let mut task = rt.spawn(fut);
+    loop {
+        let step = py.detach(|| {
+            rt.block_on(async {
+                if interruptible {
+                    tokio::time::timeout(SIGNAL_SLICE, &mut task).await.ok()
+                } else {
+                    Some((&mut task).await)
+                }
+            })
+        });
+        match step {
+            Some(Ok(out)) => return Ok(out),
+            Some(Err(e)) => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "redlatch: background task failed: {e}"
+                )))
+            }
+            None => {
+                if let Err(e) = py.check_signals() {
+                    task.abort();
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// Runs a wait that may be long (an acquire) and that Ctrl-C can interrupt; see [`run`].
+pub(crate) fn block_interruptible<F>(
+    py: pyo3::Python<'_>,
+    rt: &tokio::runtime::Runtime,
+    fut: F,
+) -> PyResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    run(py, rt, fut, true)
+}
+
+/// Runs a short, bounded `fut` (a round trip plus its timeout); see [`run`].
+pub(crate) fn block<F>(py: pyo3::Python<'_>, rt: &tokio::runtime::Runtime, fut: F) -> PyResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    run(py, rt, fut, false)
+}
+
+/// How long a cancelled acquire keeps running in the background before it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_millis(250);
+
+/// Wraps an acquire so that dropping it (a cancelled asyncio task, Ctrl-C) does not drop the
+/// core's future at once: it keeps running as a background task for up to [`CANCEL_GRACE`]
+/// and is dropped then. A guard it produces meanwhile is dropped, i.e. released in the
+/// background.
+///
+/// Why: a core acquire dropped while its `SUBSCRIBE` is in flight leaks the subscription (the
+/// core's `Subscriber::subscribe` records the channel only after the server confirmed it, so
+/// the unsubscribe scheduled by the dropped waker finds nothing to undo, while the server did
+/// subscribe). The subscribe happens within one round trip of the first busy attempt, so a
+/// short grace lets it finish and be undone properly. Remove this once the core records the
+/// channel before sending `SUBSCRIBE` (or runs the subscription as its own task).
+pub(crate) struct CancelGrace<F: Future + Send + 'static>
+where
+    F::Output: Send + 'static,
+{
+    fut: Option<std::pin::Pin<Box<F>>>,
+}
+
+impl<F: Future + Send + 'static> CancelGrace<F>
+where
+    F::Output: Send + 'static,
+{
+    pub(crate) fn new(fut: F) -> Self {
+        CancelGrace {
+            fut: Some(Box::pin(fut)),
+        }
+    }
+}
+
+impl<F: Future + Send + 'static> Future for CancelGrace<F>
+where
+    F::Output: Send + 'static,
+{
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let Some(fut) = self.fut.as_mut() else {
+            return std::task::Poll::Pending; // polled after completion: never happens
+        };
+        let out = fut.as_mut().poll(cx);
+        if out.is_ready() {
+            self.fut = None;
+        }
+        out
+    }
+}
+
+impl<F: Future + Send + 'static> Drop for CancelGrace<F>
+where
+    F::Output: Send + 'static,
+{
+    fn drop(&mut self) {
+        if let Some(fut) = self.fut.take() {
+            if let Ok(rt) = runtime() {
+                rt.spawn(async move {
+                    let _ = tokio::time::timeout(CANCEL_GRACE, fut).await;
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+"""Bad input: clear ValueError / TypeError, and nothing touched in Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+import redis
+
+import redlatch
+import redlatch.asyncio
+
+BAD_DURATIONS = [
+    (0, ValueError),
+    (0.0, ValueError),
+    (-1, ValueError),
+    (-0.5, ValueError),
+    (math.nan, ValueError),
+    (math.inf, ValueError),
+    (-math.inf, ValueError),
+    (1e300, ValueError),
+    (2**53, ValueError),  # seconds: far above 2^53 - 1 ms
+    (10**400, ValueError),
+    (True, TypeError),
+    ("5", TypeError),
+    (b"5", TypeError),
+    ([], TypeError),
+]
+
+BAD_NAMES = [
+    ("", ValueError),
+    ("x" * 4097, ValueError),
+    ("\ud800", ValueError),  # not encodable as UTF-8
+    (b"bytes", TypeError),
+    (42, TypeError),
+    (None, TypeError),
+    (["a"], TypeError),
+]
+
+
+@pytest.mark.parametrize("value,exc", BAD_DURATIONS)
+def test_bad_lease(client: redlatch.Client, r: redis.Redis, name: str, value: object, exc: type) -> None:
+    with pytest.raises(exc):
+        client.lock(name, lease=value)  # type: ignore[arg-type]
+    with pytest.raises(exc):
+        client.rlock(name, lease=value)  # type: ignore[arg-type]
+    assert not r.keys(f"*{name}*")
+
+
+@pytest.mark.parametrize("value,exc", [(v, e) for v, e in BAD_DURATIONS if v != 0])
+def test_bad_wait(client: redlatch.Client, r: redis.Redis, name: str, value: object, exc: type) -> None:
+    with pytest.raises(exc):
+        client.lock(name, wait=value)  # type: ignore[arg-type]
+    assert not r.keys(f"*{name}*")
+
+
+def test_zero_wait_is_one_try(client: redlatch.Client, name: str) -> None:
+    lock = client.lock(name, wait=0)
+    assert lock.acquire()
+    lock.release()
+
+
+@pytest.mark.parametrize("value,exc", [(v, e) for v, e in BAD_DURATIONS if v not in (0, -1)])
+def test_bad_acquire_timeout(client: redlatch.Client, r: redis.Redis, name: str, value: object, exc: type) -> None:
+    lock = client.lock(name)
+    with pytest.raises(exc):
+        lock.acquire(timeout=value)  # type: ignore[arg-type]
+    assert not r.keys(f"*{name}*")
+
+
+def test_non_blocking_with_timeout_is_refused(client: redlatch.Client, r: redis.Redis, name: str) -> None:
+    lock = client.lock(name)
+    with pytest.raises(ValueError):
+        lock.acquire(blocking=False, timeout=1.0)
+    assert lock.acquire(blocking=False, timeout=-1)  # -1 is allowed, as in threading
+    lock.release()
+
+
+@pytest.mark.parametrize("value,exc", BAD_DURATIONS)
+def test_bad_extend(client: redlatch.Client, r: redis.Redis, name: str, value: object, exc: type) -> None:
+    lock = client.lock(name, lease=5.0)
+    with lock:
+        with pytest.raises(exc):
+            lock.extend(value)  # type: ignore[arg-type]
+        ttl = lock.ttl()
+        assert ttl is not None and ttl > 4.0  # untouched
+
+
+@pytest.mark.parametrize("value,exc", BAD_NAMES)
+def test_bad_names(client: redlatch.Client, r: redis.Redis, value: object, exc: type) -> None:
+    before = r.dbsize()
+    with pytest.raises(exc):
+        client.lock(value)  # type: ignore[arg-type]
+    with pytest.raises(exc):
+        client.rlock(value)  # type: ignore[arg-type]
+    with pytest.raises(exc):
+        client.force_unlock(value)  # type: ignore[arg-type]
+    assert r.dbsize() == before
+
+
+def test_long_name_within_limit(client: redlatch.Client, name: str) -> None:
+    lock = client.lock(name + "x" * (4096 - len(name)))
+    with lock:
+        assert lock.owned()
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc",
+    [
+        ({"watchdog_timeout": 0.001}, ValueError),
+        ({"watchdog_timeout": 0}, ValueError),
+        ({"watchdog_timeout": math.nan}, ValueError),
+        ({"network_timeout": -1}, ValueError),
+        ({"network_timeout": 0}, ValueError),
+        ({"poll_interval": math.inf}, ValueError),
+        ({"poll_interval": "fast"}, TypeError),
+    ],
+)
+def test_bad_client_settings(redis_url: str, kwargs: dict, exc: type) -> None:
+    with pytest.raises(exc):
+        redlatch.Client(redis_url, **kwargs)
+    with pytest.raises(exc):
+        redlatch.asyncio.Client(redis_url, **kwargs)
+
+
+def test_bad_urls() -> None:
+    with pytest.raises(ValueError):
+        redlatch.Client("http://127.0.0.1:6379")
+    with pytest.raises(ValueError):
+        redlatch.Client("not a url")
+    with pytest.raises(TypeError):
+        redlatch.Client(b"redis://127.0.0.1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        redlatch.Client.quorum([])
+    with pytest.raises(TypeError):
+        redlatch.Client.quorum("redis://127.0.0.1:1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        redlatch.Client.quorum(["redis://127.0.0.1:1", 2])  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        redlatch.Client.quorum(["redis://127.0.0.1:1", "nope://x"])
+
+
+def test_fenced_quorum_is_refused(quorum_urls: list) -> None:
+    with pytest.raises(ValueError):
+        redlatch.Client.quorum(quorum_urls).lock("x", fenced=True)
+
+
+def test_async_bad_input(redis_url: str, name: str) -> None:
+    client = redlatch.asyncio.Client(redis_url)
+    with pytest.raises(ValueError):
+        client.lock("")
+    with pytest.raises(TypeError):
+        client.lock(7)  # type: ignore[arg-type]
+    lock = client.lock(name)
+
+    async def main() -> None:
+        with pytest.raises(ValueError):
+            await lock.acquire(timeout=math.nan)
+        with pytest.raises(ValueError):
+            await lock.acquire(blocking=False, timeout=3)
+        with pytest.raises(redlatch.NotOwnedError):
+            await lock.extend(1.0)
+
+    asyncio.run(main())
+
+
+def test_async_lock_needs_a_task(redis_url: str, name: str) -> None:
+    lock = redlatch.asyncio.Client(redis_url).lock(name)
+    assert lock.fencing_token is None and lock.lost is False
+    with pytest.raises(RuntimeError):
+        lock.acquire().send(None)

@@ -1,0 +1,221 @@
+"""asyncio: tasks contending, per-task ownership, cancellation leaving nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+import redis
+
+import redlatch
+import redlatch.asyncio
+from conftest import numsub, wait_until
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+def aclient(redis_url: str) -> redlatch.asyncio.Client:
+    return redlatch.asyncio.Client(redis_url)
+
+
+async def test_async_with(aclient: redlatch.asyncio.Client, r: redis.Redis, name: str) -> None:
+    lock = aclient.lock(name, lease=5.0, fenced=True)
+    async with lock as entered:
+        assert entered is lock
+        assert await lock.locked()
+        assert await lock.owned()
+        ttl = await lock.ttl()
+        assert ttl is not None and 4.0 < ttl <= 5.0
+        assert isinstance(lock.fencing_token, int)
+        assert not lock.lost
+        assert r.exists(name)
+    assert not await lock.locked()
+    assert await lock.ttl() is None
+    assert lock.fencing_token is None
+
+
+@pytest.mark.parametrize("kind", ["lock", "rlock"])
+async def test_tasks_on_one_counter_exact(aclient: redlatch.asyncio.Client, r: redis.Redis, name: str, kind: str) -> None:
+    lock = getattr(aclient, kind)(name)
+    counter = {"value": 0}
+    tasks, rounds = 8, 15
+
+    async def work() -> None:
+        for _ in range(rounds):
+            async with lock:
+                value = counter["value"]
+                await asyncio.sleep(0.001)  # other tasks run here; only the lock keeps them out
+                counter["value"] = value + 1
+
+    await asyncio.gather(*(work() for _ in range(tasks)))
+    assert counter["value"] == tasks * rounds
+
+
+async def test_tasks_never_share_a_hold(aclient: redlatch.asyncio.Client, name: str) -> None:
+    for kind in ("lock", "rlock"):
+        lock = getattr(aclient, kind)(f"{name}:{kind}", lease=5.0)
+        assert await lock.acquire()
+
+        async def other() -> list:
+            out = []
+            for op in (lock.release, lambda: lock.extend(10.0)):
+                try:
+                    await op()
+                except redlatch.NotOwnedError:
+                    out.append("refused")
+            out.append(await lock.owned())
+            out.append(await lock.acquire(timeout=0.1))
+            out.append(lock.fencing_token)
+            return out
+
+        assert await asyncio.create_task(other()) == ["refused", "refused", False, False, None]
+        assert await lock.owned()
+        await lock.release()
+        assert not await lock.locked()
+
+
+async def test_rlock_reenters_within_a_task(aclient: redlatch.asyncio.Client, name: str) -> None:
+    rl = aclient.rlock(name)
+    async with rl:
+        async with aclient.rlock(name):
+            assert await rl.hold_count() == 2
+    assert not await rl.locked()
+
+
+async def test_non_reentrant_reacquire_raises(aclient: redlatch.asyncio.Client, name: str) -> None:
+    lock = aclient.lock(name, lease=5.0)
+    async with lock:
+        with pytest.raises(redlatch.LockError) as info:
+            await lock.acquire()
+        assert info.value.code == 6
+
+
+async def test_cancelled_waiter_leaves_no_key_and_no_subscription(
+    aclient: redlatch.asyncio.Client, r: redis.Redis, name: str
+) -> None:
+    holder = aclient.lock(name, lease=10.0)
+    assert await holder.acquire()
+    waiter = aclient.lock(name)
+    task = asyncio.create_task(waiter.acquire())
+    assert await asyncio.to_thread(wait_until, lambda: numsub(r, name) == 1, 5.0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(wait_until, lambda: numsub(r, name) == 0, 5.0)
+    await holder.release()
+    await asyncio.sleep(0.2)
+    assert not r.exists(name)
+    assert numsub(r, name) == 0
+
+
+async def test_cancellation_at_any_moment_leaves_nothing(
+    aclient: redlatch.asyncio.Client, r: redis.Redis, name: str
+) -> None:
+    rng = random.Random(7)
+    for kind in ("lock", "rlock"):
+        lock = getattr(aclient, kind)(f"{name}:{kind}")
+
+        async def attempt() -> None:
+            if await lock.acquire():
+                await lock.release()
+
+        for _ in range(40):
+            task = asyncio.create_task(attempt())
+            await asyncio.sleep(rng.uniform(0, 0.002))
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        key = f"{name}:{kind}"
+        assert await asyncio.to_thread(wait_until, lambda: not r.exists(key), 5.0)
+        # Unsubscribing runs in the background after the waiter is dropped.
+        assert await asyncio.to_thread(wait_until, lambda: numsub(r, key) == 0, 5.0)
+
+
+async def test_cancelled_holder_task_is_released_on_exit(aclient: redlatch.asyncio.Client, r: redis.Redis, name: str) -> None:
+    lock = aclient.lock(name)
+    entered = asyncio.Event()
+
+    async def hold_forever() -> None:
+        async with lock:
+            entered.set()
+            await asyncio.sleep(3600)
+
+    task = asyncio.create_task(hold_forever())
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not r.exists(name)
+
+
+async def test_wait_timeout_async(aclient: redlatch.asyncio.Client, name: str) -> None:
+    holder = aclient.lock(name, lease=5.0)
+    await holder.acquire()
+
+    async def contend() -> None:
+        assert await aclient.lock(name).acquire(timeout=0.2) is False
+        with pytest.raises(redlatch.NotAcquiredError):
+            async with aclient.lock(name, wait=0.1):
+                pass
+
+    await asyncio.create_task(contend())
+    await holder.release()
+
+
+async def test_force_unlock_async(aclient: redlatch.asyncio.Client, name: str) -> None:
+    lock = aclient.lock(name, lease=5.0)
+    await lock.acquire()
+    assert await aclient.force_unlock(name) is True
+    with pytest.raises(redlatch.NotOwnedError):
+        await lock.release()
+
+
+
+async def test_cancel_while_subscribing_leaves_no_subscription(
+    aclient: redlatch.asyncio.Client, r: redis.Redis, name: str
+) -> None:
+    holder = aclient.lock(name, lease=30.0)
+    assert await holder.acquire()
+    rng = random.Random(11)
+    waiter = aclient.lock(name)
+
+    async def attempt() -> None:
+        await waiter.acquire()
+
+    for _ in range(60):  # cancelled around the first busy attempt and the SUBSCRIBE
+        task = asyncio.create_task(attempt())
+        await asyncio.sleep(rng.uniform(0, 0.003))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert await asyncio.to_thread(wait_until, lambda: numsub(r, name) == 0, 5.0)
+    assert await holder.owned()
+    await holder.release()
+    assert not r.exists(name)
+
+
+async def test_release_completes_even_if_cancelled(aclient: redlatch.asyncio.Client, r: redis.Redis, name: str) -> None:
+    lock = aclient.lock(name, lease=30.0)
+    acquired = asyncio.Event()
+
+    async def hold_then_release() -> None:
+        await lock.acquire()
+        acquired.set()
+        await asyncio.sleep(0)  # let the test cancel us during the release below
+        await lock.release()
+
+    for _ in range(10):
+        acquired.clear()
+        task = asyncio.create_task(hold_then_release())
+        await acquired.wait()
+        await asyncio.sleep(0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        assert await asyncio.to_thread(wait_until, lambda: not r.exists(name), 5.0)

@@ -1,0 +1,45 @@
+"""The interpreter exits promptly with locks held, waits pending and clients unclosed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import redis
+
+SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys, threading, time, redlatch, redlatch.asyncio
+    url, name = sys.argv[1], sys.argv[2]
+    client = redlatch.Client(url)
+    held = client.lock(name)                      # watchdog mode: renewed in the background
+    held.acquire()
+    busy = redlatch.Client(url).lock(name + ":busy", lease=30.0)
+    busy.acquire()
+    # A daemon thread blocked forever in a wait, GIL released.
+    threading.Thread(target=lambda: client.lock(name + ":busy").acquire(), daemon=True).start()
+
+    async def pending() -> None:                  # an asyncio acquire still pending at exit
+        aclient = redlatch.asyncio.Client(url)
+        asyncio.ensure_future(aclient.lock(name + ":busy").acquire())
+        await asyncio.sleep(0.1)
+
+    asyncio.run(pending())
+    time.sleep(0.2)
+    print("exiting", flush=True)
+    """
+)
+
+
+def test_exit_is_prompt(redis_url: str, r: redis.Redis, name: str) -> None:
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", SCRIPT, redis_url, name], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "exiting"
+    assert time.monotonic() - t0 < 10.0
+    # Released at exit on a best-effort basis (its hold was dropped), or left to expire:
+    # never renewed any more.
+    ttl = r.pttl(name)
+    assert ttl == -2 or 0 < ttl <= 30_000
