@@ -21,6 +21,7 @@ help:
 include bindings/c/c.mk
 include node/node.mk
 include python/python.mk
+include bindings/wasm/wasm.mk
 
 setup:
 	tests/setup.sh redis
@@ -29,35 +30,40 @@ setup-test: setup
 	tests/setup.sh rust
 
 # Eight worker processes in several languages sell from one stock counter.
-demo: setup c-demo-worker node-demo-worker py-demo-worker
+demo: setup c-demo-worker node-demo-worker py-demo-worker wasm-build
 	$(CARGO) build -p redlatch-demo
 	./target/debug/redlatch-demo \
 		--worker-cmd './target/debug/redlatch-demo worker' \
 		--worker-cmd ./target/c/c_worker \
 		--worker-cmd 'node examples/demo/workers/node_worker.mjs' \
-		--worker-cmd 'target/py-demo-venv/bin/python examples/demo/workers/py_worker.py'
+		--worker-cmd 'target/py-demo-venv/bin/python examples/demo/workers/py_worker.py' \
+		--worker-cmd 'node examples/demo/workers/wasm_worker.mjs'
 
-test: setup-test check test-rust test-wasm test-c test-node test-python publish-check
+test: setup-test check test-rust test-c test-node test-wasm test-python publish-check
 	@echo "make test: all suites passed"
 
 check: setup-test c-header-check node-check py-check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p redlatch --no-default-features --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p redlatch-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p redlatch -p redlatch-ffi --no-deps
 
 test-rust: setup-test
 	$(CARGO) test --workspace
 
-# The pure core must build for wasm32 without tokio or sockets.
+# The pure core must build for wasm32 without tokio or sockets; then the redlatch/wasm package:
+# wasm-bindgen tests under Node and its node:test suite against a Redis fleet.
 test-wasm: setup-test
 	$(CARGO) build -p redlatch --no-default-features --target wasm32-unknown-unknown
+	$(MAKE) --no-print-directory wasm-test
 
 # C and C++: suites on a Redis fleet, the C suite under valgrind, the install test.
 test-c: setup-test c-test
 
-# Node: the packed package, installed into a fresh folder, against a Redis fleet.
-test-node: setup-test node-test
+# Node: the packed package (with the wasm build staged as redlatch/wasm), installed into a fresh
+# folder, against a Redis fleet.
+test-node: setup-test wasm-stage node-test
 
 # Python: the wheel, installed into a fresh venv, against a Redis fleet.
 test-python: setup-test py-test

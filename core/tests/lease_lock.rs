@@ -325,3 +325,29 @@ async fn releases_that_do_not_publish_are_seen_by_polling() {
     let g = within(Duration::from_secs(10), waiter).await.unwrap().unwrap();
     g.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_releaser_does_not_starve_a_waiting_client() {
+    // Client A releases and re-acquires in a tight loop; without the hand-off grace it wins
+    // nearly every race (it needs no wake-up) and B waits for as long as A keeps looping.
+    let s = server();
+    let a = client(&s).await;
+    let b = client(&s).await;
+    let lock_a = a.lock("fair").lease(Duration::from_secs(10));
+    let mut held = lock_a.acquire().await.unwrap();
+    let waiter = {
+        let lock_b = b.lock("fair").lease(Duration::from_secs(10));
+        tokio::spawn(async move { lock_b.acquire().await.unwrap().release().await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut rounds = 0;
+    while !waiter.is_finished() && rounds < 2_000 {
+        held.release().await.unwrap();
+        held = lock_a.acquire().await.unwrap();
+        rounds += 1;
+    }
+    // With the grace B takes the first hand-off; a loaded machine may need a couple more.
+    assert!(waiter.is_finished() && rounds <= 3, "B needed {rounds} hand-offs");
+    held.release().await.unwrap();
+    waiter.await.unwrap().unwrap();
+}

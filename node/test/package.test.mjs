@@ -31,10 +31,13 @@ test('require and import load the same module; the native binding is the generat
   assert.equal(typeof nativeBinding.NativeClient, 'function')
 })
 
-test('redlatch/wasm is reserved and says it is not built yet', async () => {
-  assert.ok(pkg.exports['./wasm'], 'exports has ./wasm')
-  await assert.rejects(import('redlatch/wasm'), (e) => e.code === 'ERR_WASM_NOT_BUILT')
-  assert.throws(() => require('redlatch/wasm'), (e) => e.code === 'ERR_WASM_NOT_BUILT')
+test('redlatch/wasm is the WebAssembly build, from import and require', async () => {
+  assert.ok(pkg.exports['./wasm'].workerd && pkg.exports['./wasm'].browser, 'edge and browser conditions')
+  const esm = await import('redlatch/wasm')
+  assert.equal(typeof esm.createClient, 'function')
+  assert.equal(typeof esm.createQuorumClient, 'function')
+  assert.equal(typeof esm.fromNodeRedis, 'function')
+  assert.ok(readdirSync(join(root, 'wasm'), { recursive: true }).some((f) => String(f).endsWith('.wasm')), 'the .wasm ships')
 })
 
 test('internals are not reachable through the exports map', async () => {

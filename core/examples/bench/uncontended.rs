@@ -11,7 +11,7 @@ use crate::procfs::cpu_seconds;
 use crate::stats::{measure, print_header, print_row, verdict, Plan, Stats, Targets};
 use crate::{Res, LEASE};
 use redis::aio::MultiplexedConnection;
-use redlatch::protocol::reply::{AcquireReply, OwnershipReply};
+use redlatch::protocol::reply::AcquireReply;
 use redlatch::protocol::request::Holder;
 use redlatch::{Client, Lock, RedisTransport, Transport};
 use std::sync::Arc;
@@ -95,7 +95,7 @@ impl Op {
                     return Err("transport-only acquire was refused".into());
                 }
                 let reply = transport.eval(&holder.release(name, 10_000, "", 0)).await?;
-                if holder.decode_release(&reply)? != OwnershipReply::Done {
+                if !holder.decode_release(&reply)?.was_owned() {
                     return Err("transport-only release did not release".into());
                 }
             }

@@ -6,6 +6,11 @@
 //! a release message arrives or `min(holder's PTTL, poll interval)` (jittered) passes, so
 //! releases by clients that do not publish (redis-py) are still seen promptly.
 //!
+//! Hand-off: a client that has just released a lock to a listening waiter holds back its own
+//! next acquire of that lock for `Config::handoff_grace` (2 ms). The releaser needs no
+//! wake-up, so without this it wins nearly every race against waiters in other processes and
+//! starves them.
+//!
 //! Errors: an attempt that fails on a connection error or misses the quorum is rolled back on
 //! the nodes that granted it or did not answer (Redlock step 5), then retried after a
 //! full-jitter back-off. Errors that persist for `network_timeout` are returned even when the
@@ -66,6 +71,13 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     };
     let rt = &engine.runtime;
     let deadline = wait.map(|w| rt.now() + w);
+    // Anti-barging: right after handing this lock to a waiter, let the waiter have it.
+    if wait != Some(Duration::ZERO) {
+        if let Some(pause) = engine.handoff_pause(&spec.name) {
+            rt.sleep(deadline.map_or(pause, |d| pause.min(d.saturating_sub(rt.now()))))
+                .await;
+        }
+    }
     let mut waker: Option<Waker> = None;
     let mut error_since: Option<Duration> = None;
     let mut failures = 0u32;

@@ -88,7 +88,11 @@ impl Hold {
         let (mut yes, mut absent, mut errors) = (0, 0, Vec::new());
         for (i, reply) in replies.into_iter().enumerate() {
             let Some((r, retried)) = reply else { continue };
-            match r.and_then(|r| self.holder.decode_release(&r)) {
+            let decoded = r.and_then(|r| self.holder.decode_release(&r));
+            if let Ok(OwnershipReply::HandedOff) = decoded {
+                engine.note_handoff(&self.name);
+            }
+            match decoded {
                 Ok(o) if o.was_owned() => yes += 1,
                 // A lease-lock release retried after a lost reply finds its key gone or already
                 // taken by the next waiter: the first attempt deleted it, as long as the hold

@@ -19,8 +19,10 @@ pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};
 pub(crate) use watchdog::Watchdog;
 
 use crate::protocol::{quorum, timing, token};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Tunables shared by every lock of a client. All durations are wall durations measured on the
@@ -36,6 +38,10 @@ pub struct Config {
     pub node_timeout: Option<Duration>,
     /// Longest pause between two acquire attempts while waiting. Default 50 ms.
     pub poll_interval: Duration,
+    /// After releasing a lock that had waiters, this client's own next acquire of it waits
+    /// this long first, so a woken waiter (possibly in another process) can take it instead
+    /// of losing the race to the releaser every time. `Duration::ZERO` disables. Default 2 ms.
+    pub handoff_grace: Duration,
     /// Base of the full-jitter back-off after failed attempts. Default 10 ms.
     pub retry_base: Duration,
     /// Cap of that back-off. Default 250 ms.
@@ -49,6 +55,7 @@ impl Default for Config {
             network_timeout: timing::DEFAULT_NETWORK_TIMEOUT,
             node_timeout: None,
             poll_interval: timing::DEFAULT_POLL_INTERVAL,
+            handoff_grace: Duration::from_millis(2),
             retry_base: Duration::from_millis(10),
             retry_cap: Duration::from_millis(250),
         }
@@ -63,6 +70,8 @@ pub(crate) struct Engine {
     pub(crate) client_id: String,
     owner_seq: AtomicU64,
     pub(crate) watchdog: Watchdog,
+    /// Lock name -> end of the hand-off grace after this client released it to a waiter.
+    handoffs: Mutex<HashMap<String, Duration>>,
 }
 
 impl Engine {
@@ -78,6 +87,7 @@ impl Engine {
             client_id: token::new_client_id(),
             owner_seq: AtomicU64::new(1),
             watchdog: Watchdog::default(),
+            handoffs: Mutex::default(),
         })
     }
 
@@ -111,6 +121,28 @@ impl Engine {
     /// `now` on the runtime's monotonic clock.
     pub(crate) fn now(&self) -> Duration {
         self.runtime.now()
+    }
+
+    fn handoffs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Duration>> {
+        self.handoffs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that this client just handed lock `name` to a waiter.
+    pub(crate) fn note_handoff(&self, name: &str) {
+        if self.config.handoff_grace.is_zero() {
+            return;
+        }
+        let now = self.now();
+        let mut map = self.handoffs();
+        map.retain(|_, until| *until > now);
+        map.insert(name.to_owned(), now + self.config.handoff_grace);
+    }
+
+    /// How long this client should hold back before acquiring `name` again (hand-off grace).
+    pub(crate) fn handoff_pause(&self, name: &str) -> Option<Duration> {
+        let mut map = self.handoffs();
+        let until = map.remove(name)?;
+        until.checked_sub(self.now()).filter(|d| !d.is_zero())
     }
 
     /// A fresh owner number, distinct from every other owner of this client.

@@ -52,6 +52,13 @@ impl ClientBuilder {
         self
     }
 
+    /// How long this client holds back from re-acquiring a lock it just handed to a waiter
+    /// (anti-barging). Default 2 ms; `Duration::ZERO` disables.
+    pub fn handoff_grace(mut self, grace: Duration) -> Self {
+        self.config.handoff_grace = grace;
+        self
+    }
+
     /// Runs the watchdog and background releases on this runtime instead of the current one.
     pub fn runtime(mut self, handle: tokio::runtime::Handle) -> Self {
         self.runtime = Some(handle);

@@ -92,6 +92,8 @@ pub fn decode_acquire(reply: &Reply) -> Result<AcquireReply> {
 pub enum OwnershipReply {
     /// The operation applied: released, extended or renewed.
     Done,
+    /// Released, and the unlock message reached at least one waiting client (hand-off).
+    HandedOff,
     /// Reentrant release only: hold count decremented, the lock is still held by this owner.
     StillHeld,
     /// The key is gone (expired or deleted).
@@ -103,7 +105,10 @@ pub enum OwnershipReply {
 impl OwnershipReply {
     /// `true` when this owner held the lock at the time of the call.
     pub fn was_owned(self) -> bool {
-        matches!(self, OwnershipReply::Done | OwnershipReply::StillHeld)
+        matches!(
+            self,
+            OwnershipReply::Done | OwnershipReply::HandedOff | OwnershipReply::StillHeld
+        )
     }
 }
 
@@ -114,6 +119,7 @@ impl OwnershipReply {
 pub fn decode_ownership(reply: &Reply) -> Result<OwnershipReply> {
     match reply.as_int() {
         Some(1) => Ok(OwnershipReply::Done),
+        Some(2) => Ok(OwnershipReply::HandedOff),
         Some(0) => Ok(OwnershipReply::StillHeld),
         Some(-1) => Ok(OwnershipReply::Taken),
         Some(-2) => Ok(OwnershipReply::Absent),
@@ -124,10 +130,11 @@ pub fn decode_ownership(reply: &Reply) -> Result<OwnershipReply> {
 /// Decodes the reply of the lease release and both extend scripts, where `0` means absent.
 ///
 /// # Errors
-/// `Redis` when the reply is not 1, 0 or -1.
+/// `Redis` when the reply is not 2, 1, 0 or -1.
 pub fn decode_extend(reply: &Reply) -> Result<OwnershipReply> {
     match reply.as_int() {
         Some(1) => Ok(OwnershipReply::Done),
+        Some(2) => Ok(OwnershipReply::HandedOff),
         Some(0) => Ok(OwnershipReply::Absent),
         Some(-1) => Ok(OwnershipReply::Taken),
         _ => Err(unexpected("extend", reply)),
@@ -231,6 +238,12 @@ mod tests {
         assert!(decode_ownership(&Reply::Nil).is_err());
         assert_eq!(decode_extend(&Reply::Int(0)).unwrap(), OwnershipReply::Absent);
         assert!(OwnershipReply::StillHeld.was_owned());
+        assert_eq!(
+            decode_ownership(&Reply::Int(2)).unwrap(),
+            OwnershipReply::HandedOff
+        );
+        assert_eq!(decode_extend(&Reply::Int(2)).unwrap(), OwnershipReply::HandedOff);
+        assert!(OwnershipReply::HandedOff.was_owned());
         assert!(!OwnershipReply::Taken.was_owned());
     }
 

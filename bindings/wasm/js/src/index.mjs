@@ -1,0 +1,11 @@
+// `redlatch/wasm` for Node (export condition `node`, `import`): the wasm-bindgen `nodejs`
+// build, loaded synchronously from ./nodejs/. Reentrancy of `rlock` follows async call
+// chains (AsyncLocalStorage), as in the native entry, and a pending call the program awaits
+// keeps the event loop alive (the module's own timers never do).
+import { AsyncLocalStorage } from 'node:async_hooks'
+import glue from './nodejs/redlatch_wasm.js'
+import { install } from './lib/binding.mjs'
+
+install(glue, { AsyncLocalStorage, keepAlive: true })
+
+export * from './lib/api.mjs'

@@ -1,0 +1,81 @@
+// Who owns an `rlock` hold: the async call chain where AsyncLocalStorage exists, else the
+// lock handle.
+//
+// The Redis owner of a reentrant lock is `<client id>:<owner number>`.
+// - With AsyncLocalStorage (Node; any host exposing `globalThis.AsyncLocalStorage`), the rules
+//   are the native entry's (node/lib/chain.js): the outermost `using` (or `acquire`) of an
+//   rlock picks a fresh owner number and makes it the chain's; everything that chain awaits
+//   or starts inherits it, so a nested `rlock(name).using(...)` re-enters while separate
+//   chains contend. A frame stays the chain's while it has holds or acquires in flight.
+// - Without it (browsers, workerd without node compatibility), async context cannot be
+//   followed, so each `rlock` handle is one owner, as in the Rust API: acquiring again
+//   through the same handle re-enters, other handles contend.
+
+let AsyncLocalStorageClass = null
+/** @type {{ run: Function, getStore: Function, enterWith: Function } | null} */
+let storage = null
+let nextOwner = 1
+
+/** Sets the AsyncLocalStorage class to use (null = per-handle owners). */
+export function useAsyncLocalStorage(cls) {
+  AsyncLocalStorageClass = typeof cls === 'function' ? cls : null
+  storage = null
+}
+
+/** `true` when reentrancy follows async call chains. */
+export function followsChains() {
+  return AsyncLocalStorageClass !== null
+}
+
+export class Frame {
+  constructor() {
+    /** The owner number (1 .. 2^53 - 1), unique in this module instance. */
+    this.owner = nextOwner++
+    /** Holds plus acquires in flight that belong to this frame. */
+    this.active = 0
+  }
+}
+
+function als() {
+  if (storage === null) storage = new AsyncLocalStorageClass()
+  return storage
+}
+
+/** The current chain's frame if it still has holds or pending acquires (chain mode). */
+function current() {
+  const frame = storage === null ? undefined : storage.getStore()
+  return frame !== undefined && frame.active > 0 ? frame : null
+}
+
+/** The frame whose holds `holdCount` reports: the chain's, or the handle's. */
+export function forQuery(handleFrame) {
+  return followsChains() ? current() : handleFrame
+}
+
+/** The frame for a `using`: the chain's, a new one `run` will install, or the handle's. */
+export function forUsing(handleFrame) {
+  if (!followsChains()) return handleFrame
+  return current() ?? new Frame()
+}
+
+/**
+ * The frame for an `acquire()`: the chain's, or a new one entered into the caller's context
+ * (synchronously, before the caller's first `await` on it); the handle's without chains.
+ */
+export function forAcquire(handleFrame) {
+  if (!followsChains()) return handleFrame
+  let frame = current()
+  if (frame === null) {
+    frame = new Frame()
+    als().enterWith(frame)
+  }
+  return frame
+}
+
+/** Runs `fn(arg)` with `frame` as the chain's frame (chain mode), else just calls it. */
+export function run(frame, fn, arg) {
+  if (!followsChains()) return fn(arg)
+  const store = als()
+  if (store.getStore() === frame) return fn(arg)
+  return store.run(frame, fn, arg)
+}

@@ -1,0 +1,43 @@
+// The `web` wasm-bindgen build (what browsers, Deno and workerd load), run in Node through
+// `initSync` on the .wasm bytes, installed without AsyncLocalStorage as on a host that has
+// none: locks work and each rlock handle is one owner. (Its own process: node --test runs
+// each file separately, so this install does not affect the other suites.)
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { PKG_DIR, redis, key } from './helpers.mjs'
+
+const glue = await import(`${PKG_DIR}web/redlatch_wasm.js`)
+glue.initSync({ module: readFileSync(`${PKG_DIR}web/redlatch_wasm_bg.wasm`) })
+const { install } = await import(`${PKG_DIR}lib/binding.mjs`)
+install(glue, {})
+const api = await import(`${PKG_DIR}lib/api.mjs`)
+
+const conn = await redis()
+const client = api.createClient(api.fromNodeRedis(conn))
+test.after(async () => {
+  await client.close()
+  await conn.quit()
+})
+
+test('the web build takes, excludes and releases a lease lock', async () => {
+  const name = key()
+  const held = await client.lock(name, { leaseMs: 2000 }).acquire()
+  await assert.rejects(client.lock(name).acquire({ waitMs: 0 }), api.NotAcquiredError)
+  assert.match(await conn.get(name), /^[0-9a-f]{32}$/)
+  await held.release()
+  assert.equal(await conn.exists(name), 0)
+})
+
+test('without AsyncLocalStorage each rlock handle is one owner', async () => {
+  assert.equal(api.rlockFollowsAsyncChains(), false)
+  const name = key()
+  const mine = client.rlock(name, { leaseMs: 5000 })
+  const a = await mine.acquire()
+  const b = await mine.acquire({ waitMs: 0 }) // the same handle re-enters
+  assert.equal(await mine.holdCount(), 2)
+  await assert.rejects(client.rlock(name).acquire({ waitMs: 0 }), api.NotAcquiredError)
+  await b.release()
+  await a.release()
+  assert.equal(await conn.exists(name), 0)
+})

@@ -1,0 +1,140 @@
+//! `WasmClient`: the core's [`Client`] over JS transports and the JS runtime.
+//!
+//! One transport = a single node; several = a Redlock quorum of independent nodes. Lock
+//! logic (scripts, quorum, validity, waiting, watchdog) is the core's; this class only plugs
+//! in [`JsTransport`], [`JsRuntime`] and the checks of the random source.
+
+use crate::error::{invalid, to_js, IntoJs};
+use crate::lock::WasmLock;
+use crate::options;
+use crate::runtime::JsRuntime;
+use crate::transport::JsTransport;
+use js_sys::{Array, Promise};
+use redlatch::{Client, Error, ErrorKind, Runtime, Transport};
+use std::sync::Arc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+/// Connection(s) to Redis through host transports, and the locks made from them.
+#[wasm_bindgen]
+pub struct WasmClient {
+    client: Client,
+}
+
+/// Fails unless the host has a secure random source (Web Crypto's `getRandomValues`, used by
+/// getrandom's `wasm_js` backend). Tokens and client ids come only from there; there is
+/// deliberately no fallback (shared/reference/faults.md S1).
+pub fn check_random_source() -> Result<(), JsValue> {
+    let mut probe = [0u8; 16];
+    getrandom::fill(&mut probe).map_err(|e| {
+        to_js(&Error::new(
+            ErrorKind::Panic,
+            format!(
+                "no secure random source ({e}): redlatch needs crypto.getRandomValues for lock tokens and has no fallback"
+            ),
+        ))
+    })
+}
+
+#[wasm_bindgen]
+impl WasmClient {
+    /// A client over `transports` (an array of `RedisTransport` objects, at least one) with
+    /// `options` `{ watchdogTimeoutMs, networkTimeoutMs, nodeTimeoutMs, pollIntervalMs }`
+    /// (integer ms, each optional).
+    ///
+    /// # Errors
+    /// Throws `InvalidArgumentError` for a bad transport or option, and a `LockError` with
+    /// code `ERR_PANIC` when the host has no secure random source.
+    #[wasm_bindgen(constructor)]
+    pub fn new(transports: JsValue, options: JsValue) -> Result<WasmClient, JsValue> {
+        check_random_source()?;
+        let config = options::client_config(&options)?;
+        if !Array::is_array(&transports) {
+            return Err(invalid(
+                "transports must be a non-empty array of transport objects",
+            ));
+        }
+        let list: Array = transports.unchecked_into();
+        if list.length() == 0 {
+            return Err(invalid(
+                "transports must be a non-empty array of transport objects",
+            ));
+        }
+        let mut nodes: Vec<Arc<dyn Transport>> = Vec::with_capacity(list.length() as usize);
+        for (i, value) in list.iter().enumerate() {
+            nodes.push(Arc::new(JsTransport::from_js(value, i)?));
+        }
+        let runtime: Arc<dyn Runtime> = Arc::new(JsRuntime::new());
+        let client = Client::from_transports(nodes, runtime, config).js()?;
+        Ok(WasmClient { client })
+    }
+
+    /// This client's id (a random UUIDv4; the first half of every reentrant owner id).
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> String {
+        self.client.id().to_owned()
+    }
+
+    /// Number of Redis nodes (1 = single node, more = quorum).
+    #[wasm_bindgen(getter, js_name = nodeCount)]
+    pub fn node_count(&self) -> u32 {
+        self.client.node_count() as u32
+    }
+
+    /// Watchdog-mode holds being renewed right now (diagnostics).
+    #[wasm_bindgen(getter, js_name = trackedHolds)]
+    pub fn tracked_holds(&self) -> u32 {
+        self.client.tracked_holds() as u32
+    }
+
+    /// The watchdog timeout in ms (the lease of locks acquired without `leaseMs`).
+    #[wasm_bindgen(getter, js_name = watchdogTimeoutMs)]
+    pub fn watchdog_timeout_ms(&self) -> f64 {
+        self.client.config().watchdog_timeout.as_millis() as f64
+    }
+
+    /// A lock handle: `reentrant` false = lease lock (redis-py / node-redlock format), true =
+    /// reentrant (Redisson RLock layout). `leaseMs` absent = watchdog mode; `waitMs` is the
+    /// default wait of `acquire` (absent or `Infinity` = forever, 0 = one try).
+    ///
+    /// # Errors
+    /// Throws `InvalidArgumentError` for an empty name or a bad duration.
+    pub fn lock(
+        &self,
+        name: String,
+        reentrant: bool,
+        #[wasm_bindgen(js_name = leaseMs)] lease_ms: Option<f64>,
+        #[wasm_bindgen(js_name = waitMs)] wait_ms: Option<f64>,
+        fenced: Option<bool>,
+    ) -> Result<WasmLock, JsValue> {
+        if name.is_empty() {
+            return Err(invalid("lock name must not be empty"));
+        }
+        let mut lock = if reentrant {
+            self.client.rlock(name)
+        } else {
+            self.client.lock(name)
+        };
+        if let Some(ms) = lease_ms {
+            lock = lock.lease(options::lease(ms)?);
+        }
+        if let Some(wait) = options::wait(wait_ms)? {
+            lock = lock.wait(wait);
+        }
+        if fenced == Some(true) {
+            lock = lock.fenced();
+        }
+        Ok(WasmLock::new(lock))
+    }
+
+    /// Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted
+    /// (on a majority of nodes).
+    #[wasm_bindgen(js_name = forceUnlock)]
+    pub fn force_unlock(&self, name: String) -> Promise {
+        let client = self.client.clone();
+        future_to_promise(async move {
+            let deleted = client.force_unlock(&name).await.js()?;
+            Ok(JsValue::from_bool(deleted))
+        })
+    }
+}

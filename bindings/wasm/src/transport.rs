@@ -1,0 +1,212 @@
+//! A host-supplied JS object as the core's [`Transport`] for one Redis node.
+//!
+//! Edge workers and browsers cannot open a TCP socket, so the host passes the Redis client it
+//! already has, as an object with `eval(script, keys, args)` returning a Promise of the reply
+//! (and optionally `evalsha(sha1, keys, args)`). Only scripts are sent: the core's `plain`
+//! fast path (`SET NX PX` without Lua) is ignored here, so a transport needs nothing else.
+//! There is no pub/sub either: waiters poll with jitter, bounded by the holder's PTTL (see
+//! the core's driver/acquire.rs).
+//!
+//! Rejections become core errors: a Redis error reply (`ReplyError` in ioredis, `ErrorReply`
+//! in node-redis, or any error whose message starts with a Redis error code such as `ERR` or
+//! `WRONGTYPE`) is `ErrorKind::Redis`; anything else (a closed socket, an HTTP failure) is
+//! `ErrorKind::Connection`, which the core retries within its network timeout.
+
+use crate::error::{describe, invalid};
+use crate::reply;
+use js_sys::{Array, Function, Promise, Reflect};
+use redlatch::protocol::reply::Reply;
+use redlatch::protocol::request::Request;
+use redlatch::{BoxFut, Error, ErrorKind, Result, Subscription, Transport};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TRANSPORT_TS: &'static str = r#"
+/** What a transport's promise may resolve to: a Redis reply as JS clients represent it. */
+export type RedisReply = null | undefined | number | bigint | boolean | string | Uint8Array | RedisReply[];
+
+/**
+ * One Redis node, reached through a client the host provides (node-redis, ioredis, an HTTP
+ * Redis client). `eval` runs a Lua script (`EVAL script numkeys ...keys ...args`); `evalsha`,
+ * when present, is tried first and `eval` is used after a `NOSCRIPT` error. Reject with the
+ * client's error: Redis error replies (`ReplyError`, `ErrorReply`, or a message starting with
+ * a Redis error code) are reported as such, anything else counts as a connection failure.
+ */
+export interface RedisTransport {
+  eval(script: string, keys: string[], args: string[]): Promise<RedisReply> | RedisReply;
+  evalsha?(sha1: string, keys: string[], args: string[]): Promise<RedisReply> | RedisReply;
+  /** The node's address for messages (no credentials), e.g. `10.0.0.5:6379`. */
+  label?: string;
+}
+"#;
+
+/// Error names that JS Redis clients give to error replies.
+const REPLY_ERROR_NAMES: [&str; 5] = [
+    "ReplyError",
+    "ErrorReply",
+    "SimpleError",
+    "BlobError",
+    "RedisError",
+];
+
+/// Redis error-reply prefixes, for clients that reject with a plain `Error`.
+const REPLY_ERROR_CODES: [&str; 22] = [
+    "ERR",
+    "WRONGTYPE",
+    "NOSCRIPT",
+    "BUSY",
+    "OOM",
+    "NOPERM",
+    "NOAUTH",
+    "WRONGPASS",
+    "READONLY",
+    "LOADING",
+    "MASTERDOWN",
+    "MISCONF",
+    "EXECABORT",
+    "NOREPLICAS",
+    "CLUSTERDOWN",
+    "CROSSSLOT",
+    "MOVED",
+    "ASK",
+    "TRYAGAIN",
+    "BUSYKEY",
+    "UNKILLABLE",
+    "NOTBUSY",
+];
+
+/// One Redis node behind a JS object.
+pub struct JsTransport {
+    target: JsValue,
+    eval: Function,
+    evalsha: Option<Function>,
+    label: String,
+}
+
+impl std::fmt::Debug for JsTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsTransport").field("label", &self.label).finish()
+    }
+}
+
+fn property(target: &JsValue, key: &str) -> JsValue {
+    Reflect::get(target, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+impl JsTransport {
+    /// Checks and wraps transport number `index` (0-based) of a client.
+    ///
+    /// # Errors
+    /// An `InvalidArgumentError` when `value` has no `eval` function, or a non-function
+    /// `evalsha`, or a non-string `label`.
+    pub fn from_js(value: JsValue, index: usize) -> std::result::Result<JsTransport, JsValue> {
+        let which = format!("transport {}", index + 1);
+        if !value.is_object() && !value.is_function() {
+            return Err(invalid(format!(
+                "{which} must be an object with an eval(script, keys, args) method"
+            )));
+        }
+        let eval = property(&value, "eval")
+            .dyn_into::<Function>()
+            .map_err(|_| invalid(format!("{which} has no eval(script, keys, args) method")))?;
+        let evalsha = match property(&value, "evalsha") {
+            v if v.is_undefined() || v.is_null() => None,
+            v => Some(
+                v.dyn_into::<Function>()
+                    .map_err(|_| invalid(format!("{which}: evalsha must be a function")))?,
+            ),
+        };
+        let label = match property(&value, "label") {
+            v if v.is_undefined() || v.is_null() => which,
+            v => match v.as_string() {
+                Some(s) if !s.is_empty() => s,
+                _ => return Err(invalid(format!("{which}: label must be a non-empty string"))),
+            },
+        };
+        Ok(JsTransport {
+            target: value,
+            eval,
+            evalsha,
+            label,
+        })
+    }
+
+    /// Calls `f(first, keys, args)` on the target and awaits its result (a Promise, a
+    /// thenable or a plain value). A synchronous throw counts like a rejection.
+    async fn invoke(&self, f: &Function, first: &str, request: &Request) -> Result<Reply> {
+        let called = f.call3(
+            &self.target,
+            &JsValue::from_str(first),
+            &strings(&request.keys),
+            &strings(&request.args),
+        );
+        let settled = match called {
+            Ok(value) => JsFuture::from(Promise::resolve(&value)).await,
+            Err(thrown) => Err(thrown),
+        };
+        match settled {
+            Ok(value) => reply::from_js(&value),
+            Err(rejected) => Err(classify(&rejected)),
+        }
+    }
+}
+
+fn strings(items: &[String]) -> Array {
+    items.iter().map(|s| JsValue::from_str(s)).collect()
+}
+
+/// The core error for a transport's rejection value.
+pub fn classify(rejected: &JsValue) -> Error {
+    let message = describe(rejected);
+    let kind = if is_reply_error(rejected, &message) {
+        ErrorKind::Redis
+    } else {
+        ErrorKind::Connection
+    };
+    Error::new(kind, message)
+}
+
+fn is_reply_error(rejected: &JsValue, message: &str) -> bool {
+    if rejected.is_object() {
+        let name = property(rejected, "name").as_string();
+        let ctor = property(&property(rejected, "constructor"), "name").as_string();
+        let named = [name, ctor]
+            .iter()
+            .flatten()
+            .any(|n| REPLY_ERROR_NAMES.contains(&n.as_str()));
+        if named || property(rejected, "code").as_string().as_deref() == Some("ERR_REDIS") {
+            return true;
+        }
+    }
+    let first = message.split([' ', ':']).next().unwrap_or_default();
+    REPLY_ERROR_CODES.contains(&first)
+}
+
+fn is_noscript(err: &Error) -> bool {
+    err.kind() == ErrorKind::Redis && err.message().starts_with("NOSCRIPT")
+}
+
+impl Transport for JsTransport {
+    fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
+        Box::pin(async move {
+            let script = request.script;
+            if let Some(evalsha) = &self.evalsha {
+                match self.invoke(evalsha, script.sha1(), request).await {
+                    Err(e) if is_noscript(&e) => {}
+                    other => return other,
+                }
+            }
+            self.invoke(&self.eval, script.source(), request).await
+        })
+    }
+
+    fn subscribe<'a>(&'a self, _channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
+        // No pub/sub through an eval function: the core polls instead.
+        Box::pin(async { Ok(None) })
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+}

@@ -1,2 +1,0 @@
-// Placeholder for `redlatch/wasm` (see index.cjs): no exports yet.
-export {}
