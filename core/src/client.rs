@@ -34,7 +34,8 @@ impl Client {
     /// runtime. This is how the wasm binding plugs in a JS transport and JS timers.
     ///
     /// # Errors
-    /// `InvalidArgument` when `transports` is empty.
+    /// `InvalidArgument` when `transports` is empty; `Panic` (internal) when the OS random
+    /// source for the client id is unavailable.
     pub fn from_transports(
         transports: Vec<Arc<dyn Transport>>,
         runtime: Arc<dyn Runtime>,
@@ -44,7 +45,7 @@ impl Client {
             return Err(Error::invalid("a client needs at least one Redis node"));
         }
         Ok(Client {
-            engine: Engine::new(transports, runtime, config),
+            engine: Engine::new(transports, runtime, config)?,
         })
     }
 

@@ -79,16 +79,16 @@ impl Engine {
         transports: Vec<Arc<dyn Transport>>,
         runtime: Arc<dyn Runtime>,
         config: Config,
-    ) -> Arc<Self> {
-        Arc::new(Engine {
+    ) -> crate::error::Result<Arc<Self>> {
+        Ok(Arc::new(Engine {
             nodes: Nodes::new(transports, runtime.clone()),
             runtime,
             config,
-            client_id: token::new_client_id(),
+            client_id: token::new_client_id()?,
             owner_seq: AtomicU64::new(1),
             watchdog: Watchdog::default(),
             handoffs: Mutex::default(),
-        })
+        }))
     }
 
     pub(crate) fn is_quorum(&self) -> bool {

@@ -26,8 +26,15 @@ pub fn new_token() -> Result<String> {
 }
 
 /// A fresh client id: a random UUIDv4, lower-case and dashed, as Redisson's `ServiceManager.getId()`.
-pub fn new_client_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+///
+/// # Errors
+/// [`ErrorKind::Panic`](crate::ErrorKind::Panic) (internal failure) when the OS random source
+/// is unavailable (on wasm32: no Web Crypto); never a trap or a weaker fallback.
+pub fn new_client_id() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::new(crate::ErrorKind::Panic, format!("OS random source failed: {e}")))?;
+    Ok(uuid::Builder::from_random_bytes(bytes).into_uuid().to_string())
 }
 
 /// The owner id `O` = `<client-uuid>:<owner>` (Redisson `getLockName(threadId)`).
@@ -65,7 +72,8 @@ mod tests {
 
     #[test]
     fn owner_ids_follow_redisson() {
-        let id = new_client_id();
+        let id = new_client_id().unwrap();
+        assert_eq!(uuid::Uuid::parse_str(&id).unwrap().get_version_num(), 4);
         assert_eq!(id.len(), 36);
         assert_eq!(id, id.to_lowercase());
         assert_eq!(owner_id("abc", 7), "abc:7");
