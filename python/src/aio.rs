@@ -45,7 +45,7 @@ impl Future for Handle {
     }
 }
 
-fn rt() -> std::sync::Arc<tokio::runtime::Runtime> {
+fn rt() -> tokio::runtime::Handle {
     // `awaitable` checks the runtime can be built before anything is spawned, so this only
     // fails if the OS stops giving out threads in between.
     crate::runtime::runtime().expect("redlatch: the tokio runtime could not be started")

@@ -30,7 +30,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn connect(&self, rt: &tokio::runtime::Runtime) -> redlatch::Result<redlatch::Client> {
+    fn connect(&self, rt: &tokio::runtime::Handle) -> redlatch::Result<redlatch::Client> {
         let transports = self
             .urls
             .iter()
@@ -38,12 +38,12 @@ impl Shared {
                 RedisTransport::new(u, self.config.network_timeout).map(|t| Arc::new(t) as Arc<dyn Transport>)
             })
             .collect::<redlatch::Result<Vec<_>>>()?;
-        let runtime = Arc::new(TokioRuntime::with_handle(rt.handle().clone()));
+        let runtime = Arc::new(TokioRuntime::with_handle(rt.clone()));
         redlatch::Client::from_transports(transports, runtime, self.config.clone())
     }
 
     /// The core client of this process and the runtime it runs on.
-    pub(crate) fn client(&self) -> PyResult<(redlatch::Client, Arc<tokio::runtime::Runtime>)> {
+    pub(crate) fn client(&self) -> PyResult<(redlatch::Client, tokio::runtime::Handle)> {
         let rt = runtime::runtime()?;
         let pid = pid();
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());

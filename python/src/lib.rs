@@ -34,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hold::Hold>()?;
     m.add_function(wrap_pyfunction!(new_owner, m)?)?;
     m.add_function(wrap_pyfunction!(thread_owner, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::shutdown_runtime, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

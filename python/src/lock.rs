@@ -46,7 +46,7 @@ impl Lock {
     }
 
     /// The core lock for `owner` (reentrant locks; `None` = the calling thread).
-    fn core(&self, owner: Option<u64>) -> PyResult<(redlatch::Lock, Arc<tokio::runtime::Runtime>)> {
+    fn core(&self, owner: Option<u64>) -> PyResult<(redlatch::Lock, tokio::runtime::Handle)> {
         let (client, rt) = self.shared.client()?;
         let mut lock = if self.reentrant {
             client

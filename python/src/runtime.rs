@@ -10,20 +10,30 @@
 //! holds) does the same pid check (see `client.rs`, `hold.rs`).
 //!
 //! The worker threads are native threads, not Python threads, so they never keep the
-//! interpreter from exiting (the process exit ends them).
+//! interpreter from exiting. They must not be inside Python while it finalizes, though: a
+//! worker still delivering an asyncio result then takes the GIL of a dying interpreter, and
+//! CPython ends that thread from under Rust (a crash at exit). So an `atexit` hook
+//! ([`shutdown_runtime`]) stops the runtime, with the GIL released so a worker can finish what it is
+//! doing, before finalization starts; the runtime is owned here alone (everything else holds a
+//! `Handle`) so that it can be shut down.
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::PyResult;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 struct Slot {
     pid: u32,
-    runtime: Arc<tokio::runtime::Runtime>,
+    /// `None` once [`shutdown`] ran (the interpreter is exiting).
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
 }
 
 static RUNTIME: Mutex<Option<Slot>> = Mutex::new(None);
+
+/// How long the exit hook waits for the runtime's threads to finish their current step.
+const SHUTDOWN_WAIT: Duration = Duration::from_millis(500);
 
 /// The calling process's id (checked on every call that would touch the runtime).
 pub(crate) fn pid() -> u32 {
@@ -52,12 +62,15 @@ fn build() -> std::io::Result<tokio::runtime::Runtime> {
 ///
 /// # Errors
 /// `RuntimeError` when the OS refuses to start the runtime's threads.
-pub(crate) fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
+pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
     let pid = pid();
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(s) = slot.as_ref() {
         if s.pid == pid {
-            return Ok(s.runtime.clone());
+            if s.runtime.is_none() {
+                return Err(PyRuntimeError::new_err("redlatch: the interpreter is exiting"));
+            }
+            return Ok(s.handle.clone());
         }
     }
     // A runtime from the parent process: its threads do not exist here. Dropping it would
@@ -66,12 +79,31 @@ pub(crate) fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
         std::mem::forget(parent);
     }
     let runtime =
-        Arc::new(build().map_err(|e| PyRuntimeError::new_err(format!("redlatch: cannot start tokio: {e}")))?);
+        build().map_err(|e| PyRuntimeError::new_err(format!("redlatch: cannot start tokio: {e}")))?;
+    let handle = runtime.handle().clone();
     *slot = Some(Slot {
         pid,
-        runtime: runtime.clone(),
+        runtime: Some(runtime),
+        handle: handle.clone(),
     });
-    Ok(runtime)
+    Ok(handle)
+}
+
+/// The `atexit` hook (registered by `redlatch/__init__.py`): stops this process's runtime
+/// before the interpreter finalizes, see the module docs. Pending background work (renewals,
+/// releases of dropped locks) is dropped; their locks expire with their leases.
+#[pyo3::pyfunction]
+pub(crate) fn shutdown_runtime(py: pyo3::Python<'_>) {
+    let runtime = {
+        let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_mut() {
+            Some(s) if s.pid == pid() => s.runtime.take(),
+            _ => None,
+        }
+    };
+    if let Some(runtime) = runtime {
+        py.detach(|| runtime.shutdown_timeout(SHUTDOWN_WAIT));
+    }
 }
 
 /// How often a blocking wait wakes up to let Python handle signals (Ctrl-C).
@@ -90,7 +122,7 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 /// then undone in the background, see [`CancelGrace`]) and the exception propagates.
 fn run<F>(
     py: pyo3::Python<'_>,
-    rt: &tokio::runtime::Runtime,
+    rt: &tokio::runtime::Handle,
     fut: F,
     interruptible: bool,
 ) -> PyResult<F::Output>
@@ -129,7 +161,7 @@ where
 /// Runs a wait that may be long (an acquire) and that Ctrl-C can interrupt; see [`run`].
 pub(crate) fn block_interruptible<F>(
     py: pyo3::Python<'_>,
-    rt: &tokio::runtime::Runtime,
+    rt: &tokio::runtime::Handle,
     fut: F,
 ) -> PyResult<F::Output>
 where
@@ -140,7 +172,7 @@ where
 }
 
 /// Runs a short, bounded `fut` (a round trip plus its timeout); see [`run`].
-pub(crate) fn block<F>(py: pyo3::Python<'_>, rt: &tokio::runtime::Runtime, fut: F) -> PyResult<F::Output>
+pub(crate) fn block<F>(py: pyo3::Python<'_>, rt: &tokio::runtime::Handle, fut: F) -> PyResult<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,

@@ -12,6 +12,8 @@ lease, a lock is renewed by a watchdog while held, and a loss is reported at onc
 ``redlatch.asyncio.Client`` with the same names. Durations are float seconds.
 """
 
+import atexit
+
 from . import _native
 from ._errors import (
     LockError,
@@ -25,6 +27,11 @@ from ._sync import Client, Lock
 from . import asyncio
 
 __version__: str = _native.__version__
+
+# Stop the native runtime before the interpreter finalizes, so none of its threads is inside
+# Python then (see python/src/runtime.rs). Registered first, so it runs after the user's own
+# atexit hooks, which may still release locks.
+atexit.register(_native.shutdown_runtime)
 
 __all__ = [
     "Client",

@@ -2,12 +2,15 @@
 # module by `make py-check` (mypy stubtest), so it cannot drift.
 from typing import Awaitable, Optional, Sequence, final
 
-__all__ = ["Client", "Lock", "Hold", "new_owner", "thread_owner", "__version__"]
+__all__ = ["Client", "Lock", "Hold", "new_owner", "thread_owner", "shutdown_runtime", "__version__"]
 
 __version__: str
 
 def new_owner() -> int: ...
 def thread_owner() -> int: ...
+def shutdown_runtime() -> None:
+    """Stops the native runtime before the interpreter finalizes (the package's atexit hook)."""
+    ...
 
 @final
 class Client:
