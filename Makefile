@@ -68,6 +68,10 @@ test-node: setup-test wasm-stage node-test
 # Python: the wheel, installed into a fresh venv, against a Redis fleet.
 test-python: setup-test py-test
 
+# The npm package carries the wasm build (`redlatch/wasm`); its prepack check refuses to pack
+# without it.
+node-publish-check: wasm-stage
+
 install: c-install
 
 publish-check:

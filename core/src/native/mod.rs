@@ -97,7 +97,7 @@ impl ClientBuilder {
         let timeout = self.config.network_timeout;
         let pings = futures::future::join_all(transports.iter().map(|t| async move {
             match tokio::time::timeout(timeout, t.ping()).await {
-                Ok(r) => r,
+                Ok(r) => r.map_err(|e| Error::new(e.kind(), format!("{}: {}", t.label(), e.message()))),
                 Err(_) => Err(Error::connection(format!(
                     "{}: no answer within {} ms",
                     t.label(),

@@ -31,8 +31,16 @@ impl WorkerCmd {
         match self {
             WorkerCmd::Rust => "rust".to_string(),
             WorkerCmd::Shell(cmd) => {
-                let program = cmd.split_whitespace().next().unwrap_or("?");
-                program.rsplit('/').next().unwrap_or(program).to_string()
+                // `node x/wasm_worker.mjs` is the wasm worker, not "node": an interpreter's
+                // script names the worker when there is one.
+                let mut words = cmd.split_whitespace();
+                let program = words.next().unwrap_or("?");
+                let script = words
+                    .next()
+                    .filter(|w| [".py", ".mjs", ".js"].iter().any(|e| w.ends_with(e)));
+                let name = script.unwrap_or(program);
+                let file = name.rsplit('/').next().unwrap_or(name);
+                file.split('.').next().unwrap_or(file).to_string()
             }
         }
     }
