@@ -124,10 +124,7 @@ impl Lock {
     ) -> PyResult<Option<Hold>> {
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let (lock, rt) = self.core(owner)?;
-        let fut =
-            runtime::CancelGrace::new(
-                async move { not_acquired_is_none(lock.acquire_with_wait(wait).await) },
-            );
+        let fut = async move { not_acquired_is_none(lock.acquire_with_wait(wait).await) };
         let guard = if wait == Some(Duration::ZERO) {
             runtime::block(py, &rt, fut)?
         } else {
@@ -148,10 +145,7 @@ impl Lock {
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let (lock, _) = self.core(owner)?;
-        let acquire =
-            runtime::CancelGrace::new(
-                async move { not_acquired_is_none(lock.acquire_with_wait(wait).await) },
-            );
+        let acquire = async move { not_acquired_is_none(lock.acquire_with_wait(wait).await) };
         crate::aio::awaitable(py, async move { Ok(acquire.await?.map(Hold::new)) })
     }
 

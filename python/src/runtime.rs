@@ -119,7 +119,8 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 ///
 /// With `interruptible`, the wait wakes every 50 ms to run Python signal handlers; if one
 /// raises (`KeyboardInterrupt`), the task is aborted, which drops the future (an acquire is
-/// then undone in the background, see [`CancelGrace`]) and the exception propagates.
+/// then undone in the background by the core, which also unsubscribes) and the exception
+/// propagates.
 fn run<F>(
     py: pyo3::Python<'_>,
     rt: &tokio::runtime::Handle,
@@ -178,72 +179,4 @@ where
     F::Output: Send + 'static,
 {
     run(py, rt, fut, false)
-}
-
-/// How long a cancelled acquire keeps running in the background before it is dropped.
-const CANCEL_GRACE: Duration = Duration::from_millis(250);
-
-/// Wraps an acquire so that dropping it (a cancelled asyncio task, Ctrl-C) does not drop the
-/// core's future at once: it keeps running as a background task for up to [`CANCEL_GRACE`]
-/// and is dropped then. A guard it produces meanwhile is dropped, i.e. released in the
-/// background.
-///
-/// Why: a core acquire dropped while its `SUBSCRIBE` is in flight leaks the subscription (the
-/// core's `Subscriber::subscribe` records the channel only after the server confirmed it, so
-/// the unsubscribe scheduled by the dropped waker finds nothing to undo, while the server did
-/// subscribe). The subscribe happens within one round trip of the first busy attempt, so a
-/// short grace lets it finish and be undone properly. Remove this once the core records the
-/// channel before sending `SUBSCRIBE` (or runs the subscription as its own task).
-pub(crate) struct CancelGrace<F: Future + Send + 'static>
-where
-    F::Output: Send + 'static,
-{
-    fut: Option<std::pin::Pin<Box<F>>>,
-}
-
-impl<F: Future + Send + 'static> CancelGrace<F>
-where
-    F::Output: Send + 'static,
-{
-    pub(crate) fn new(fut: F) -> Self {
-        CancelGrace {
-            fut: Some(Box::pin(fut)),
-        }
-    }
-}
-
-impl<F: Future + Send + 'static> Future for CancelGrace<F>
-where
-    F::Output: Send + 'static,
-{
-    type Output = F::Output;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<F::Output> {
-        let Some(fut) = self.fut.as_mut() else {
-            return std::task::Poll::Pending; // polled after completion: never happens
-        };
-        let out = fut.as_mut().poll(cx);
-        if out.is_ready() {
-            self.fut = None;
-        }
-        out
-    }
-}
-
-impl<F: Future + Send + 'static> Drop for CancelGrace<F>
-where
-    F::Output: Send + 'static,
-{
-    fn drop(&mut self) {
-        if let Some(fut) = self.fut.take() {
-            if let Ok(rt) = runtime() {
-                rt.spawn(async move {
-                    let _ = tokio::time::timeout(CANCEL_GRACE, fut).await;
-                });
-            }
-        }
-    }
 }

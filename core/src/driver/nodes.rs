@@ -33,11 +33,10 @@ impl Nodes {
 
     /// Sends `request` to node `i`, giving up after `timeout`.
     pub(crate) async fn call(&self, i: usize, request: &Request, timeout: Duration) -> Result<Reply> {
-        let transport = &self.transports[i];
-        match select(transport.eval(request), self.runtime.sleep(timeout)).await {
-            Either::Left((result, _)) => labelled(transport.label(), result),
-            Either::Right(_) => Err(timed_out(transport.label(), request, timeout)),
-        }
+        let sleep = self.runtime.sleep(timeout);
+        call_once_more(&*self.transports[i], request, sleep, timeout, false)
+            .await
+            .0
     }
 
     /// Sends `request` to every node concurrently; one result per node, in node order.

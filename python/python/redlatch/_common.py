@@ -4,7 +4,7 @@ leaving a ``with`` block does when the release fails."""
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Type, TypeVar
 
 from . import _native
 from ._errors import INVALID_ARGUMENT, LockError, LockLostError, NotOwnedError
@@ -107,3 +107,67 @@ def exit_error(name: str, err: LockError, block_exc: Optional[BaseException]) ->
     add_note(block_exc, f"redlatch: {type(lost).__name__}: {lost}")
     return None
 
+
+_C = TypeVar("_C", bound="ClientBase")
+
+
+class ClientBase:
+    """What the sync and asyncio clients share: construction (lazy; no connection is made
+    here) and the client's identity. Their locks differ; see ``_sync.py`` and ``asyncio.py``."""
+
+    __slots__ = ("_native",)
+
+    _native: _native.Client
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        watchdog_timeout: float = 30.0,
+        network_timeout: float = 3.0,
+        poll_interval: float = 0.05,
+    ) -> None:
+        if not isinstance(url, str):
+            raise TypeError(f"url must be str, not {type(url).__name__}")
+        self._native = native_client(
+            [url],
+            watchdog_timeout=watchdog_timeout,
+            network_timeout=network_timeout,
+            node_timeout=None,
+            poll_interval=poll_interval,
+        )
+
+    @classmethod
+    def quorum(
+        cls: Type[_C],
+        urls: Sequence[str],
+        *,
+        watchdog_timeout: float = 30.0,
+        network_timeout: float = 3.0,
+        node_timeout: Optional[float] = None,
+        poll_interval: float = 0.05,
+    ) -> _C:
+        """A Redlock client over independent nodes (no replication between them).
+
+        :param node_timeout: per-node timeout in seconds (default ``min(lease / 20, 0.25)``)
+        :raises ValueError: an empty list, a malformed URL or a bad duration
+        """
+        self = cls.__new__(cls)
+        self._native = native_client(
+            urls,
+            watchdog_timeout=watchdog_timeout,
+            network_timeout=network_timeout,
+            node_timeout=node_timeout,
+            poll_interval=poll_interval,
+        )
+        return self
+
+    @property
+    def node_count(self) -> int:
+        """Number of Redis nodes (1 = single node, more = quorum)."""
+        return self._native.node_count
+
+    @property
+    def id(self) -> str:
+        """This client's id in this process (a UUID; a forked child gets a new one)."""
+        return self._native.id

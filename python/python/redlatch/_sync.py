@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import List, Optional, Sequence, Type
+from typing import List, Optional, Type
 
 from . import _common, _native
 from ._common import (
+    ClientBase,
     already_held,
     exit_error,
-    native_client,
     native_lock,
     not_acquired_message,
     not_held,
@@ -29,7 +29,7 @@ __all__ = ["Client", "Lock"]
 _WHO = "thread"
 
 
-class Client:
+class Client(ClientBase):
     """Connection(s) to Redis and the locks made from them.
 
     ``Client(url)`` uses one node; ``Client.quorum([url, ...])`` runs Redlock over N
@@ -46,60 +46,7 @@ class Client:
     :raises ValueError: a malformed URL or a bad duration
     """
 
-    __slots__ = ("_native",)
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        watchdog_timeout: float = 30.0,
-        network_timeout: float = 3.0,
-        poll_interval: float = 0.05,
-    ) -> None:
-        if not isinstance(url, str):
-            raise TypeError(f"url must be str, not {type(url).__name__}")
-        self._native = native_client(
-            [url],
-            watchdog_timeout=watchdog_timeout,
-            network_timeout=network_timeout,
-            node_timeout=None,
-            poll_interval=poll_interval,
-        )
-
-    @classmethod
-    def quorum(
-        cls,
-        urls: Sequence[str],
-        *,
-        watchdog_timeout: float = 30.0,
-        network_timeout: float = 3.0,
-        node_timeout: Optional[float] = None,
-        poll_interval: float = 0.05,
-    ) -> "Client":
-        """A Redlock client over independent nodes (no replication between them).
-
-        :param node_timeout: per-node timeout in seconds (default ``min(lease / 20, 0.25)``)
-        :raises ValueError: an empty list, a malformed URL or a bad duration
-        """
-        self = cls.__new__(cls)
-        self._native = native_client(
-            urls,
-            watchdog_timeout=watchdog_timeout,
-            network_timeout=network_timeout,
-            node_timeout=node_timeout,
-            poll_interval=poll_interval,
-        )
-        return self
-
-    @property
-    def node_count(self) -> int:
-        """Number of Redis nodes (1 = single node, more = quorum)."""
-        return self._native.node_count
-
-    @property
-    def id(self) -> str:
-        """This client's id in this process (a UUID; a forked child gets a new one)."""
-        return self._native.id
+    __slots__ = ()
 
     def lock(
         self,

@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio as _asyncio
 import weakref
 from types import TracebackType
-from typing import List, Optional, Sequence, Type
+from typing import List, Optional, Type
 
 from . import _native
 from ._common import (
+    ClientBase,
     already_held,
     exit_error,
-    native_client,
     native_lock,
     not_acquired_message,
     not_held,
@@ -58,60 +58,11 @@ def _task_owner(task: "_asyncio.Task[object]") -> int:
     return owner
 
 
-class Client:
+class Client(ClientBase):
     """Connection(s) to Redis for asyncio code; see :class:`redlatch.Client` for the
     parameters (identical). Creating one does not connect and needs no running loop."""
 
-    __slots__ = ("_native",)
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        watchdog_timeout: float = 30.0,
-        network_timeout: float = 3.0,
-        poll_interval: float = 0.05,
-    ) -> None:
-        if not isinstance(url, str):
-            raise TypeError(f"url must be str, not {type(url).__name__}")
-        self._native = native_client(
-            [url],
-            watchdog_timeout=watchdog_timeout,
-            network_timeout=network_timeout,
-            node_timeout=None,
-            poll_interval=poll_interval,
-        )
-
-    @classmethod
-    def quorum(
-        cls,
-        urls: Sequence[str],
-        *,
-        watchdog_timeout: float = 30.0,
-        network_timeout: float = 3.0,
-        node_timeout: Optional[float] = None,
-        poll_interval: float = 0.05,
-    ) -> "Client":
-        """A Redlock client over independent nodes; see :meth:`redlatch.Client.quorum`."""
-        self = cls.__new__(cls)
-        self._native = native_client(
-            urls,
-            watchdog_timeout=watchdog_timeout,
-            network_timeout=network_timeout,
-            node_timeout=node_timeout,
-            poll_interval=poll_interval,
-        )
-        return self
-
-    @property
-    def node_count(self) -> int:
-        """Number of Redis nodes (1 = single node, more = quorum)."""
-        return self._native.node_count
-
-    @property
-    def id(self) -> str:
-        """This client's id in this process (a UUID; a forked child gets a new one)."""
-        return self._native.id
+    __slots__ = ()
 
     def lock(
         self,
