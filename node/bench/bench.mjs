@@ -10,6 +10,9 @@
 //   loop; throughput and the wait of each acquire (p50 / p99 / p99.9);
 // - hand-off: one holder, one waiter; time from the holder's release() call to the waiter's
 //   acquire resolving.
+// Yardsticks: ioredis PING; one addon call with one round trip; and the two commands of an
+// acquire + release sent through ioredis with no lock library (the floor for any library doing
+// its I/O on the JavaScript thread through ioredis).
 // redlock waits by retrying every `retryDelay` ms (default 200, with jitter); it is measured
 // with its defaults and with retryDelay 10 ms.
 import { monitorEventLoopDelay } from 'node:perf_hooks'
@@ -147,11 +150,44 @@ async function handoff(lib, rounds) {
   return summary(samples)
 }
 
+// The floor of any library doing its I/O through ioredis on the JavaScript thread: the two
+// commands of an uncontended acquire + release, with no lock library around them.
+async function ioredisPair() {
+  const sha = await redis.script('load', "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end")
+  const name = key('floor')
+  const pair = async (i) => {
+    await redis.set(name, `t${i}`, 'PX', LEASE, 'NX')
+    await redis.evalsha(sha, 1, name, `t${i}`)
+  }
+  for (let i = 0; i < 300; i++) await pair(i)
+  const t = performance.now()
+  const n = await timeLoop(SECONDS, () => pair(seq++))
+  return { ops: n / ((performance.now() - t) / 1000) }
+}
+
+// One call into the addon that makes one Redis round trip (the lock's PTTL): its excess over
+// the ioredis PING is the cost of handing the call to the addon's tokio thread and back.
+async function nativeCall() {
+  const lock = client.lock(key('call'), { leaseMs: LEASE })
+  for (let i = 0; i < 300; i++) await lock.ttl()
+  const samples = []
+  const t = performance.now()
+  const n = await timeLoop(1, async () => {
+    const t0 = performance.now()
+    await lock.ttl()
+    samples.push(performance.now() - t0)
+  })
+  return { ops: n / ((performance.now() - t) / 1000), ...summary(samples) }
+}
+
 const loop = monitorEventLoopDelay({ resolution: 1 })
 const results = {}
 console.log(`redlatch ${require('redlatch/package.json').version} vs redlock 5 (ioredis ${require('ioredis/package.json').version}), Redis ${url}, ${SECONDS} s per scenario, node ${process.version}`)
 const rtt = await roundTrip()
 console.log(`raw round trip (ioredis PING): ${rtt.ops.toFixed(0)} ops/s, p50 ${ms(rtt.p50)} ms, p99 ${ms(rtt.p99)} ms`)
+const call = await nativeCall()
+console.log(`one redlatch call with one round trip (lock.ttl()): ${call.ops.toFixed(0)} ops/s, p50 ${ms(call.p50)} ms, p99 ${ms(call.p99)} ms`)
+const floor = await ioredisPair()
 
 for (const lib of [redlatch, redlockDefault]) {
   results[lib.label] = { uncontended: await uncontended(lib) }
@@ -177,6 +213,7 @@ for (const [label, r] of Object.entries(results)) {
   const u = r.uncontended
   console.log(`  ${label.padEnd(26)} ${u.ops.toFixed(0).padStart(7)} ops/s   p50 ${ms(u.p50)} ms   p99 ${ms(u.p99)} ms`)
 }
+console.log(`  ${'ioredis SET NX + EVALSHA'.padEnd(26)} ${floor.ops.toFixed(0).padStart(7)} ops/s   (no lock library: ${(floor.ops / results[redlockDefault.label].uncontended.ops).toFixed(2)}x redlock)`)
 console.log('uncontended acquire+release, 32 loops on distinct keys')
 for (const [label, r] of Object.entries(results)) {
   if (r.parallel) console.log(`  ${label.padEnd(26)} ${r.parallel.ops.toFixed(0).padStart(7)} ops/s`)

@@ -281,6 +281,18 @@ def main() -> int:
         print(f"  redlatch / best peer ({best}): {ours['throughput'] / cont[best]['throughput']:.2f}x throughput "
               f"[target >= 2x]; wait p99.9 {ours['wait_p999'] * 1e3:.2f} ms [target <= 50 ms]; "
               f"hand-off p50 {ours['handoff_p50'] * 1e3:.3f} ms [target <= 1 ms]")
+        # Peers whose tail stays within the 50 ms bound: a barging peer reaches its throughput by
+        # leaving waiters behind (redis-py's default wait p99.9 is hundreds of ms).
+        bounded = [lib for lib in peers if cont[lib]["wait_p999"] <= 0.050]
+        if bounded:
+            fair = max(bounded, key=lambda lib: cont[lib]["throughput"])
+            print(f"  redlatch / best peer with wait p99.9 <= 50 ms ({fair}): "
+                  f"{ours['throughput'] / cont[fair]['throughput']:.2f}x throughput")
+        # The ceiling of any hand-off that goes through Redis round trips: the same loop in one
+        # process, with nobody to hand off to.
+        solo = contended(url, "redlatch", 1, seconds, opts.think_ms)
+        print(f"  ceiling: the same loop in 1 process (no contention): {solo['throughput']:.0f} acq/s = "
+              f"{solo['throughput'] / cont[best]['throughput']:.2f}x {best}")
         if opts.json:
             print(json.dumps({"uncontended": results, "contended": cont}, indent=1))
     finally:

@@ -46,13 +46,15 @@ pub(crate) fn seconds_f64(what: &str, secs: f64, allow_zero: bool) -> PyResult<D
     }
     if secs < 0.0 {
         return Err(PyValueError::new_err(format!(
-            "{what} must not be negative (got {secs})"
+            "{what} must not be negative (got {})",
+            shown(secs)
         )));
     }
     let max_secs = timing::MAX_DURATION_MS as f64 / 1000.0;
     if secs > max_secs {
         return Err(PyValueError::new_err(format!(
-            "{what} of {secs} s exceeds the maximum of {max_secs} s (2^53 - 1 ms)"
+            "{what} of {} s exceeds the maximum of {max_secs} s (2^53 - 1 ms)",
+            shown(secs)
         )));
     }
     let mut d = Duration::from_secs_f64(secs);
@@ -61,6 +63,16 @@ pub(crate) fn seconds_f64(what: &str, secs: f64, allow_zero: bool) -> PyResult<D
     }
     timing::to_millis(what, d, allow_zero).map_err(|e| PyValueError::new_err(e.message().to_owned()))?;
     Ok(d)
+}
+
+/// `secs` for an error message: plain notation while short, scientific beyond that (so
+/// `1e300` is not printed as 301 digits).
+fn shown(secs: f64) -> String {
+    if secs.abs() < 1e15 {
+        secs.to_string()
+    } else {
+        format!("{secs:e}")
+    }
 }
 
 /// An optional duration argument (`None` stays `None`).

@@ -110,6 +110,14 @@ impl Lock {
         self.fenced
     }
 
+    /// Checks `acquire`'s `blocking`/`timeout` arguments without acquiring (the Python layer
+    /// calls it before refusing a re-acquire, so bad arguments are reported first). Raises
+    /// `ValueError` / `TypeError` as `acquire` would.
+    #[pyo3(signature = (blocking=true, timeout=None))]
+    fn check_acquire(&self, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        args::acquire_wait(blocking, timeout, self.wait).map(|_| ())
+    }
+
     /// Acquires, blocking with the GIL released (`KeyboardInterrupt` stops the wait and leaves
     /// nothing behind). `blocking`/`timeout` follow `threading.Lock.acquire` (timeout None =
     /// the lock's wait, -1 = forever, seconds otherwise). Returns None when the wait ran out.

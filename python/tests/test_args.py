@@ -69,6 +69,27 @@ def test_bad_acquire_timeout(client: redlatch.Client, r: redis.Redis, name: str,
     assert not r.keys(f"*{name}*")
 
 
+def test_bad_timeout_is_reported_before_already_held(client: redlatch.Client, name: str) -> None:
+    lock = client.lock(name, lease=10)
+    assert lock.acquire()
+    try:
+        with pytest.raises(ValueError):
+            lock.acquire(timeout=-5)
+        with pytest.raises(TypeError):
+            lock.acquire(timeout="1")  # type: ignore[arg-type]
+        with pytest.raises(redlatch.LockError):  # good arguments: the re-acquire is refused
+            lock.acquire(timeout=0.01)
+    finally:
+        lock.release()
+
+
+def test_huge_duration_message_is_short(client: redlatch.Client, name: str) -> None:
+    with pytest.raises(ValueError) as info:
+        client.lock(name, lease=1e300)
+    assert "1e300" in str(info.value)
+    assert len(str(info.value)) < 120
+
+
 def test_non_blocking_with_timeout_is_refused(client: redlatch.Client, r: redis.Redis, name: str) -> None:
     lock = client.lock(name)
     with pytest.raises(ValueError):
@@ -161,6 +182,14 @@ def test_async_bad_input(redis_url: str, name: str) -> None:
             await lock.acquire(blocking=False, timeout=3)
         with pytest.raises(redlatch.NotOwnedError):
             await lock.extend(1.0)
+        assert await lock.acquire()
+        try:
+            with pytest.raises(ValueError):  # bad arguments come before "already held"
+                await lock.acquire(timeout=-5)
+            with pytest.raises(redlatch.LockError):
+                await lock.acquire(timeout=0.01)
+        finally:
+            await lock.release()
 
     asyncio.run(main())
 

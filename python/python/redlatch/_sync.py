@@ -146,6 +146,7 @@ class Lock:
         """
         holds = self._holds()
         if holds and not self._native.reentrant:
+            self._native.check_acquire(bool(blocking), timeout)  # bad arguments first
             raise already_held(self._native.name, _WHO)
         hold = self._native.acquire(bool(blocking), timeout)
         if hold is None:

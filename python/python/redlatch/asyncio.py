@@ -145,6 +145,7 @@ class Lock:
         holds = self._holds.get(task)
         reentrant = self._native.reentrant
         if holds and not reentrant:
+            self._native.check_acquire(bool(blocking), timeout)  # bad arguments first
             raise already_held(self._native.name, _WHO)
         owner = _task_owner(task) if reentrant else None
         hold: Optional[_native.Hold] = await self._native.acquire_async(bool(blocking), timeout, owner)
