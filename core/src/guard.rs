@@ -10,6 +10,12 @@ use std::time::Duration;
 ///
 /// Each guard is its own hold: for reentrant locks, every acquire (re-entry included) gets a
 /// guard and each release decrements the hold count once.
+///
+/// The guards of one reentrant owner on one lock share their validity, because Redis keeps
+/// their counts in one hash with one TTL (Redisson's layout): a re-entry, an extend, a renewal
+/// or a partial release through any of them resets that TTL to its own lease, and moves the
+/// local validity of all of them with it (later, or earlier for a shorter lease). Finding the
+/// hash gone through one of them marks all of them lost.
 pub struct Guard {
     hold: Arc<Hold>,
 }

@@ -114,3 +114,41 @@ async fn release_after_full_release_is_not_owned() {
     let _: () = cmd(&mut conn, &["DEL", "acct:4"]).await;
     assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::NotOwned);
 }
+
+/// The owner's holds are counts in one hash with one TTL: a re-entry or a partial release that
+/// resets the TTL moves the validity of the outer hold too, later as well as earlier.
+#[tokio::test]
+async fn holds_of_one_owner_share_the_hash_validity() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let lock = client
+        .rlock("acct:9")
+        .owner(5)
+        .lease(Duration::from_millis(1_000));
+    let outer = lock.acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let inner = lock.acquire().await.unwrap(); // TTL back to 1 s
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    inner.release().await.unwrap(); // partial release: TTL back to 1 s again
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // 1.2 s after the outer acquire its own lease would be over, but the hash lives on.
+    let pttl: i64 = cmd(&mut conn, &["PTTL", "acct:9"]).await;
+    assert!(pttl > 0, "the hash is still there: {pttl}");
+    assert!(!outer.is_lost(), "the outer hold is valid as long as the hash");
+    outer.release().await.unwrap();
+    let exists: i64 = cmd(&mut conn, &["EXISTS", "acct:9"]).await;
+    assert_eq!(exists, 0, "the release deleted it");
+
+    // A re-entry with a shorter lease shortens the outer hold's validity with the TTL.
+    let long = client.rlock("acct:10").owner(6).lease(Duration::from_secs(20));
+    let short = client.rlock("acct:10").owner(6).lease(Duration::from_millis(300));
+    let outer = long.acquire().await.unwrap();
+    let inner = short.acquire().await.unwrap();
+    inner.release().await.unwrap(); // TTL now 300 ms
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let exists: i64 = cmd(&mut conn, &["EXISTS", "acct:10"]).await;
+    assert_eq!(exists, 0, "the hash expired with the shorter lease");
+    assert!(outer.is_lost(), "the outer hold knows it is gone");
+    assert_eq!(outer.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import redis
+import time
+
 import pytest
+import redis
 
 import redlatch
 from conftest import wait_until
@@ -97,6 +99,22 @@ def test_rlock_reenters_within_a_thread(client: redlatch.Client, r: redis.Redis,
         assert rl.hold_count() == 1
         assert r.type(name) == b"hash"
     assert rl.hold_count() == 0
+    assert not rl.locked()
+
+
+def test_rlock_holds_share_the_hash_ttl(client: redlatch.Client, name: str) -> None:
+    # Nested holds of one thread are counts in one hash with one TTL: re-entering, extending
+    # or a partial release moves the validity of the outer hold as well (the outer acquire's
+    # own 1 s lease has passed when it is released here).
+    rl = client.rlock(name, lease=1.0)
+    with rl:
+        time.sleep(0.6)
+        with rl:
+            rl.extend(2.0)
+            time.sleep(0.6)
+        assert not rl.lost
+        ttl = rl.ttl()
+        assert ttl is not None and ttl > 0.3  # the partial release reset the TTL to 1 s
     assert not rl.locked()
 
 

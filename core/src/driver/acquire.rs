@@ -17,7 +17,7 @@
 //! wait is longer, so no call hangs on an unreachable Redis.
 
 use super::hold::Hold;
-use super::signal::HoldSignal;
+use super::signal::{HoldSignal, Validity};
 use super::transport::{random_unit, Subscription};
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
@@ -250,7 +250,12 @@ fn new_hold(
     fence: u64,
     deadline: Duration,
 ) -> Hold {
-    let signal = Arc::new(HoldSignal::new(&spec.name, deadline));
+    let validity = match holder {
+        // The owner's holds are counts in one hash with one TTL: they share one validity.
+        Holder::Reentrant { owner } => engine.validities.join(&spec.name, owner, deadline, engine.now()),
+        Holder::Lease { .. } => Validity::new(&spec.name, deadline),
+    };
+    let signal = Arc::new(HoldSignal::sharing(validity));
     // Fixed leases need no renewal: their loss is the deadline passing (see signal.rs).
     let watch_id = spec.lease.is_none().then(|| {
         engine

@@ -75,6 +75,7 @@ impl Hold {
         // No validity hangs on a release: every node gets the full network timeout, and the
         // call returns once a majority confirmed (the others finish in the background).
         let holder = &self.holder;
+        let started = engine.now();
         let replies = engine
             .nodes
             .broadcast_until(
@@ -85,12 +86,16 @@ impl Hold {
                 |r| holder.decode_release(r).is_ok_and(OwnershipReply::was_owned),
             )
             .await;
-        let (mut yes, mut absent, mut errors) = (0, 0, Vec::new());
+        let elapsed = engine.now() - started;
+        let (mut yes, mut still_held, mut absent, mut errors) = (0, 0, 0, Vec::new());
         for (i, reply) in replies.into_iter().enumerate() {
             let Some((r, retried)) = reply else { continue };
             let decoded = r.and_then(|r| self.holder.decode_release(&r));
             if let Ok(OwnershipReply::HandedOff) = decoded {
                 engine.note_handoff(&self.name);
+            }
+            if let Ok(OwnershipReply::StillHeld) = decoded {
+                still_held += 1;
             }
             match decoded {
                 Ok(o) if o.was_owned() => yes += 1,
@@ -108,6 +113,13 @@ impl Hold {
             }
         }
         let majority = engine.majority();
+        if still_held >= majority {
+            // A partial release reset the hash's TTL to this hold's lease: that is now the
+            // validity of the owner's other holds.
+            // (None: it took longer than the lease, so nothing is known to be left of it.)
+            let left = quorum::validity(self.lease, elapsed).unwrap_or(Duration::ZERO);
+            self.signal.set_deadline(started + left);
+        }
         if yes >= majority || (yes >= 1 && yes + absent >= majority) {
             for (i, e) in &errors {
                 tracing::warn!(lock = %self.name, node = engine.nodes.label(*i), error = %e, "release did not reach a node; its key expires with the lease");

@@ -72,6 +72,8 @@ pub(crate) struct Engine {
     pub(crate) watchdog: Watchdog,
     /// Lock name -> end of the hand-off grace after this client released it to a waiter.
     handoffs: Mutex<HashMap<String, Duration>>,
+    /// The validity shared by the holds of each reentrant owner (see `signal.rs`).
+    pub(crate) validities: signal::Validities,
 }
 
 impl Engine {
@@ -88,6 +90,7 @@ impl Engine {
             owner_seq: AtomicU64::new(1),
             watchdog: Watchdog::default(),
             handoffs: Mutex::default(),
+            validities: signal::Validities::default(),
         }))
     }
 

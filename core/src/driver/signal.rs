@@ -1,15 +1,23 @@
-//! The state of one hold: held, lost or released, plus its validity deadline.
+//! The state of one hold (held, lost or released) and its validity deadline.
 //!
 //! The deadline is where the hold's local validity ends (acquire or last renewal/extend time +
 //! lease - drift, on the runtime's monotonic clock). Passing it without a renewal *is* a loss:
 //! [`HoldSignal::ended`] sleeps until the deadline and fires the loss itself, so fixed-lease
 //! holds need no background task at all and watchdog holds are reported lost even when
 //! renewals keep failing silently.
+//!
+//! The deadline and the loss live in a [`Validity`] that the holds of one reentrant owner on
+//! one lock share: they are counts in one Redis hash with one TTL, and every call that sets
+//! that TTL (a re-entry, a partial release, an extend or a renewal through any of the holds)
+//! moves the validity of all of them, earlier or later. Finding the hash gone through one hold
+//! is a loss for all. Released is per hold. Lease-lock holds each have their own validity.
 
 use super::transport::Runtime;
 use event_listener::Event;
 use futures::future::{select, Either};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 const HELD: u8 = 0;
@@ -23,22 +31,24 @@ pub(crate) enum End {
     Released,
 }
 
+/// The validity of one Redis key as this client knows it: its deadline and whether it was
+/// found lost. Shared by the holds of one reentrant owner (see the module docs).
 #[derive(Debug)]
-pub(crate) struct HoldSignal {
+pub(crate) struct Validity {
     name: String,
-    state: AtomicU8,
     deadline_ns: AtomicU64,
+    lost: AtomicBool,
     event: Event,
 }
 
-impl HoldSignal {
-    pub(crate) fn new(name: &str, deadline: Duration) -> Self {
-        HoldSignal {
+impl Validity {
+    pub(crate) fn new(name: &str, deadline: Duration) -> Arc<Self> {
+        Arc::new(Validity {
             name: name.to_owned(),
-            state: AtomicU8::new(HELD),
             deadline_ns: AtomicU64::new(as_nanos(deadline)),
+            lost: AtomicBool::new(false),
             event: Event::new(),
-        }
+        })
     }
 
     /// End of the local validity.
@@ -46,39 +56,131 @@ impl HoldSignal {
         Duration::from_nanos(self.deadline_ns.load(Ordering::Acquire))
     }
 
-    /// Moves the validity deadline (renewal or extend succeeded).
+    /// Moves the deadline (a call that set the key's TTL succeeded), earlier or later.
     pub(crate) fn set_deadline(&self, deadline: Duration) {
         self.deadline_ns.store(as_nanos(deadline), Ordering::Release);
         self.event.notify(usize::MAX);
     }
 
-    /// Marks the hold lost. Returns `true` the first time (and only while held).
+    /// `true` while neither found lost nor past its deadline at `now`: a new hold of the same
+    /// owner may then join it.
+    pub(crate) fn is_live_at(&self, now: Duration) -> bool {
+        !self.lost.load(Ordering::Acquire) && now < self.deadline()
+    }
+
+    fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Release);
+        self.event.notify(usize::MAX);
+    }
+
+    fn is_marked_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+}
+
+/// The validities of a client's live reentrant holds, by (lock name, owner id), so that a
+/// re-entry joins the validity of the owner's holds already alive.
+#[derive(Debug, Default)]
+pub(crate) struct Validities {
+    map: Mutex<HashMap<(String, String), Weak<Validity>>>,
+    /// Map size at which dead entries are swept next (amortized: doubles with the live count).
+    sweep_at: AtomicUsize,
+}
+
+impl Validities {
+    /// Entries kept before the first sweep of dead ones.
+    const FIRST_SWEEP: usize = 64;
+
+    /// The validity of a new hold of `owner` on `name`, granted until `deadline`: the live one
+    /// of the owner's other holds (moved to `deadline`: the grant reset the key's TTL), else a
+    /// new one.
+    pub(crate) fn join(&self, name: &str, owner: &str, deadline: Duration, now: Duration) -> Arc<Validity> {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (name.to_owned(), owner.to_owned());
+        if let Some(live) = map
+            .get(&key)
+            .and_then(Weak::upgrade)
+            .filter(|v| v.is_live_at(now))
+        {
+            live.set_deadline(deadline);
+            return live;
+        }
+        if map.len() >= self.sweep_at.load(Ordering::Relaxed).max(Self::FIRST_SWEEP) {
+            map.retain(|_, v| v.strong_count() > 0);
+            self.sweep_at.store(map.len() * 2, Ordering::Relaxed);
+        }
+        let fresh = Validity::new(name, deadline);
+        map.insert(key, Arc::downgrade(&fresh));
+        fresh
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct HoldSignal {
+    state: AtomicU8,
+    validity: Arc<Validity>,
+}
+
+impl HoldSignal {
+    /// A hold with a validity of its own.
+    #[cfg(test)]
+    pub(crate) fn new(name: &str, deadline: Duration) -> Self {
+        Self::sharing(Validity::new(name, deadline))
+    }
+
+    /// A hold on `validity` (shared with the owner's other holds of the lock).
+    pub(crate) fn sharing(validity: Arc<Validity>) -> Self {
+        HoldSignal {
+            state: AtomicU8::new(HELD),
+            validity,
+        }
+    }
+
+    /// End of the local validity.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.validity.deadline()
+    }
+
+    /// Moves the validity deadline (renewal or extend succeeded).
+    pub(crate) fn set_deadline(&self, deadline: Duration) {
+        self.validity.set_deadline(deadline);
+    }
+
+    /// Marks the hold lost (and with it the holds sharing its validity). Returns `true` the
+    /// first time for this hold (and only while held).
     pub(crate) fn fire(&self, why: &str) -> bool {
-        let first = self
-            .state
-            .compare_exchange(HELD, LOST, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
+        let first = self.to_lost();
         if first {
-            tracing::warn!(lock = %self.name, "lock lost: {why}");
-            self.event.notify(usize::MAX);
+            tracing::warn!(lock = %self.validity.name, "lock lost: {why}");
+            self.validity.mark_lost();
         }
         first
     }
 
+    fn to_lost(&self) -> bool {
+        self.state
+            .compare_exchange(HELD, LOST, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
     /// Marks the hold released. Returns `false` when it had already been lost or released.
     pub(crate) fn close(&self) -> bool {
+        if self.validity.is_marked_lost() {
+            self.to_lost();
+            return false;
+        }
         let ok = self
             .state
             .compare_exchange(HELD, RELEASED, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
         if ok {
-            self.event.notify(usize::MAX);
+            self.validity.event.notify(usize::MAX);
         }
         ok
     }
 
     pub(crate) fn is_held(&self) -> bool {
-        self.state.load(Ordering::Acquire) == HELD
+        self.current().is_none()
     }
 
     /// `true` once lost; a hold whose deadline `now` has passed is marked lost here.
@@ -86,13 +188,18 @@ impl HoldSignal {
         if self.is_held() && now >= self.deadline() {
             self.fire("its validity ran out without a renewal");
         }
-        self.state.load(Ordering::Acquire) == LOST
+        self.current() == Some(End::Lost)
     }
 
     fn current(&self) -> Option<End> {
         match self.state.load(Ordering::Acquire) {
             LOST => Some(End::Lost),
             RELEASED => Some(End::Released),
+            // Another hold of this owner found the key gone.
+            _ if self.validity.is_marked_lost() => {
+                self.to_lost();
+                self.current()
+            }
             _ => None,
         }
     }
@@ -103,7 +210,7 @@ impl HoldSignal {
             if let Some(end) = self.current() {
                 return end;
             }
-            let listener = self.event.listen();
+            let listener = self.validity.event.listen();
             if self.is_lost_at(runtime.now()) {
                 continue;
             }
@@ -141,6 +248,54 @@ mod tests {
             !r.is_lost_at(Duration::from_secs(20)),
             "a released hold is never lost"
         );
+    }
+
+    #[test]
+    fn holds_sharing_a_validity_move_and_fail_together() {
+        let v = Validity::new("d", Duration::from_secs(10));
+        let outer = HoldSignal::sharing(v.clone());
+        let inner = HoldSignal::sharing(v.clone());
+        // A re-entry through `inner` reset the key's TTL: the outer hold lives on with it.
+        inner.set_deadline(Duration::from_secs(15));
+        assert!(!outer.is_lost_at(Duration::from_secs(12)));
+        assert!(inner.close());
+        assert!(outer.is_held(), "releasing one hold leaves the other held");
+        // ...and a shorter TTL set through a sibling shortens it too.
+        v.set_deadline(Duration::from_secs(13));
+        assert!(outer.is_lost_at(Duration::from_secs(14)));
+        assert!(
+            !v.is_live_at(Duration::from_secs(1)),
+            "a lost validity is never joined"
+        );
+
+        let v = Validity::new("e", Duration::from_secs(10));
+        let a = HoldSignal::sharing(v.clone());
+        let b = HoldSignal::sharing(v);
+        assert!(a.fire("test"));
+        assert!(
+            !b.is_held() && b.is_lost_at(Duration::ZERO),
+            "a sibling's loss is this hold's loss"
+        );
+        assert!(!b.close());
+    }
+
+    #[test]
+    fn a_reentry_joins_the_live_validity_of_its_owner_only() {
+        let all = Validities::default();
+        let first = all.join("f", "c:1", Duration::from_secs(10), Duration::ZERO);
+        let again = all.join("f", "c:1", Duration::from_secs(12), Duration::from_secs(2));
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(first.deadline(), Duration::from_secs(12));
+        let other = all.join("f", "c:2", Duration::from_secs(12), Duration::from_secs(2));
+        assert!(!Arc::ptr_eq(&first, &other), "another owner has its own validity");
+        let late = all.join("f", "c:1", Duration::from_secs(30), Duration::from_secs(20));
+        assert!(!Arc::ptr_eq(&first, &late), "an expired validity is not joined");
+        drop((first, again, other, late));
+        for i in 0..200 {
+            all.join("g", &format!("c:{i}"), Duration::from_secs(1), Duration::ZERO);
+        }
+        let size = all.map.lock().unwrap().len();
+        assert!(size < 200, "dead entries are swept ({size} left)");
     }
 
     #[test]

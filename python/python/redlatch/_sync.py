@@ -178,8 +178,8 @@ class Lock:
         holds = self._holds()
         if not holds:
             raise not_held(self._native.name, _WHO)
-        for hold in reversed(holds):
-            hold.extend(lease)
+        # One call: a reentrant owner's holds share the hash's TTL and, in the core, its validity.
+        holds[-1].extend(lease)
 
     def locked(self) -> bool:
         """True when anyone holds the lock (asks Redis)."""

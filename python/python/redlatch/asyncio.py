@@ -173,8 +173,8 @@ class Lock:
         holds = self._holds.get(_task())
         if not holds:
             raise not_held(self._native.name, _WHO)
-        for hold in reversed(holds):
-            await hold.extend_async(lease)
+        # One call: a reentrant owner's holds share the hash's TTL and, in the core, its validity.
+        await holds[-1].extend_async(lease)
 
     async def locked(self) -> bool:
         """True when anyone holds the lock (asks Redis)."""
