@@ -24,3 +24,25 @@ pub use client::{connect, NativeClient};
 pub use held::NativeHeld;
 pub use lock::NativeLock;
 pub use options::{ClientOptions, LockOptions};
+
+/// Gives napi-rs a tokio runtime with one worker thread (`REDLATCH_WORKER_THREADS`, 1..=16,
+/// changes it). Why one: every call hops from the JavaScript thread to a worker and back; with
+/// a single worker the call's task and its connection's I/O task never hop between workers
+/// too, which made a sequential acquire + release about 15 % faster than two workers on our
+/// bench (README "Process exit, threads and garbage collection"). If building it fails,
+/// napi-rs builds its default runtime on first use instead.
+#[napi_derive::module_init]
+fn init() {
+    let workers = std::env::var("REDLATCH_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(1, |n| n.clamp(1, 16));
+    if let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("redlatch")
+        .enable_all()
+        .build()
+    {
+        napi::bindgen_prelude::create_custom_tokio_runtime(rt);
+    }
+}
