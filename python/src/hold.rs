@@ -130,6 +130,39 @@ impl Drop for Hold {
 
 #[pymethods]
 impl Hold {
+    /// Moves this hold into a new `Hold` object and leaves this one empty (as if released).
+    ///
+    /// Why: an asyncio future keeps the object it resolved to, and pyo3-async-runtimes' own
+    /// reference to that future is dropped off the GIL, so the future can outlive the task
+    /// that awaited it until the next call into this module. The asyncio layer moves the hold
+    /// out of the resolved object at once (or, when the awaiting task was cancelled just as
+    /// the acquire succeeded, moves it out and drops it, which releases it in the background),
+    /// so nothing but the owning task keeps a lock held. Raises `NotOwnedError` when already
+    /// released, taken, or in use by a pending call.
+    fn take(&self) -> PyResult<Hold> {
+        let inner = self.own()?;
+        let guard = inner.guard.try_lock().ok().and_then(|mut g| g.take());
+        let Some(guard) = guard else {
+            return Err(not_owned(format!(
+                "lock {:?}: this hold was already released, taken or is in use",
+                inner.name
+            )));
+        };
+        let ended = std::mem::replace(
+            &mut *inner.ended.lock().unwrap_or_else(|p| p.into_inner()),
+            Ended::Done(false),
+        );
+        Ok(Hold {
+            inner: Some(Arc::new(Inner {
+                guard: tokio::sync::Mutex::new(Some(guard)),
+                ended: Mutex::new(ended),
+                fence: inner.fence,
+                name: inner.name.clone(),
+                origin: inner.origin,
+            })),
+        })
+    }
+
     /// The lock's name.
     #[getter]
     fn name(&self) -> &str {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 
 import pytest
@@ -219,3 +220,43 @@ async def test_release_completes_even_if_cancelled(aclient: redlatch.asyncio.Cli
         except asyncio.CancelledError:
             pass
         assert await asyncio.to_thread(wait_until, lambda: not r.exists(name), 5.0)
+
+
+async def test_cancel_as_the_acquire_succeeds_leaves_no_hold(
+    aclient: redlatch.asyncio.Client, r: redis.Redis, name: str
+) -> None:
+    # The waiter's task is cancelled around the moment the lock is handed to it. Whether the
+    # cancel won (CancelledError) or came too late (the task returned True and ended holding
+    # it), once the task is gone nothing may keep the lock held: no renewal, no key, without
+    # any further call into redlatch (found by a new-user trial: the asyncio future kept the
+    # hold alive until the next call into the module).
+    holder, waiter = aclient.lock(name, lease=10.0), aclient.lock(name)
+    for i in range(250):
+        await holder.acquire()
+        task = asyncio.create_task(waiter.acquire())
+        await asyncio.sleep(0.003)
+        await holder.release()
+        for _ in range(i % 7):
+            await asyncio.sleep(0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        del task
+        gc.collect()
+        # Blocking on purpose: no redlatch call may run meanwhile.
+        assert wait_until(lambda: not r.exists(name), timeout=3.0), f"still held after iteration {i}"
+
+
+async def test_rlock_releases_through_any_handle(
+    aclient: redlatch.asyncio.Client, r: redis.Redis, name: str
+) -> None:
+    a, b = aclient.rlock(name), aclient.rlock(name)
+    await a.acquire()
+    await b.acquire()
+    await b.release()
+    await b.release()  # the task's first hold, taken through a
+    assert not r.exists(name)
+    with pytest.raises(redlatch.NotOwnedError):
+        await a.release()

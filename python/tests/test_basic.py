@@ -118,6 +118,18 @@ def test_rlock_holds_share_the_hash_ttl(client: redlatch.Client, name: str) -> N
     assert not rl.locked()
 
 
+def test_rlock_releases_through_any_handle(client: redlatch.Client, r: redis.Redis, name: str) -> None:
+    a, b = client.rlock(name), client.rlock(name)
+    a.acquire()
+    b.acquire()
+    assert a.hold_count() == 2
+    a.release()
+    a.release()  # the thread's second hold, taken through b
+    assert not r.exists(name)
+    with pytest.raises(redlatch.NotOwnedError):
+        b.release()
+
+
 def test_force_unlock(client: redlatch.Client, name: str) -> None:
     lock = client.lock(name, lease=10.0)
     lock.acquire()

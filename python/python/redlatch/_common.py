@@ -4,7 +4,9 @@ leaving a ``with`` block does when the release fails."""
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence, Type, TypeVar
+import threading
+import weakref
+from typing import Callable, List, Optional, Sequence, Type, TypeVar
 
 from . import _native
 from ._errors import INVALID_ARGUMENT, LockError, LockLostError, NotOwnedError
@@ -109,15 +111,36 @@ def exit_error(name: str, err: LockError, block_exc: Optional[BaseException]) ->
 
 
 _C = TypeVar("_C", bound="ClientBase")
+_NativeClient = _native.Client
+_S = TypeVar("_S")
 
 
 class ClientBase:
     """What the sync and asyncio clients share: construction (lazy; no connection is made
     here) and the client's identity. Their locks differ; see ``_sync.py`` and ``asyncio.py``."""
 
-    __slots__ = ("_native",)
+    __slots__ = ("_native", "_rlock_holds", "_rlock_guard")
 
     _native: _native.Client
+    # Lock name -> the hold store that every ``rlock(name)`` handle of this client shares, so
+    # that a thread (task) re-enters and releases through any of them. Weak: a store lives as
+    # long as some handle of that name does.
+    _rlock_holds: "weakref.WeakValueDictionary[str, object]"
+    _rlock_guard: threading.Lock
+
+    def _adopt(self, native: "_NativeClient") -> None:
+        self._native = native
+        self._rlock_holds = weakref.WeakValueDictionary()
+        self._rlock_guard = threading.Lock()
+
+    def _shared_holds(self, name: str, new_store: Callable[[], _S]) -> _S:
+        """The hold store of the ``rlock(name)`` handles of this client (made on first use)."""
+        with self._rlock_guard:
+            store = self._rlock_holds.get(name)
+            if store is None:
+                store = new_store()
+                self._rlock_holds[name] = store
+            return store  # type: ignore[return-value]
 
     def __init__(
         self,
@@ -129,13 +152,13 @@ class ClientBase:
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"url must be str, not {type(url).__name__}")
-        self._native = native_client(
+        self._adopt(native_client(
             [url],
             watchdog_timeout=watchdog_timeout,
             network_timeout=network_timeout,
             node_timeout=None,
             poll_interval=poll_interval,
-        )
+        ))
 
     @classmethod
     def quorum(
@@ -153,13 +176,13 @@ class ClientBase:
         :raises ValueError: an empty list, a malformed URL or a bad duration
         """
         self = cls.__new__(cls)
-        self._native = native_client(
+        self._adopt(native_client(
             urls,
             watchdog_timeout=watchdog_timeout,
             network_timeout=network_timeout,
             node_timeout=node_timeout,
             poll_interval=poll_interval,
-        )
+        ))
         return self
 
     @property

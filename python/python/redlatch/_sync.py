@@ -79,7 +79,8 @@ class Client(ClientBase):
         """A reentrant lock on key ``name`` (Redisson RLock layout): the owning thread may
         acquire it again, through this or any other ``rlock(name)`` of this client, and must
         release it as many times. Options as for :meth:`lock`."""
-        return Lock(native_lock(self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced))
+        native = native_lock(self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced)
+        return Lock(native, self._shared_holds(name, _ThreadHolds))
 
     def force_unlock(self, name: str) -> bool:
         """Admin: deletes lock ``name`` whatever its owner, waking its waiters.
@@ -95,22 +96,17 @@ class Client(ClientBase):
         return f"<redlatch.Client nodes={self.node_count}>"
 
 
-class Lock:
-    """A named Redis lock, used like ``threading.Lock``: ``with lock: ...`` or
-    ``acquire()`` / ``release()``. Made by :meth:`Client.lock` and :meth:`Client.rlock`.
+class _ThreadHolds:
+    """Each thread's holds of one lock, oldest first: per lock object for ``lock``, shared by
+    the client's ``rlock(name)`` handles for ``rlock``."""
 
-    Each acquisition belongs to the acquiring thread; other threads sharing this object
-    contend for the lock like separate processes and can never release or extend it.
-    """
+    __slots__ = ("_local", "__weakref__")
 
-    __slots__ = ("_native", "_local", "__weakref__")
-
-    def __init__(self, native: _native.Lock) -> None:
-        self._native = native
+    def __init__(self) -> None:
         self._local = threading.local()
 
-    def _holds(self) -> List[_native.Hold]:
-        """The calling thread's holds, oldest first (empty in a forked child)."""
+    def mine(self) -> List[_native.Hold]:
+        """The calling thread's holds (empty in a forked child)."""
         try:
             generation, holds = self._local.state
             if generation == _common.fork_generation:
@@ -120,6 +116,25 @@ class Lock:
         holds = []
         self._local.state = (_common.fork_generation, holds)
         return holds
+
+
+class Lock:
+    """A named Redis lock, used like ``threading.Lock``: ``with lock: ...`` or
+    ``acquire()`` / ``release()``. Made by :meth:`Client.lock` and :meth:`Client.rlock`.
+
+    Each acquisition belongs to the acquiring thread; other threads sharing this object
+    contend for the lock like separate processes and can never release or extend it.
+    """
+
+    __slots__ = ("_native", "_store", "__weakref__")
+
+    def __init__(self, native: _native.Lock, holds: Optional[_ThreadHolds] = None) -> None:
+        self._native = native
+        self._store = holds if holds is not None else _ThreadHolds()
+
+    def _holds(self) -> List[_native.Hold]:
+        """The calling thread's holds, oldest first (empty in a forked child)."""
+        return self._store.mine()
 
     @property
     def name(self) -> str:

@@ -51,6 +51,18 @@ def _task() -> "_asyncio.Task[object]":
     return task
 
 
+def _drop_granted(granted: "_asyncio.Future[Optional[_native.Hold]]") -> None:
+    """The awaiting task was cancelled: if the acquire had succeeded all the same, drop the
+    hold (moved out of the future, so it goes now; it is released in the background)."""
+    if granted.done() and not granted.cancelled() and granted.exception() is None:
+        hold = granted.result()
+        if hold is not None:
+            try:
+                hold.take()
+            except LockError:
+                pass  # already gone
+
+
 def _task_owner(task: "_asyncio.Task[object]") -> int:
     owner = _TASK_OWNERS.get(task)
     if owner is None:
@@ -85,7 +97,8 @@ class Client(ClientBase):
     ) -> "Lock":
         """A reentrant lock, re-entered by the task that holds it (through any ``rlock(name)``
         of this client); see :meth:`redlatch.Client.rlock`."""
-        return Lock(native_lock(self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced))
+        native = native_lock(self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced)
+        return Lock(native, self._shared_holds(name, _TaskHolds))
 
     async def force_unlock(self, name: str) -> bool:
         """Admin: deletes lock ``name`` whatever its owner. True if a lock was deleted.
@@ -101,17 +114,28 @@ class Client(ClientBase):
         return f"<redlatch.asyncio.Client nodes={self.node_count}>"
 
 
+class _TaskHolds:
+    """Each task's holds of one lock, oldest first: per lock object for ``lock``, shared by
+    the client's ``rlock(name)`` handles for ``rlock``. Dropped with the task."""
+
+    __slots__ = ("by_task", "__weakref__")
+
+    def __init__(self) -> None:
+        self.by_task: "weakref.WeakKeyDictionary[_asyncio.Task[object], List[_native.Hold]]" = (
+            weakref.WeakKeyDictionary()
+        )
+
+
 class Lock:
     """A named Redis lock for asyncio: ``async with lock: ...`` or ``await lock.acquire()``
     / ``await lock.release()``. Holds belong to the acquiring task."""
 
-    __slots__ = ("_native", "_holds", "__weakref__")
+    __slots__ = ("_native", "_store", "_holds", "__weakref__")
 
-    def __init__(self, native: _native.Lock) -> None:
+    def __init__(self, native: _native.Lock, holds: Optional[_TaskHolds] = None) -> None:
         self._native = native
-        self._holds: "weakref.WeakKeyDictionary[_asyncio.Task[object], List[_native.Hold]]" = (
-            weakref.WeakKeyDictionary()
-        )
+        self._store = holds if holds is not None else _TaskHolds()
+        self._holds = self._store.by_task
 
     def _mine(self) -> List[_native.Hold]:
         task = _current()
@@ -148,10 +172,17 @@ class Lock:
             self._native.check_acquire(bool(blocking), timeout)  # bad arguments first
             raise already_held(self._native.name, _WHO)
         owner = _task_owner(task) if reentrant else None
-        hold: Optional[_native.Hold] = await self._native.acquire_async(bool(blocking), timeout, owner)
-        if hold is None:
+        granted = self._native.acquire_async(bool(blocking), timeout, owner)
+        try:
+            resolved = await granted
+        except _asyncio.CancelledError:
+            _drop_granted(granted)
+            raise
+        if resolved is None:
             return False
-        self._holds.setdefault(task, []).append(hold)
+        # The future keeps the object it resolved to for as long as it lives, which this task
+        # does not control: move the hold out, so that only this task keeps the lock held.
+        self._holds.setdefault(task, []).append(resolved.take())
         return True
 
     async def release(self) -> None:
