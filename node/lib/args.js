@@ -66,6 +66,10 @@ function name(value) {
     throw new InvalidArgumentError(`lock name must be a string, not ${typeOf(value)}`)
   }
   if (value.length === 0) throw new InvalidArgumentError('lock name must not be empty')
+  // A lone surrogate has no UTF-8 form: converting it would map distinct names to one key.
+  if (!value.isWellFormed()) {
+    throw new InvalidArgumentError('lock name must be valid Unicode text (it contains a lone surrogate)')
+  }
   return value
 }
 

@@ -12,7 +12,7 @@ const args = require('./args')
 const chain = require('./chain')
 const errors = require('./errors')
 
-const { fromNative, LockLostError, InvalidArgumentError } = errors
+const { fromNative, LockLostError, NotOwnedError, InvalidArgumentError } = errors
 
 // Older runtimes lack the well-known symbol; Node 20 ships it (`Symbol(nodejs.asyncDispose)`).
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
@@ -162,8 +162,8 @@ class Lock {
   /**
    * Runs `fn(signal)` under the lock and releases it when `fn` settles. `signal` aborts with
    * a LockLostError if the hold is lost meanwhile. Resolves to what `fn` returned; rejects with
-   * `fn`'s own error when it threw (the release still happens), else with LockLostError /
-   * NotOwnedError when the hold was lost or expired before the release.
+   * `fn`'s own error when it threw (the release still happens), else with LockLostError when
+   * the hold was lost, or found gone (expired, deleted or taken) by the release at the end.
    */
   async using(fn, options) {
     args.fn(fn)
@@ -177,7 +177,7 @@ class Lock {
       await held.release().catch(() => {})
       throw err
     }
-    await held.release()
+    await releaseAtScopeEnd(held)
     return result
   }
 
@@ -191,8 +191,9 @@ class Lock {
     const name = this.#native.name
     // Captures only the controller and the name, so an unreleased Held can still be
     // garbage-collected (and its hold released in the background).
-    const onLost = () => {
-      controller.abort(new LockLostError(`lock ${JSON.stringify(name)} was lost while held`))
+    const onLost = (closedByClient) => {
+      const why = closedByClient ? 'was released by client.close()' : 'was lost while held'
+      controller.abort(new LockLostError(`lock ${JSON.stringify(name)} ${why}`))
     }
     const unwatch = signal ? watchSignal(signal, nativeClient, ticket) : undefined
     if (frame) frame.active++
@@ -312,7 +313,7 @@ class Held {
   /** `await using held = await lock.acquire()`: releases at the end of the block (no-op if already released). */
   async [asyncDispose]() {
     if (this.#done) return
-    await this.release()
+    await releaseAtScopeEnd(this)
   }
 
   #end() {
@@ -342,6 +343,25 @@ function watchSignal(signal, nativeClient, ticket) {
   }
   pending.set(ticket, nativeClient)
   return () => pending.delete(ticket)
+}
+
+/**
+ * The release that ends a scope (`using`, `await using`). The block ran believing it held the
+ * lock, so a hold found gone at its end (NotOwnedError: deleted, expired or taken) is a loss,
+ * reported as LockLostError with the release's error as its cause (shared/API.md "a scoped
+ * block ends after a loss").
+ */
+async function releaseAtScopeEnd(held) {
+  try {
+    await held.release()
+  } catch (err) {
+    if (err instanceof NotOwnedError && !(err instanceof LockLostError)) {
+      throw new LockLostError(`lock ${JSON.stringify(held.name)} was lost while the block held it: ${err.message}`, {
+        cause: err,
+      })
+    }
+    throw err
+  }
 }
 
 /** Calls the addon and maps its errors (thrown or rejected) to the facade's classes. */

@@ -6,23 +6,26 @@
 //! without a release, the slot drops the guard and the core releases it in the background.
 //!
 //! Loss reporting: a task per hold awaits the core's `ended()` and, if the hold was lost,
-//! calls `onLost` through a *weak* threadsafe function (it never keeps Node alive). The task
-//! ends when the hold is released or lost, which also frees the callback.
+//! calls `onLost(false)` through a *weak* threadsafe function (it never keeps Node alive). A
+//! hold that `client.close()` released is gone for its holder as well: the task then calls
+//! `onLost(true)`. The task ends when the hold is released or lost, which also frees the
+//! callback.
 
 use crate::client::Shared;
-use crate::error::{not_owned, IntoNapi};
+use crate::error::{closed, not_owned, IntoNapi};
 use crate::options::millis;
 use napi::bindgen_prelude::Unknown;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
 use redlatch::Guard;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use tokio::sync::RwLock;
 
-/// The `onLost` callback: no arguments, errors not passed to it (`CalleeHandled = false`),
+/// The `onLost(closedByClient)` callback: errors not passed to it (`CalleeHandled = false`),
 /// weak (`Weak = true`: unreferenced, so it never keeps the event loop alive).
-pub(crate) type LostCallback = ThreadsafeFunction<(), Unknown<'static>, (), Status, false, true>;
+pub(crate) type LostCallback = ThreadsafeFunction<bool, Unknown<'static>, bool, Status, false, true>;
 
 /// One hold, shared by its `NativeHeld` and (weakly) by the client's registry.
 pub(crate) struct HoldSlot {
@@ -32,17 +35,24 @@ pub(crate) struct HoldSlot {
     name: String,
     fencing_token: Option<u64>,
     lease_ms: f64,
+    /// Set by `close()` before it releases the hold.
+    closed: Arc<AtomicBool>,
 }
 
 impl HoldSlot {
     pub(crate) fn new(shared: &Arc<Shared>, guard: Guard, on_lost: LostCallback) -> Self {
         let ended = guard.ended();
+        let closed = Arc::new(AtomicBool::new(false));
+        let closed_by_client = closed.clone();
         tokio::spawn(async move {
-            if ended.await {
-                on_lost.call((), ThreadsafeFunctionCallMode::NonBlocking);
+            let lost = ended.await;
+            let closed = closed_by_client.load(Ordering::Acquire);
+            if lost || closed {
+                on_lost.call(closed && !lost, ThreadsafeFunctionCallMode::NonBlocking);
             }
         });
         HoldSlot {
+            closed,
             id: shared.next_hold_id(),
             shared: Arc::downgrade(shared),
             name: guard.name().to_owned(),
@@ -56,12 +66,18 @@ impl HoldSlot {
     /// the core, because nobody awaits them.
     pub(crate) async fn release_on_close(&self) {
         let guard = self.guard.write().await.take();
+        if guard.is_some() {
+            self.closed.store(true, Ordering::Release);
+        }
         if let Some(guard) = guard {
             let _ = guard.release().await;
         }
     }
 
     fn already_released(&self) -> napi::Error {
+        if self.closed.load(Ordering::Acquire) {
+            return closed();
+        }
         not_owned(format!(
             "lock {:?} was already released through this handle",
             self.name

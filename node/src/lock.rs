@@ -86,12 +86,14 @@ impl NativeLock {
     /// Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is the reentrant owner number (`null` for
     /// lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`. `onLost`
     /// is called (on the JavaScript thread, without keeping the process alive) if the hold
-    /// is later lost; never after a release.
+    /// is later lost (`false`) or released by `close()` (`true`); never after a release.
     ///
     /// Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
     /// bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
     /// the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
-    #[napi(ts_args_type = "waitMs: number | null, owner: number | null, ticket: number, onLost: () => void")]
+    #[napi(
+        ts_args_type = "waitMs: number | null, owner: number | null, ticket: number, onLost: (closedByClient: boolean) => void"
+    )]
     pub async fn acquire(
         &self,
         wait_ms: Option<f64>,

@@ -55,7 +55,8 @@ test('bad extend leases', async () => {
 })
 
 test('bad names', async () => {
-  for (const name of ['', undefined, null, 42, {}, ['a'], Symbol('x'), 'x'.repeat(4097)]) {
+  // Lone surrogates have no UTF-8 form ('\ud800' and '\udfff' would both become U+FFFD).
+  for (const name of ['', undefined, null, 42, {}, ['a'], Symbol('x'), 'x'.repeat(4097), '\ud800', 'a\udfffb']) {
     assert.throws(() => client.lock(name), isInvalid)
     assert.throws(() => client.rlock(name), isInvalid)
     await assert.rejects(client.withLock(name, async () => {}), isInvalid)

@@ -65,6 +65,33 @@ test('using rejects with LockLostError when the function returned after a loss',
   assert.ok(sawAbort)
 })
 
+test('a hold found gone only by the release at the end of a scope is a LockLostError', async () => {
+  // Deleted under a fixed lease: nothing notices before the release, which finds the key gone.
+  const name = key()
+  const r = redis()
+  try {
+    const err = await client
+      .withLock(name, async () => {
+        await r.del(name)
+        return 'done'
+      }, { leaseMs: 5000 })
+      .then(() => null, (e) => e)
+    assert.ok(err instanceof LockLostError, `got ${err && err.name}: ${err && err.message}`)
+    assert.ok(err.cause instanceof NotOwnedError)
+    assert.equal(err.code, 'ERR_LOCK_LOST')
+    // `await using` ends a scope the same way (Symbol.asyncDispose, as TypeScript calls it).
+    const held = await client.lock(name, { leaseMs: 5000 }).acquire()
+    await r.del(name)
+    await assert.rejects(held[Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')](), LockLostError)
+    // A plain release() reports what Redis said.
+    const again = await client.lock(name, { leaseMs: 5000 }).acquire()
+    await r.del(name)
+    await assert.rejects(again.release(), (e) => e instanceof NotOwnedError && !(e instanceof LockLostError))
+  } finally {
+    r.quit()
+  }
+})
+
 test("using rejects with the function's own error when it threw, and still releases", async () => {
   const name = key()
   const r = redis()

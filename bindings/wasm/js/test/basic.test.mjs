@@ -177,6 +177,8 @@ test('bad arguments are InvalidArgumentError and touch nothing', async () => {
   const bad = [
     () => client.lock(''),
     () => client.lock(42),
+    () => client.lock('\ud800'), // a lone surrogate has no UTF-8 form
+    () => client.lock('a\udfffb'),
     () => client.lock('x', { leaseMs: 0 }),
     () => client.lock('x', { leaseMs: -1 }),
     () => client.lock('x', { leaseMs: 1.5 }),
@@ -216,7 +218,12 @@ test('close rejects pending acquires, releases live holds and refuses later call
   await other.client.close()
   assert.ok((await pending) instanceof RedisConnectionError)
   assert.equal(await r.exists(name), 0, 'the live hold was released')
-  assert.equal(held.lost, false)
+  // The holder's lock is gone: its signal says so, and its calls say why.
+  assert.equal(held.lost, true)
+  assert.ok(held.signal.reason instanceof LockLostError)
+  assert.match(held.signal.reason.message, /client\.close\(\)/)
+  await assert.rejects(held.release(), RedisConnectionError)
+  await assert.rejects(held.extend(1000), RedisConnectionError)
   assert.throws(() => other.client.lock('x'), RedisConnectionError)
   await assert.rejects(other.client.forceUnlock('x'), RedisConnectionError)
   assert.equal(other.client.closed, true)

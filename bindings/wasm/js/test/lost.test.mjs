@@ -84,6 +84,22 @@ test('using rejects with LockLostError when the function returned after a loss',
   assert.ok(sawAbort)
 })
 
+test('a hold found gone only by the release at the end of a scope is a LockLostError', async () => {
+  // Deleted under a fixed lease: nothing notices before the release, which finds the key gone.
+  const name = key()
+  const err = await client
+    .withLock(name, async () => {
+      await r.del(name)
+      return 'done'
+    }, { leaseMs: 5000 })
+    .then(() => null, (e) => e)
+  assert.ok(err instanceof LockLostError, `got ${err && err.name}: ${err && err.message}`)
+  assert.ok(err.cause instanceof NotOwnedError)
+  const held = await client.lock(name, { leaseMs: 5000 }).acquire()
+  await r.del(name)
+  await assert.rejects(held[Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')](), LockLostError)
+})
+
 test('neither the watchdog nor a held lock keeps a process alive', async () => {
   const { spawn } = await import('node:child_process')
   const { PKG_DIR } = await import('./helpers.mjs')

@@ -59,8 +59,15 @@ export function name(value) {
     throw new InvalidArgumentError(`lock name must be a string, not ${typeOf(value)}`)
   }
   if (value.length === 0) throw new InvalidArgumentError('lock name must not be empty')
+  // A lone surrogate has no UTF-8 form: converting it would map distinct names to one key.
+  if (LONE_SURROGATE.test(value)) {
+    throw new InvalidArgumentError('lock name must be valid Unicode text (it contains a lone surrogate)')
+  }
   return value
 }
+
+// String.prototype.isWellFormed is missing from older browsers; this is its negation.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 function boolean(what, value) {
   if (value === undefined) return undefined

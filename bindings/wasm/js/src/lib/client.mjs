@@ -131,7 +131,7 @@ export class Client {
     hub.pending.clear()
     const live = [...hub.holds].map((ref) => ref.deref()).filter((h) => h !== undefined && h.active)
     hub.holds.clear()
-    await Promise.allSettled(live.map((h) => h.release()))
+    await Promise.allSettled(live.map((h) => h.closeByClient()))
   }
 }
 

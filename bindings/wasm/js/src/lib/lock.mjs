@@ -6,7 +6,7 @@
 import * as args from './args.mjs'
 import { INTERNAL, keep } from './binding.mjs'
 import * as chain from './chain.mjs'
-import { fromWasm, InvalidArgumentError, LockLostError, RedisConnectionError } from './errors.mjs'
+import { fromWasm, InvalidArgumentError, LockLostError, NotOwnedError, RedisConnectionError } from './errors.mjs'
 
 // The TypeScript polyfill key where the well-known symbol is missing.
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
@@ -72,8 +72,8 @@ export class Lock {
   /**
    * Runs `fn(signal)` under the lock and releases it when `fn` settles. `signal` aborts with
    * a LockLostError if the hold is lost meanwhile. Resolves to what `fn` returned; rejects with
-   * `fn`'s own error when it threw (the release still happens), else with LockLostError /
-   * NotOwnedError when the hold was lost or expired before the release.
+   * `fn`'s own error when it threw (the release still happens), else with LockLostError when
+   * the hold was lost, or found gone (expired, deleted or taken) by the release at the end.
    */
   async using(fn, options) {
     args.fn(fn)
@@ -87,7 +87,7 @@ export class Lock {
       await held.release().catch(() => {})
       throw err
     }
-    await held.release()
+    await releaseAtScopeEnd(held)
     return result
   }
 
@@ -158,6 +158,7 @@ export class Held {
   #frame
   #untrack
   #done = false
+  #closedByClient = false
 
   /** @internal Returned by `lock.acquire()`. */
   constructor(token, raw, frame, hub) {
@@ -207,12 +208,20 @@ export class Held {
     return !this.#done
   }
 
+  /** @internal `client.close()`: the holder's lock is gone, so its signal aborts; then releases. */
+  async closeByClient() {
+    this.#closedByClient = true
+    this.#controller.abort(new LockLostError(`lock ${JSON.stringify(this.name)} was released by client.close()`))
+    await this.release()
+  }
+
   /**
    * Releases the hold. Rejects with LockLostError when it had been lost, NotOwnedError when it
    * expired, was taken or was already released, RedisConnectionError / QuorumError when Redis
-   * could not confirm (the key then expires with its lease).
+   * could not confirm (the key then expires with its lease) or when `client.close()` released it.
    */
   async release() {
+    if (this.#closedByClient && this.#done) throw new RedisConnectionError('the client is closed')
     try {
       await call(() => this.#raw.release())
     } finally {
@@ -224,6 +233,7 @@ export class Held {
   async extend(leaseMs) {
     args.millis('leaseMs', leaseMs)
     if (leaseMs === undefined) throw new InvalidArgumentError('extend(leaseMs) needs a lease in milliseconds')
+    if (this.#closedByClient) throw new RedisConnectionError('the client is closed')
     await call(() => this.#raw.extend(leaseMs))
   }
 
@@ -235,7 +245,7 @@ export class Held {
   /** `await using held = await lock.acquire()`: releases at the end of the block (no-op if already released). */
   async [asyncDispose]() {
     if (this.#done) return
-    await this.release()
+    await releaseAtScopeEnd(this)
   }
 
   #end() {
@@ -243,6 +253,25 @@ export class Held {
     this.#done = true
     this.#untrack()
     if (this.#frame) this.#frame.active--
+  }
+}
+
+/**
+ * The release that ends a scope (`using`, `await using`). The block ran believing it held the
+ * lock, so a hold found gone at its end (NotOwnedError: deleted, expired or taken) is a loss,
+ * reported as LockLostError with the release's error as its cause (shared/API.md "a scoped
+ * block ends after a loss").
+ */
+async function releaseAtScopeEnd(held) {
+  try {
+    await held.release()
+  } catch (err) {
+    if (err instanceof NotOwnedError && !(err instanceof LockLostError)) {
+      throw new LockLostError(`lock ${JSON.stringify(held.name)} was lost while the block held it: ${err.message}`, {
+        cause: err,
+      })
+    }
+    throw err
   }
 }
 
