@@ -165,6 +165,10 @@ async fn quorum_connect_needs_a_majority() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Quorum);
+    // Per-node outcomes, in the order of the URLs: the two stopped nodes failed.
+    let failed: Vec<bool> = err.nodes().iter().map(|n| n.result.is_err()).collect();
+    assert_eq!(failed, [true, true, false], "{:?}", err.nodes());
+    assert!(urls[0].ends_with(&err.nodes()[0].node), "{:?}", err.nodes());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

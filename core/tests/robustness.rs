@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use redlatch::{Client, ErrorKind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,4 +104,41 @@ async fn redis_restart_is_survived_by_waiters() {
         .unwrap()
         .expect("waiter acquires after restart");
     g.release().await.unwrap();
+}
+
+/// A peer that is not Redis (here: it answers HTTP) is a connection problem, not a Redis
+/// error reply, and the message says so.
+#[tokio::test]
+async fn a_server_that_is_not_redis_is_a_connection_error() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = socket.read(&mut buf).await {
+                    if n == 0
+                        || socket
+                            .write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                            .await
+                            .is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}");
+    let err = within(
+        Duration::from_secs(10),
+        Client::builder(&url)
+            .network_timeout(Duration::from_millis(500))
+            .connect(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.message().contains("not the Redis protocol"), "{err}");
 }

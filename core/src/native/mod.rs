@@ -10,7 +10,7 @@ pub use transport::RedisTransport;
 
 use crate::client::Client;
 use crate::driver::{Config, Transport};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, NodeOutcome, Result};
 use crate::protocol::{quorum, timing};
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,10 +97,9 @@ impl ClientBuilder {
         let timeout = self.config.network_timeout;
         let pings = futures::future::join_all(transports.iter().map(|t| async move {
             match tokio::time::timeout(timeout, t.ping()).await {
-                Ok(r) => r.map_err(|e| Error::new(e.kind(), format!("{}: {}", t.label(), e.message()))),
+                Ok(r) => r,
                 Err(_) => Err(Error::connection(format!(
-                    "{}: no answer within {} ms",
-                    t.label(),
+                    "no answer within {} ms",
                     timeout.as_millis()
                 ))),
             }
@@ -108,11 +107,26 @@ impl ClientBuilder {
         .await;
         let answered = pings.iter().filter(|p| p.is_ok()).count();
         if answered < quorum::majority(transports.len()) {
-            let mut errors = pings.into_iter().filter_map(|p| p.err());
+            // Each error named by its node (`host:port: why`).
+            let named = |t: &RedisTransport, e: &Error| format!("{}: {}", t.label(), e.message());
             if transports.len() == 1 {
-                return Err(errors.next().unwrap_or_else(|| Error::connection("unreachable")));
+                let e = pings.into_iter().find_map(|p| p.err());
+                let e = e.unwrap_or_else(|| Error::connection("unreachable"));
+                return Err(Error::new(e.kind(), named(&transports[0], &e)));
             }
-            let detail: Vec<String> = errors.map(|e| e.to_string()).collect();
+            let detail: Vec<String> = transports
+                .iter()
+                .zip(&pings)
+                .filter_map(|(t, p)| p.as_ref().err().map(|e| named(t, e)))
+                .collect();
+            let nodes = transports
+                .iter()
+                .zip(&pings)
+                .map(|(t, p)| NodeOutcome {
+                    node: t.label().to_owned(),
+                    result: p.as_ref().map(|_| ()).map_err(|e| e.message().to_owned()),
+                })
+                .collect();
             return Err(Error::new(
                 ErrorKind::Quorum,
                 format!(
@@ -120,7 +134,8 @@ impl ClientBuilder {
                     transports.len(),
                     detail.join("; ")
                 ),
-            ));
+            )
+            .with_nodes(nodes));
         }
         let runtime = match self.runtime {
             Some(h) => TokioRuntime::with_handle(h),

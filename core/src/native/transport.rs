@@ -138,15 +138,16 @@ async fn invoke(
 }
 
 /// Maps a redis-rs error onto the taxonomy: server error replies are `Redis`, everything
-/// about reaching the server is `Connection`.
+/// about reaching the server is `Connection`, including a peer whose bytes are not the Redis
+/// protocol at all (redis-rs also answers such a parse error by reconnecting).
 pub(crate) fn map_error(e: redis::RedisError) -> Error {
     use redis::ErrorKind as K;
-    let kind = match e.kind() {
-        K::Server(_) | K::Extension | K::Parse | K::UnexpectedReturnType => ErrorKind::Redis,
-        K::InvalidClientConfig => ErrorKind::InvalidArgument,
-        _ => ErrorKind::Connection,
-    };
-    Error::new(kind, e.to_string())
+    match e.kind() {
+        K::Parse => Error::connection(format!("the server's reply is not the Redis protocol ({e})")),
+        K::Server(_) | K::Extension | K::UnexpectedReturnType => Error::new(ErrorKind::Redis, e.to_string()),
+        K::InvalidClientConfig => Error::new(ErrorKind::InvalidArgument, e.to_string()),
+        _ => Error::connection(e.to_string()),
+    }
 }
 
 /// Removes the password of `url` from `text`, should a message echo the URL.
