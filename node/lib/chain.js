@@ -7,10 +7,13 @@
 // `rlock(name).using(...)` re-enters (Redis counts the holds), while separate chains have
 // separate numbers and contend.
 //
-// A frame stays the chain's while it has holds (or acquires in flight); once the last is
-// released, the next rlock in that chain starts a new frame. That keeps `acquire()`, which
-// can only *enter* the caller's context (`enterWith`), from leaking its owner into unrelated
-// work the caller starts after releasing.
+// A frame is joined only while it has granted holds; once the last is released, the next
+// rlock in that chain starts a new frame. Why granted, not pending: `acquire()` can only
+// *enter* the caller's context (`enterWith`), which also enters it into the rest of the
+// caller's synchronous code. Branches the caller starts there (`Promise.all(items.map(async
+// () => { await lock.acquire() ... }))`) see the first branch's frame while its acquire is
+// still in flight; had they joined it, they would all have shared one hold. A nested rlock
+// of the acquiring chain only ever runs after its acquire was granted.
 //
 // The AsyncLocalStorage is created on first use: lease locks never touch it, so programs
 // that use only `lock()` pay nothing for async context tracking.
@@ -25,7 +28,7 @@ class Frame {
   constructor() {
     /** The owner number (1 .. 2^53 - 1), unique in this process. */
     this.owner = nextOwner++
-    /** Holds plus acquires in flight that belong to this frame. */
+    /** Granted holds of this frame not yet released (acquires in flight do not count). */
     this.active = 0
   }
 }
@@ -35,7 +38,7 @@ function als() {
   return storage
 }
 
-/** The current chain's frame, if it still has holds or pending acquires. */
+/** The current chain's frame, if it has granted holds (see the top of this file). */
 function current() {
   const frame = storage === null ? undefined : storage.getStore()
   return frame !== undefined && frame.active > 0 ? frame : null
@@ -43,7 +46,7 @@ function current() {
 
 /**
  * The frame for a `using` of an rlock: the chain's, or a new one that `run` will install.
- * The caller increments `active` for the acquire it is about to start.
+ * The caller increments `active` once the acquire is granted.
  */
 function forUsing() {
   return current() ?? new Frame()

@@ -196,17 +196,17 @@ class Lock {
       controller.abort(new LockLostError(`lock ${JSON.stringify(name)} ${why}`))
     }
     const unwatch = signal ? watchSignal(signal, nativeClient, ticket) : undefined
-    if (frame) frame.active++
     let nativeHeld
     try {
       nativeHeld = await this.#native.acquire(nativeWait, frame ? frame.owner : null, ticket, onLost)
     } catch (err) {
-      if (frame) frame.active--
       if (signal?.aborted) throw signal.reason
       throw fromNative(err)
     } finally {
       unwatch?.()
     }
+    // Counted once granted: a frame with acquires only in flight is not joinable (chain).
+    if (frame) frame.active++
     const held = new Held(nativeHeld, controller, frame)
     if (signal?.aborted) {
       // Aborted just as the acquire succeeded: give it back.

@@ -54,6 +54,27 @@ test('separate chains contend', async () => {
   assert.deepEqual(order, ['a-in', 'a-out', 'b-in'])
 })
 
+test('branches started together, each with acquire(), contend', async () => {
+  // acquire() enters its owner into the caller's synchronous code too, so branch 2 starts
+  // while branch 1's owner is current but not yet granted: it must not join it (found by a
+  // trial: all four were inside at once).
+  const name = key()
+  let inside = 0
+  let most = 0
+  await Promise.all(
+    [1, 2, 3, 4].map(async () => {
+      const held = await client.rlock(name).acquire({ waitMs: 5000 })
+      inside++
+      most = Math.max(most, inside)
+      await sleep(30)
+      inside--
+      await held.release()
+    }),
+  )
+  assert.equal(most, 1)
+  assert.equal(await r.exists(name), 0)
+})
+
 test('work started inside a hold inherits the owner', async () => {
   const name = key()
   await client.rlock(name).using(async () => {

@@ -158,6 +158,24 @@ test('await using releases at the end of the block', async () => {
   await held[Symbol.asyncDispose]() // a second dispose is a no-op
 })
 
+test('rlock: branches started together, each with acquire(), contend', async () => {
+  const name = key()
+  let inside = 0
+  let most = 0
+  await Promise.all(
+    [1, 2, 3, 4].map(async () => {
+      const held = await client.rlock(name).acquire({ waitMs: 5000 })
+      inside++
+      most = Math.max(most, inside)
+      await sleep(30)
+      inside--
+      await held.release()
+    }),
+  )
+  assert.equal(most, 1)
+  assert.equal(await r.exists(name), 0)
+})
+
 test('an AbortSignal cancels a pending acquire with its reason and leaves nothing behind', async () => {
   const name = key()
   const held = await client.lock(name, { leaseMs: 5000 }).acquire()

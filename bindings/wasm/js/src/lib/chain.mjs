@@ -6,7 +6,9 @@
 //   are the native entry's (node/lib/chain.js): the outermost `using` (or `acquire`) of an
 //   rlock picks a fresh owner number and makes it the chain's; everything that chain awaits
 //   or starts inherits it, so a nested `rlock(name).using(...)` re-enters while separate
-//   chains contend. A frame stays the chain's while it has holds or acquires in flight.
+//   chains contend. A frame is joined only while it has granted holds: branches started
+//   together see the first one's frame (enterWith) while its acquire is still in flight and
+//   must not share its hold (node/lib/chain.js explains).
 // - Without it (browsers, workerd without node compatibility), async context cannot be
 //   followed, so each `rlock` handle is one owner, as in the Rust API: acquiring again
 //   through the same handle re-enters, other handles contend.
@@ -31,7 +33,7 @@ export class Frame {
   constructor() {
     /** The owner number (1 .. 2^53 - 1), unique in this module instance. */
     this.owner = nextOwner++
-    /** Holds plus acquires in flight that belong to this frame. */
+    /** Granted holds of this frame not yet released (acquires in flight do not count). */
     this.active = 0
   }
 }
@@ -41,7 +43,7 @@ function als() {
   return storage
 }
 
-/** The current chain's frame if it still has holds or pending acquires (chain mode). */
+/** The current chain's frame if it has granted holds (chain mode). */
 function current() {
   const frame = storage === null ? undefined : storage.getStore()
   return frame !== undefined && frame.active > 0 ? frame : null

@@ -102,18 +102,18 @@ export class Lock {
     const cancel = new Promise((resolve) => (cancelWith = resolve))
     const unwatch = signal ? watchSignal(signal, cancelWith) : undefined
     const untrack = hub.trackPending(cancelWith)
-    if (frame) frame.active++
     let raw
     try {
       raw = await call(() => this.#raw.acquire(wait ?? Infinity, frame ? frame.owner : undefined, cancel))
     } catch (err) {
-      if (frame) frame.active--
       if (signal?.aborted) throw signal.reason
       throw err
     } finally {
       unwatch?.()
       untrack()
     }
+    // Counted once granted: a frame with acquires only in flight is not joinable (chain).
+    if (frame) frame.active++
     const held = new Held(INTERNAL, raw, frame, hub)
     if (hub.closed || signal?.aborted) {
       // Closed or aborted just as the acquire succeeded: give it back.
