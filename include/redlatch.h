@@ -151,7 +151,8 @@ void redlatch_client_free(struct redlatch_client *client);
 // `*deleted` receives true when a lock was deleted (on a majority of nodes).
 //
 // Errors: `REDLATCH_INVALID_ARGUMENT` (NULL, non-UTF-8 or empty name; NULL `deleted`);
-// `REDLATCH_CONNECTION` / `REDLATCH_REDIS` (single node).
+// `REDLATCH_CONNECTION` / `REDLATCH_REDIS` (single node); `REDLATCH_QUORUM` when fewer than
+// a majority of nodes answer within the per-node timeout.
 //
 // # Safety
 // `client` NULL or valid; `name` NULL or a NUL-terminated string; `deleted` NULL or writable.
@@ -187,7 +188,8 @@ const char *redlatch_status_name(int status);
 enum redlatch_status redlatch_lock_release(const struct redlatch_lock *lock);
 
 // Resets the remaining lease of the calling owner's hold to `lease_ms` (replace, never add).
-// Never re-creates a lock that is gone.
+// Never re-creates a lock that is gone. In watchdog mode the next renewal sets it back to the
+// watchdog timeout (extend is meant for fixed leases).
 //
 // Errors: `REDLATCH_INVALID_ARGUMENT` (`lease_ms` 0 or above `REDLATCH_MAX_DURATION_MS`);
 // `REDLATCH_NOT_OWNED` (not held, or found gone or taken: the hold is then lost);

@@ -29,12 +29,14 @@
 #define REDLATCH_HPP
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -76,10 +78,16 @@ inline const char *c_str(const std::string &s, const char *what) {
 }
 
 // Whole milliseconds, rounded up; negative -> 0; saturates at UINT64_MAX - 1 (so an enormous
-// duration is refused as too long by the library instead of meaning "forever").
+// duration is refused as too long by the library instead of meaning "forever"). A NaN
+// duration (floating-point Rep) throws InvalidArgument: converting it would be undefined.
 template <class Rep, class Period>
 std::uint64_t millis(const std::chrono::duration<Rep, Period> &d) {
     using namespace std::chrono;
+    if constexpr (std::is_floating_point_v<Rep>) {
+        if (std::isnan(d.count())) {
+            throw Error(REDLATCH_INVALID_ARGUMENT, "InvalidArgument: a duration is NaN");
+        }
+    }
     if (d <= d.zero()) {
         return 0;
     }
@@ -119,8 +127,8 @@ class LockOptions {
     template <class Rep, class Period>
     LockOptions &lease(const std::chrono::duration<Rep, Period> &d) {
         o_.lease_ms = detail::millis(d);
-        if (o_.lease_ms == 0) {
-            o_.lease_ms = UINT64_MAX;  // a zero or negative lease is refused, never "watchdog"
+        if (o_.lease_ms == 0) {  // never "watchdog mode", which is what 0 means in C
+            throw Error(REDLATCH_INVALID_ARGUMENT, "InvalidArgument: lease must be greater than zero");
         }
         return *this;
     }
@@ -203,7 +211,8 @@ class Lock {
     /// Releases the calling thread's most recent hold. Throws Error (NOT_OWNED, LOCK_LOST, ...).
     void release() { detail::check(redlatch_lock_release(handle_.get())); }
 
-    /// Resets the remaining lease to `lease` (replace, never add).
+    /// Resets the remaining lease to `lease` (replace, never add). In watchdog mode the next
+    /// renewal sets it back to the watchdog timeout (meant for fixed leases).
     template <class Rep, class Period>
     void extend(const std::chrono::duration<Rep, Period> &lease) {
         detail::check(redlatch_lock_extend(handle_.get(), detail::millis(lease)));
@@ -306,6 +315,9 @@ class Client {
     /// Connects to independent nodes for Redlock quorum locking.
     static Client quorum(const std::vector<std::string> &urls,
                          const ClientOptions &options = ClientOptions()) {
+        if (urls.empty()) {  // (an empty vector's data() is NULL, which C reports as such)
+            throw Error(REDLATCH_INVALID_ARGUMENT, "InvalidArgument: a quorum client needs at least one URL");
+        }
         std::vector<const char *> ptrs;
         ptrs.reserve(urls.size());
         for (const auto &u : urls) {

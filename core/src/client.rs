@@ -1,9 +1,9 @@
 //! [`Client`]: the entry point, one Redis node or a Redlock quorum of independent nodes.
 
 use crate::driver::{self, Config, Engine, Runtime, Transport};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
-use crate::protocol::{keys, request};
+use crate::protocol::{keys, reply, request};
 use std::sync::Arc;
 
 /// Connection(s) to Redis and the locks made from them.
@@ -34,7 +34,8 @@ impl Client {
     /// runtime. This is how the wasm binding plugs in a JS transport and JS timers.
     ///
     /// # Errors
-    /// `InvalidArgument` when `transports` is empty; `Panic` (internal) when the OS random
+    /// `InvalidArgument` when `transports` is empty or `config` is invalid
+    /// ([`Config::validate`](driver::Config::validate)); `Panic` (internal) when the OS random
     /// source for the client id is unavailable.
     pub fn from_transports(
         transports: Vec<Arc<dyn Transport>>,
@@ -44,6 +45,7 @@ impl Client {
         if transports.is_empty() {
             return Err(Error::invalid("a client needs at least one Redis node"));
         }
+        config.validate()?;
         Ok(Client {
             engine: Engine::new(transports, runtime, config)?,
         })
@@ -70,22 +72,44 @@ impl Client {
     /// Returns `true` when a lock was deleted on a majority of nodes.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad name; `Connection`/`Redis` when a single node fails.
+    /// `InvalidArgument` for a bad name; `Connection`/`Redis` when a single node fails;
+    /// `Quorum` (with per-node outcomes) when fewer than a majority of nodes answer within
+    /// the per-node timeout.
     pub async fn force_unlock(&self, name: &str) -> Result<bool> {
         keys::validate_name(name)?;
         let engine = &self.engine;
         let req = request::force_unlock(name);
-        let replies = engine.nodes.broadcast(&req, engine.config.network_timeout).await;
-        let mut deleted = 0;
+        // Quorum mode: the per-node timeout of a lock with the default lease (shared/API.md).
+        let timeout = engine.node_timeout(engine.config.watchdog_timeout);
+        let replies = engine.nodes.broadcast(&req, timeout).await;
+        let (mut deleted, mut answered, mut reasons) = (0, 0, Vec::new());
         for r in replies {
-            match r {
-                Ok(reply) if reply.as_int() == Some(1) => deleted += 1,
-                Ok(_) => {}
+            match r.and_then(|reply| reply::decode_force_unlock(&reply)) {
+                Ok(was_deleted) => {
+                    answered += 1;
+                    deleted += usize::from(was_deleted);
+                    reasons.push(Ok(()));
+                }
                 Err(e) if !engine.is_quorum() => return Err(e),
-                Err(e) => tracing::warn!(lock = %name, error = %e, "force unlock did not reach a node"),
+                Err(e) => {
+                    tracing::warn!(lock = %name, error = %e, "force unlock did not reach a node");
+                    reasons.push(Err(e.message().to_owned()));
+                }
             }
         }
-        Ok(deleted >= engine.majority())
+        let majority = engine.majority();
+        if answered < majority {
+            // Nothing can be said about the lock: "not deleted" would be a guess.
+            return Err(Error::new(
+                ErrorKind::Quorum,
+                format!(
+                    "force unlock of {name:?} reached {answered} of {} nodes; a majority is {majority}",
+                    engine.nodes.len()
+                ),
+            )
+            .with_nodes(engine.nodes.outcomes(reasons)));
+        }
+        Ok(deleted >= majority)
     }
 
     /// This client's id: a random UUIDv4, the first half of every owner id it uses.

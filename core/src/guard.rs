@@ -52,7 +52,9 @@ impl Guard {
     }
 
     /// Resets the remaining lease to `lease` on Redis (replace, never add). Never re-creates a
-    /// lock that is gone. Sub-millisecond values round up to 1 ms.
+    /// lock that is gone. Sub-millisecond values round up to 1 ms. In watchdog mode the next
+    /// renewal (every third of the watchdog timeout) sets the lease back to the watchdog
+    /// timeout, so `extend` is meant for fixed leases.
     ///
     /// # Errors
     /// `InvalidArgument` for a zero or too large lease; `NotOwned` when the lock was found

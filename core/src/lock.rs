@@ -117,7 +117,7 @@ impl Lock {
         }
         if self.fenced && self.engine.is_quorum() {
             return Err(Error::invalid(
-                "fencing tokens are not offered in quorum mode (shared/WIRE.md)",
+                "fencing tokens are not offered in quorum mode (independent nodes share no counter)",
             ));
         }
         Ok(LockSpec {
@@ -170,8 +170,11 @@ impl Lock {
         let holder = self.owner_id().map(|owner| Holder::Reentrant { owner });
         let engine = &self.engine;
         let req = request::inspect(&self.name, holder.as_ref());
+        // Quorum mode: the per-node timeout for this lock's lease (shared/API.md), so a hung
+        // node costs at most that; a single node gets the network timeout.
+        let lease = self.lease.unwrap_or(engine.config.watchdog_timeout);
         let mut out = Vec::new();
-        for r in engine.nodes.broadcast(&req, engine.config.network_timeout).await {
+        for r in engine.nodes.broadcast(&req, engine.node_timeout(lease)).await {
             match r.and_then(|r| reply::decode_inspect(&r)) {
                 Ok(i) => out.push(i),
                 Err(e) if !engine.is_quorum() => return Err(e),
@@ -184,7 +187,8 @@ impl Lock {
         Ok(out)
     }
 
-    /// `true` when anyone holds the lock (a majority of nodes in quorum mode).
+    /// `true` when anyone holds the lock (a majority of nodes in quorum mode, each asked with
+    /// the per-node timeout).
     ///
     /// # Errors
     /// `Connection`/`Redis` (single node) or `Quorum` when too few nodes answer.

@@ -100,13 +100,22 @@ async fn a_paused_node_is_skipped_by_the_node_timeout() {
     let nodes = servers(3);
     let client = quorum_of(&nodes).await;
     nodes[0].pause().unwrap();
-    let g = within(
-        Duration::from_secs(5),
-        client.lock("q:slow").lease(Duration::from_secs(2)).acquire(),
-    )
-    .await
-    .unwrap();
+    let lock = client.lock("q:slow").lease(Duration::from_secs(2));
+    let g = within(Duration::from_secs(5), lock.acquire()).await.unwrap();
+    // Reads and force unlock use the per-node timeout (100 ms for this lease, 250 ms for the
+    // default one) too, not the 3 s network timeout: a generous bound well below the latter.
+    let bound = Duration::from_millis(2_000);
+    assert!(within(bound, lock.locked()).await.unwrap());
+    assert!(within(bound, lock.ttl()).await.unwrap().is_some());
     g.release().await.unwrap();
+    assert!(!within(bound, client.force_unlock("q:slow")).await.unwrap());
+    // With a majority unreachable, force unlock cannot tell: a Quorum error, not `false`.
+    nodes[1].pause().unwrap();
+    let err = within(bound, client.force_unlock("q:slow")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Quorum, "{err}");
+    let unreachable: Vec<bool> = err.nodes().iter().map(|n| n.result.is_err()).collect();
+    assert_eq!(unreachable, [true, true, false]);
+    nodes[1].resume().unwrap();
     nodes[0].resume().unwrap();
 }
 

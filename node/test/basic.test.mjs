@@ -175,6 +175,17 @@ test('connection errors are RedisConnectionError / QuorumError', async () => {
   )
 })
 
+test('a using() whose lock close() released rejects with LockLostError', async () => {
+  const c = await Client.connect(REDIS_URL)
+  const during = c.withLock(key(), async (signal) => {
+    await sleep(150)
+    return signal.aborted
+  })
+  await sleep(50)
+  await c.close()
+  await assert.rejects(during, (e) => e instanceof LockLostError && /client\.close\(\)/.test(e.message))
+})
+
 test('close releases holds, rejects pending acquires and later calls', async () => {
   const c = await Client.connect(REDIS_URL)
   const name = key()

@@ -161,7 +161,8 @@ pub unsafe extern "C" fn redlatch_client_free(client: *mut redlatch_client) {
 /// `*deleted` receives true when a lock was deleted (on a majority of nodes).
 ///
 /// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL, non-UTF-8 or empty name; NULL `deleted`);
-/// `REDLATCH_CONNECTION` / `REDLATCH_REDIS` (single node).
+/// `REDLATCH_CONNECTION` / `REDLATCH_REDIS` (single node); `REDLATCH_QUORUM` when fewer than
+/// a majority of nodes answer within the per-node timeout.
 ///
 /// # Safety
 /// `client` NULL or valid; `name` NULL or a NUL-terminated string; `deleted` NULL or writable.

@@ -191,7 +191,7 @@ unsafe fn new_lock(
     };
     if opts.fenced && client.inner.as_async().node_count() > 1 {
         return Err(Error::invalid(
-            "fencing tokens are not offered in quorum mode (shared/WIRE.md)",
+            "fencing tokens are not offered in quorum mode (independent nodes share no counter)",
         ));
     }
     client.origin.check("client")?;

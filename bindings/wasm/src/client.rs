@@ -10,6 +10,7 @@ use crate::options;
 use crate::runtime::JsRuntime;
 use crate::transport::JsTransport;
 use js_sys::{Array, Promise};
+use redlatch::protocol::keys;
 use redlatch::{Client, Error, ErrorKind, Runtime, Transport};
 use std::sync::Arc;
 use wasm_bindgen::prelude::*;
@@ -98,7 +99,8 @@ impl WasmClient {
     /// default wait of `acquire` (absent or `Infinity` = forever, 0 = one try).
     ///
     /// # Errors
-    /// Throws `InvalidArgumentError` for an empty name or a bad duration.
+    /// Throws `InvalidArgumentError` for an empty or too long name, a bad duration, or
+    /// `fenced` on a quorum client (checked here, as the native entry does, not at acquire).
     pub fn lock(
         &self,
         name: String,
@@ -107,8 +109,11 @@ impl WasmClient {
         #[wasm_bindgen(js_name = waitMs)] wait_ms: Option<f64>,
         fenced: Option<bool>,
     ) -> Result<WasmLock, JsValue> {
-        if name.is_empty() {
-            return Err(invalid("lock name must not be empty"));
+        keys::validate_name(&name).js()?;
+        if fenced == Some(true) && self.client.node_count() > 1 {
+            return Err(invalid(
+                "fencing tokens are not offered in quorum mode (independent nodes share no counter)",
+            ));
         }
         let mut lock = if reentrant {
             self.client.rlock(name)

@@ -312,8 +312,13 @@ async fn bad_input_is_refused_before_redis() {
         .err()
         .unwrap();
     assert_eq!(code(&none), "ERR_INVALID_ARGUMENT");
+    let too_long = call(&c, "lock", &["x".repeat(4097).into(), false.into()])
+        .await
+        .unwrap_err();
+    assert_eq!(code(&too_long), "ERR_INVALID_ARGUMENT");
+    // Refused when the lock is made, as natively, not at its first acquire.
     let fenced_quorum = client(&[fake.clone(), fake.clone(), fake.clone()], "{}");
-    let l = call(
+    let err = call(
         &fenced_quorum,
         "lock",
         &[
@@ -325,8 +330,7 @@ async fn bad_input_is_refused_before_redis() {
         ],
     )
     .await
-    .unwrap();
-    let err = call(&l, "acquire", &[]).await.unwrap_err();
+    .unwrap_err();
     assert_eq!(code(&err), "ERR_INVALID_ARGUMENT");
     assert!(fake.borrow().keys.is_empty());
 }

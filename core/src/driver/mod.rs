@@ -48,6 +48,28 @@ pub struct Config {
     pub retry_cap: Duration,
 }
 
+impl Config {
+    /// Checks the settings (every builder and `Client::from_transports` call it).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a zero or too large duration, or a watchdog timeout under 3 ms
+    /// (it is renewed every third of it).
+    pub fn validate(&self) -> crate::error::Result<()> {
+        let wd = timing::to_millis("watchdog timeout", self.watchdog_timeout, false)?;
+        if wd < 3 {
+            return Err(crate::error::Error::invalid(
+                "watchdog timeout must be at least 3 ms",
+            ));
+        }
+        timing::to_millis("network timeout", self.network_timeout, false)?;
+        timing::to_millis("poll interval", self.poll_interval, false)?;
+        if let Some(t) = self.node_timeout {
+            timing::to_millis("node timeout", t, false)?;
+        }
+        Ok(())
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {

@@ -11,7 +11,7 @@ pub use transport::RedisTransport;
 use crate::client::Client;
 use crate::driver::{Config, Transport};
 use crate::error::{Error, ErrorKind, NodeOutcome, Result};
-use crate::protocol::{quorum, timing};
+use crate::protocol::quorum;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,16 +69,7 @@ impl ClientBuilder {
         if self.urls.is_empty() {
             return Err(Error::invalid("at least one Redis URL is required"));
         }
-        let wd = timing::to_millis("watchdog timeout", self.config.watchdog_timeout, false)?;
-        if wd < 3 {
-            return Err(Error::invalid("watchdog timeout must be at least 3 ms"));
-        }
-        timing::to_millis("network timeout", self.config.network_timeout, false)?;
-        timing::to_millis("poll interval", self.config.poll_interval, false)?;
-        if let Some(t) = self.config.node_timeout {
-            timing::to_millis("node timeout", t, false)?;
-        }
-        Ok(())
+        self.config.validate()
     }
 
     /// Connects. A single node must answer `PING`; in quorum mode a majority must, and the

@@ -36,11 +36,42 @@ impl Reply {
     }
 }
 
+/// A short, readable rendering for error messages: text as (lossy UTF-8) text, long values
+/// cut, so a garbage reply of megabytes cannot make a message of megabytes.
+impl std::fmt::Display for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const TEXT: usize = 64;
+        const ITEMS: usize = 8;
+        match self {
+            Reply::Nil => f.write_str("nil"),
+            Reply::Int(i) => write!(f, "{i}"),
+            Reply::Bytes(b) => {
+                let text = String::from_utf8_lossy(&b[..b.len().min(TEXT)]);
+                if b.len() > TEXT {
+                    write!(f, "{text:?}... ({} bytes)", b.len())
+                } else {
+                    write!(f, "{text:?}")
+                }
+            }
+            Reply::Array(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().take(ITEMS).enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                if items.len() > ITEMS {
+                    write!(f, ", ... ({} items)", items.len())?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}
+
 fn unexpected(script: &str, reply: &Reply) -> Error {
-    Error::new(
-        ErrorKind::Redis,
-        format!("unexpected reply to {script}: {reply:?}"),
-    )
+    Error::new(ErrorKind::Redis, format!("unexpected reply to {script}: {reply}"))
 }
 
 /// Outcome of one acquire attempt on one node.
@@ -127,17 +158,41 @@ pub fn decode_ownership(reply: &Reply) -> Result<OwnershipReply> {
     }
 }
 
-/// Decodes the reply of the lease release and both extend scripts, where `0` means absent.
+/// Decodes the reply of both extend scripts, where `0` means absent.
 ///
 /// # Errors
 /// `Redis` when the reply is not 2, 1, 0 or -1.
 pub fn decode_extend(reply: &Reply) -> Result<OwnershipReply> {
+    decode_replaced(reply, "extend")
+}
+
+/// Decodes the reply of the lease-lock release script (the codes of [`decode_extend`]).
+///
+/// # Errors
+/// `Redis` when the reply is not 2, 1, 0 or -1.
+pub fn decode_lease_release(reply: &Reply) -> Result<OwnershipReply> {
+    decode_replaced(reply, "release")
+}
+
+fn decode_replaced(reply: &Reply, script: &str) -> Result<OwnershipReply> {
     match reply.as_int() {
         Some(1) => Ok(OwnershipReply::Done),
         Some(2) => Ok(OwnershipReply::HandedOff),
         Some(0) => Ok(OwnershipReply::Absent),
         Some(-1) => Ok(OwnershipReply::Taken),
-        _ => Err(unexpected("extend", reply)),
+        _ => Err(unexpected(script, reply)),
+    }
+}
+
+/// Decodes the reply of `force_unlock`: `true` when a lock was deleted.
+///
+/// # Errors
+/// `Redis` when the reply is not 1 or 0.
+pub fn decode_force_unlock(reply: &Reply) -> Result<bool> {
+    match reply.as_int() {
+        Some(1) => Ok(true),
+        Some(0) => Ok(false),
+        _ => Err(unexpected("force_unlock", reply)),
     }
 }
 
@@ -186,6 +241,29 @@ pub fn decode_inspect(reply: &Reply) -> Result<Inspection> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unexpected_replies_are_named_and_shown_short() {
+        let garbage = Reply::Bytes(vec![b'x'; 1_000_000]);
+        let e = decode_lease_release(&garbage).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Redis);
+        assert!(
+            e.message().starts_with("unexpected reply to release: \"xxx"),
+            "{e}"
+        );
+        assert!(e.message().len() < 200, "{} chars", e.message().len());
+        assert!(e.message().ends_with("(1000000 bytes)"), "{e}");
+        let e = decode_force_unlock(&Reply::Array(vec![Reply::Int(1); 20])).unwrap_err();
+        assert!(
+            e.message().ends_with("[1, 1, 1, 1, 1, 1, 1, 1, ... (20 items)]"),
+            "{e}"
+        );
+        assert!(decode_force_unlock(&Reply::Int(1)).unwrap());
+        assert!(decode_extend(&Reply::Nil)
+            .unwrap_err()
+            .message()
+            .contains("extend: nil"));
+    }
 
     fn arr(v: &[i64]) -> Reply {
         Reply::Array(v.iter().map(|i| Reply::Int(*i)).collect())

@@ -191,7 +191,7 @@ impl Holder {
     /// `Redis` on an unexpected reply.
     pub fn decode_release(&self, reply: &Reply) -> Result<OwnershipReply> {
         match self {
-            Holder::Lease { .. } => reply::decode_extend(reply),
+            Holder::Lease { .. } => reply::decode_lease_release(reply),
             Holder::Reentrant { .. } => reply::decode_ownership(reply),
         }
     }

@@ -87,6 +87,7 @@ class Client(ClientBase):
 
         :returns: True if a lock was deleted (on a majority of nodes)
         :raises RedisConnectionError: Redis could not be reached
+        :raises QuorumError: quorum mode, fewer than a majority of nodes answered
         """
         if not isinstance(name, str):
             raise TypeError(f"lock name must be str, not {type(name).__name__}")
@@ -184,7 +185,8 @@ class Lock:
 
     def extend(self, lease: float) -> None:
         """Resets the remaining lease of this thread's hold to ``lease`` seconds (replace,
-        never add). Never re-creates a lock that is gone.
+        never add). Never re-creates a lock that is gone. In watchdog mode the next renewal
+        sets it back to ``watchdog_timeout`` (``extend`` is meant for fixed leases).
 
         :raises NotOwnedError: not held by this thread, or found gone or taken
         :raises LockLostError: the loss had already been seen

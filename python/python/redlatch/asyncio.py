@@ -104,6 +104,7 @@ class Client(ClientBase):
         """Admin: deletes lock ``name`` whatever its owner. True if a lock was deleted.
 
         :raises RedisConnectionError: Redis could not be reached
+        :raises QuorumError: quorum mode, fewer than a majority of nodes answered
         """
         if not isinstance(name, str):
             raise TypeError(f"lock name must be str, not {type(name).__name__}")
@@ -199,8 +200,9 @@ class Lock:
 
     async def extend(self, lease: float) -> None:
         """Resets the remaining lease of this task's hold to ``lease`` seconds (replace,
-        never add); never re-creates a lost lock. Errors as for :meth:`release`, plus
-        ``ValueError`` for a bad lease."""
+        never add); never re-creates a lost lock. In watchdog mode the next renewal sets it
+        back to ``watchdog_timeout``. Errors as for :meth:`release`, plus ``ValueError`` for a
+        bad lease."""
         holds = self._holds.get(_task())
         if not holds:
             raise not_held(self._native.name, _WHO)

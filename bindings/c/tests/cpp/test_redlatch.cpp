@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -175,6 +176,21 @@ void test_exceptions_carry_the_status() {
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, a.lock(std::string("a\0b", 3)));
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, a.lock("cpp:e", redlatch::LockOptions().lease(0ms)));
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, a.lock("cpp:e", redlatch::LockOptions().lease(-5s)));
+    // NaN durations are refused, not converted (undefined behaviour) into "one try".
+    const std::chrono::duration<double> nan_s(std::nan(""));
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, redlatch::LockOptions().wait(nan_s));
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, redlatch::LockOptions().lease(nan_s));
+    // The messages say what is wrong.
+    auto message_of = [](auto body) -> std::string {
+        try {
+            body();
+        } catch (const redlatch::Error &e) {
+            return e.what();
+        }
+        return "";
+    };
+    CHECK(message_of([] { redlatch::LockOptions().lease(0ms); }).find("greater than zero") != std::string::npos);
+    CHECK(message_of([] { redlatch::Client::quorum({}); }).find("at least one URL") != std::string::npos);
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, a.rlock("cpp:e", redlatch::LockOptions().owner_id(UINT64_MAX)));
     redlatch::Lock la = a.lock("cpp:e", redlatch::LockOptions().lease(5s));
     redlatch::Lock lb = b.lock("cpp:e", redlatch::LockOptions().lease(5s).wait(100ms));

@@ -97,7 +97,7 @@ export declare class Client {
   rlock(name: string, options?: LockOptions): Lock
   /** `client.lock(name, { leaseMs, fenced }).using(fn, { waitMs, signal })`. */
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: WithLockOptions): Promise<Awaited<T>>
-  /** Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted. */
+  /** Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted; rejects with `QuorumError` when fewer than a majority of nodes answer. */
   forceUnlock(name: string): Promise<boolean>
   /** Rejects pending acquires and releases live holds; the transports stay open. Idempotent. */
   close(): Promise<void>
@@ -140,7 +140,7 @@ export declare class Held implements AsyncDisposable {
   readonly lost: boolean
   /** Releases the hold. Rejects with `LockLostError` / `NotOwnedError` when it is no longer ours. */
   release(): Promise<void>
-  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. */
+  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal sets it back to the watchdog timeout. */
   extend(leaseMs: number): Promise<void>
   /** Asks Redis whether this hold is still ours. */
   owned(): Promise<boolean>

@@ -209,6 +209,8 @@ test('bad arguments are InvalidArgumentError and touch nothing', async () => {
     () => wasm.createClient({ eval: 1 }),
     () => wasm.createQuorumClient([]),
     () => wasm.createClient({ eval() {} }, { watchdogTimeoutMs: 0 }),
+    () => wasm.createClient({ eval() {} }, { watchdogTimeoutMs: 2 }), // renewed every third: >= 3 ms
+    () => client.lock('x'.repeat(4097)), // over 4096 bytes, refused at lock() as natively
     () => wasm.fromNodeRedis({}),
     () => wasm.fromIoredis(null),
   ]
@@ -223,7 +225,20 @@ test('bad arguments are InvalidArgumentError and touch nothing', async () => {
   await assert.rejects(held.extend(), InvalidArgumentError)
   await held.release()
   const quorum = wasm.createQuorumClient([{ eval() {} }, { eval() {} }, { eval() {} }])
-  await assert.rejects(quorum.lock('x', { fenced: true }).acquire(), InvalidArgumentError)
+  // Checked when the lock is made, as in the native entry.
+  assert.throws(() => quorum.lock('x', { fenced: true }), InvalidArgumentError)
+})
+
+test('a using() whose lock close() released rejects with LockLostError', async () => {
+  const other = await wasmClient()
+  const during = other.client.withLock(key(), async (signal) => {
+    await sleep(150)
+    return signal.aborted
+  })
+  await sleep(50)
+  await other.client.close()
+  await assert.rejects(during, (e) => e instanceof LockLostError && /client\.close\(\)/.test(e.message))
+  await other.close()
 })
 
 test('close rejects pending acquires, releases live holds and refuses later calls', async () => {

@@ -229,7 +229,7 @@ export class Held {
     }
   }
 
-  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. */
+  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal sets it back to the watchdog timeout. */
   async extend(leaseMs) {
     args.millis('leaseMs', leaseMs)
     if (leaseMs === undefined) throw new InvalidArgumentError('extend(leaseMs) needs a lease in milliseconds')
@@ -266,6 +266,8 @@ async function releaseAtScopeEnd(held) {
   try {
     await held.release()
   } catch (err) {
+    // Lost (or released by client.close()) while the block ran: that is what ended it.
+    if (held.signal.reason instanceof LockLostError) throw held.signal.reason
     if (err instanceof NotOwnedError && !(err instanceof LockLostError)) {
       throw new LockLostError(`lock ${JSON.stringify(held.name)} was lost while the block held it: ${err.message}`, {
         cause: err,
