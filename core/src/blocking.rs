@@ -2,7 +2,8 @@
 //!
 //! A [`Client`] owns a small multi-thread tokio runtime (2 worker threads) that runs the
 //! network I/O, the watchdog and background releases; each call blocks the calling thread on
-//! it. Do not call these from inside an async runtime (tokio forbids nested `block_on`).
+//! it. Do not call these from inside an async runtime (tokio forbids nested `block_on`);
+//! dropping them there is fine.
 
 use crate::error::Result;
 use std::sync::Arc;
@@ -12,15 +13,39 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct Client {
     inner: crate::Client,
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: Arc<OwnedRuntime>,
 }
 
-fn new_runtime() -> Result<tokio::runtime::Runtime> {
+/// The runtime a blocking client and its locks and guards share. Dropping the last of them
+/// inside an async context, where tokio forbids the blocking shutdown of a runtime (it
+/// panics), shuts it down in the background instead.
+#[derive(Debug)]
+struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+
+impl std::ops::Deref for OwnedRuntime {
+    type Target = tokio::runtime::Runtime;
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                runtime.shutdown_background();
+            }
+        }
+    }
+}
+
+fn new_runtime() -> Result<OwnedRuntime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("redlatch")
         .enable_all()
         .build()
+        .map(|runtime| OwnedRuntime(Some(runtime)))
         .map_err(|e| crate::Error::new(crate::ErrorKind::Panic, format!("cannot start the runtime: {e}")))
 }
 
@@ -90,7 +115,7 @@ impl Client {
 #[derive(Clone, Debug)]
 pub struct Lock {
     inner: crate::Lock,
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: Arc<OwnedRuntime>,
 }
 
 impl Lock {
@@ -196,7 +221,7 @@ impl Lock {
 #[derive(Debug)]
 pub struct Guard {
     inner: Option<crate::Guard>,
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: Arc<OwnedRuntime>,
 }
 
 impl Guard {

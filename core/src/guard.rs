@@ -7,6 +7,9 @@ use std::time::Duration;
 
 /// Proof of one acquisition. Release it with [`Guard::release`]; a guard dropped without
 /// release is released in the background on the client's runtime (never blocking the caller).
+/// That needs the runtime to keep running: guards still held when it shuts down (a
+/// `#[tokio::main]` returning while tasks hold them) are not released, and their keys expire
+/// with their lease. Release before shutting down.
 ///
 /// Each guard is its own hold: for reentrant locks, every acquire (re-entry included) gets a
 /// guard and each release decrements the hold count once.
@@ -67,9 +70,12 @@ impl Guard {
     /// Releases the hold (decrements the hold count for a reentrant lock).
     ///
     /// # Errors
-    /// `NotOwned` when the lock had expired or was taken; `LockLost` when the watchdog or an
-    /// extend had already seen the loss; `Connection`/`Redis`/`Quorum` when Redis failed (the
-    /// key then expires with its lease; the watchdog has stopped renewing it either way).
+    /// `NotOwned` when the lock had expired or was taken; `LockLost` when the watchdog, an
+    /// extend or [`Guard::is_lost`] had already seen the loss (then nothing is sent; a
+    /// release past the local validity that nobody looked at is still sent, since the key
+    /// may live on for the drift allowance, and Redis' answer decides);
+    /// `Connection`/`Redis`/`Quorum` when Redis failed (the key then expires with its lease;
+    /// the watchdog has stopped renewing it either way).
     pub async fn release(self) -> Result<()> {
         self.hold.release().await
     }

@@ -75,7 +75,9 @@ impl Lock {
 
     /// Reentrant locks only: use owner number `owner` (owner id `<client-id>:<owner>`), so
     /// bindings can map a thread, task or async chain to one owner. `InvalidArgument` at
-    /// acquire on a lease lock.
+    /// acquire on a lease lock. The numbers are the same space as the ones
+    /// [`Client::rlock`](crate::Client::rlock) hands out (1, 2, ...): in a client that does both,
+    /// an explicit number can re-enter the hold of an automatically numbered handle.
     pub fn owner(mut self, owner: u64) -> Lock {
         match self.owner {
             Some(_) => self.owner = Some(owner),

@@ -351,3 +351,22 @@ async fn a_releaser_does_not_starve_a_waiting_client() {
     held.release().await.unwrap();
     waiter.await.unwrap().unwrap();
 }
+
+/// The blocking API is for synchronous code, but dropping its objects inside async code (the
+/// last reference shuts its runtime down) must not panic (found by a new-user trial).
+#[tokio::test]
+async fn blocking_objects_dropped_in_async_code_do_not_panic() {
+    let s = server();
+    let url = s.url();
+    let (client, lock, guard) = tokio::task::spawn_blocking(move || {
+        let client = redlatch::blocking::Client::connect(&url).unwrap();
+        let lock = client.lock("b:1").lease(Duration::from_secs(5));
+        let guard = lock.acquire().unwrap();
+        (client, lock, guard)
+    })
+    .await
+    .unwrap();
+    drop(guard);
+    drop(lock);
+    drop(client); // the last reference: the runtime goes here, inside this async test
+}

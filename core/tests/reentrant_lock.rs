@@ -152,3 +152,40 @@ async fn holds_of_one_owner_share_the_hash_validity() {
     assert!(outer.is_lost(), "the outer hold knows it is gone");
     assert_eq!(outer.release().await.unwrap_err().kind(), ErrorKind::LockLost);
 }
+
+/// A hold declared lost by its local validity (which ends a drift allowance before the key)
+/// leaves its count in the hash; a re-acquire by the same owner must not leave that count
+/// behind once every guard is released (found by a new-user trial: the key outlived all guards).
+#[tokio::test]
+async fn a_reacquire_after_a_local_loss_leaves_no_orphaned_count() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let lock = client.rlock("acct:11").owner(9);
+    let old = lock
+        .clone()
+        .lease(Duration::from_millis(300))
+        .acquire()
+        .await
+        .unwrap();
+    // Redis keeps the key well past the hold's local validity (as in the drift window).
+    let _: () = cmd(&mut conn, &["PEXPIRE", "acct:11", "10000"]).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(old.is_lost());
+    let new = lock
+        .clone()
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let hash: HashMap<String, i64> = cmd(&mut conn, &["HGETALL", "acct:11"]).await;
+    assert_eq!(
+        hash.values().copied().collect::<Vec<_>>(),
+        [1],
+        "only the new hold counts"
+    );
+    assert_eq!(old.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    new.release().await.unwrap();
+    let exists: i64 = cmd(&mut conn, &["EXISTS", "acct:11"]).await;
+    assert_eq!(exists, 0, "the last release deleted the key");
+}

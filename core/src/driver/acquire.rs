@@ -22,7 +22,7 @@ use super::transport::{random_unit, Subscription};
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::quorum::{self, Tally};
-use crate::protocol::reply::AcquireReply;
+use crate::protocol::reply::{AcquireReply, OwnershipReply};
 use crate::protocol::request::Holder;
 use crate::protocol::{keys, timing, token};
 use futures::future::{select, select_all, Either};
@@ -59,6 +59,11 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         },
     };
     let request_id = holder.request_id()?;
+    // A reentrant owner's acquires in flight are counted (see `drop_orphaned_counts`).
+    let _in_flight = match &holder {
+        Holder::Reentrant { owner } => Some(engine.validities.begin(&spec.name, owner)),
+        Holder::Lease { .. } => None,
+    };
     // Undoes, in the background, an attempt whose outcome is unknown if this future ends
     // without a grant: an error return, or the caller dropping it (cancellation).
     let mut undo = UndoOnDrop {
@@ -87,6 +92,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
             w.mark_seen();
         }
         undo.pending = true;
+        let attempt_started = rt.now();
         let outcome = attempt(engine, spec, &holder, lease, &request_id, attempts == 0).await;
         attempts += 1;
         undo.pending = matches!(outcome, Attempt::Failed(_));
@@ -116,7 +122,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 timing::busy_retry_delay(pttl, engine.config.poll_interval, remaining, random_unit())
             }
             Attempt::Failed(error) => {
-                let since = *error_since.get_or_insert(now);
+                // Errors persist since the failed attempt *started*: an attempt that timed
+                // out already used a network timeout, so this returns after one, not two.
+                let since = *error_since.get_or_insert(attempt_started);
                 if out_of_time || now - since >= engine.config.network_timeout {
                     return Err(error);
                 }
@@ -174,15 +182,17 @@ async fn attempt(
     let elapsed = rt.now() - started;
 
     let (mut granted, mut busy, mut fence, mut min_pttl) = (Vec::new(), 0, 0, i64::MAX);
+    let mut holds = 1;
     let mut unanswered = Vec::new();
     let mut reasons = Vec::new();
     let mut first_error = None;
     for (i, r) in replies.into_iter().enumerate() {
         let Some((r, _)) = r else { continue };
         match r.and_then(|r| holder.decode_acquire(&r)) {
-            Ok(AcquireReply::Acquired { fence: f, .. }) => {
+            Ok(AcquireReply::Acquired { fence: f, holds: h }) => {
                 granted.push(i);
                 fence = f;
+                holds = h;
                 reasons.push(Ok(()));
             }
             Ok(AcquireReply::Busy { pttl }) => {
@@ -207,7 +217,11 @@ async fn attempt(
     }
     if let (Tally::Granted, Some(validity)) = (tally, validity) {
         tracing::debug!(lock = %spec.name, nodes = granted.len(), elapsed_ms = elapsed.as_millis() as u64, "acquired");
-        return Attempt::Granted(new_hold(engine, spec, holder, lease, fence, started + validity));
+        let (hold, orphaned) = new_hold(engine, spec, holder, lease, fence, started + validity, holds);
+        if orphaned > 0 {
+            drop_orphaned_counts(engine, spec, holder, lease, orphaned).await;
+        }
+        return Attempt::Granted(hold);
     }
     if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
         let mut touched = granted.clone();
@@ -242,6 +256,8 @@ async fn attempt(
     }
 }
 
+/// The hold for a grant, and how many of the hold counts Redis reported (`holds`, after this
+/// grant) belong to holds of this owner that were already declared lost.
 fn new_hold(
     engine: &Arc<Engine>,
     spec: &LockSpec,
@@ -249,11 +265,25 @@ fn new_hold(
     lease: Duration,
     fence: u64,
     deadline: Duration,
-) -> Hold {
-    let validity = match holder {
+    holds: u64,
+) -> (Hold, u64) {
+    let (validity, orphaned) = match holder {
         // The owner's holds are counts in one hash with one TTL: they share one validity.
-        Holder::Reentrant { owner } => engine.validities.join(&spec.name, owner, deadline, engine.now()),
-        Holder::Lease { .. } => Validity::new(&spec.name, deadline),
+        Holder::Reentrant { owner } => {
+            let joined = engine.validities.join(&spec.name, owner, deadline, engine.now());
+            // With no live hold of this owner and no other acquire of it in flight, every count
+            // beyond this grant's own was left by holds this client declared lost while Redis
+            // still kept them (their local validity ends a drift allowance before the key). A
+            // lost hold's release sends nothing, so without this the count would outlive every
+            // guard. Quorum mode: counts may differ per node; not attempted.
+            let orphaned = if joined.fresh && joined.others_in_flight == 0 && !engine.is_quorum() {
+                holds.saturating_sub(1)
+            } else {
+                0
+            };
+            (joined.validity, orphaned)
+        }
+        Holder::Lease { .. } => (Validity::new(&spec.name, deadline), 0),
     };
     let signal = Arc::new(HoldSignal::sharing(validity));
     // Fixed leases need no renewal: their loss is the deadline passing (see signal.rs).
@@ -262,7 +292,7 @@ fn new_hold(
             .watchdog
             .register(engine, &spec.name, holder, signal.clone())
     });
-    Hold {
+    let hold = Hold {
         engine: engine.clone(),
         name: spec.name.clone(),
         holder: holder.clone(),
@@ -270,6 +300,39 @@ fn new_hold(
         fence: spec.fenced.then_some(fence),
         signal,
         watch_id,
+    };
+    (hold, orphaned)
+}
+
+/// Removes `count` hold counts that lost holds of this owner left in the hash (single node):
+/// one reentrant release each, which keeps the grant's own count and resets the TTL to
+/// `lease`. Best effort: on failure the counts expire with the key, as before.
+async fn drop_orphaned_counts(
+    engine: &Engine,
+    spec: &LockSpec,
+    holder: &Holder,
+    lease: Duration,
+    count: u64,
+) {
+    tracing::warn!(lock = %spec.name, count, "re-acquire found hold counts of holds already reported lost; removing them");
+    for _ in 0..count {
+        let Ok(request_id) = token::new_token() else {
+            return;
+        };
+        let req = holder.release(
+            &spec.name,
+            lease.as_millis() as u64,
+            &request_id,
+            engine.latch_ttl_ms(),
+        );
+        let reply = engine.nodes.call(0, &req, engine.config.network_timeout).await;
+        match reply.and_then(|r| holder.decode_release(&r)) {
+            Ok(OwnershipReply::StillHeld) => {}
+            other => {
+                tracing::warn!(lock = %spec.name, outcome = ?other, "removing a lost hold's count stopped");
+                return;
+            }
+        }
     }
 }
 

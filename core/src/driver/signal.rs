@@ -79,39 +79,88 @@ impl Validity {
 }
 
 /// The validities of a client's live reentrant holds, by (lock name, owner id), so that a
-/// re-entry joins the validity of the owner's holds already alive.
+/// re-entry joins the validity of the owner's holds already alive; and the owner's acquires
+/// in flight, so that a grant can tell whether the hold count Redis reports includes counts
+/// left by holds this client already declared lost (see `acquire.rs`, orphaned counts).
 #[derive(Debug, Default)]
 pub(crate) struct Validities {
-    map: Mutex<HashMap<(String, String), Weak<Validity>>>,
+    map: Mutex<HashMap<(String, String), Slot>>,
     /// Map size at which dead entries are swept next (amortized: doubles with the live count).
     sweep_at: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    validity: Weak<Validity>,
+    in_flight: usize,
+}
+
+/// What a grant joined: see [`Validities::join`].
+pub(crate) struct Joined {
+    pub(crate) validity: Arc<Validity>,
+    /// No live hold of the owner existed: the grant starts a new validity.
+    pub(crate) fresh: bool,
+    /// Other acquires of the same owner in flight at the grant (their counts may be in Redis).
+    pub(crate) others_in_flight: usize,
+}
+
+/// One acquire of an owner in flight, counted until dropped (cancellation included).
+pub(crate) struct InFlight<'a> {
+    all: &'a Validities,
+    key: (String, String),
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut map = self.all.slots();
+        if let Some(slot) = map.get_mut(&self.key) {
+            slot.in_flight = slot.in_flight.saturating_sub(1);
+        }
+    }
 }
 
 impl Validities {
     /// Entries kept before the first sweep of dead ones.
     const FIRST_SWEEP: usize = 64;
 
-    /// The validity of a new hold of `owner` on `name`, granted until `deadline`: the live one
-    /// of the owner's other holds (moved to `deadline`: the grant reset the key's TTL), else a
-    /// new one.
-    pub(crate) fn join(&self, name: &str, owner: &str, deadline: Duration, now: Duration) -> Arc<Validity> {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Slot>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts an acquire of `owner` on `name` as in flight until the returned value drops.
+    pub(crate) fn begin(&self, name: &str, owner: &str) -> InFlight<'_> {
         let key = (name.to_owned(), owner.to_owned());
-        if let Some(live) = map
-            .get(&key)
-            .and_then(Weak::upgrade)
-            .filter(|v| v.is_live_at(now))
-        {
-            live.set_deadline(deadline);
-            return live;
-        }
+        let mut map = self.slots();
         if map.len() >= self.sweep_at.load(Ordering::Relaxed).max(Self::FIRST_SWEEP) {
-            map.retain(|_, v| v.strong_count() > 0);
+            map.retain(|_, s| s.in_flight > 0 || s.validity.strong_count() > 0);
             self.sweep_at.store(map.len() * 2, Ordering::Relaxed);
         }
-        let fresh = Validity::new(name, deadline);
-        map.insert(key, Arc::downgrade(&fresh));
-        fresh
+        map.entry(key.clone()).or_default().in_flight += 1;
+        InFlight { all: self, key }
+    }
+
+    /// The validity of a new hold of `owner` on `name` (an acquire counted by [`begin`](Self::begin)),
+    /// granted until `deadline`: the live one of the owner's other holds (moved to `deadline`:
+    /// the grant reset the key's TTL), else a new one.
+    pub(crate) fn join(&self, name: &str, owner: &str, deadline: Duration, now: Duration) -> Joined {
+        let mut map = self.slots();
+        let slot = map.entry((name.to_owned(), owner.to_owned())).or_default();
+        let others_in_flight = slot.in_flight.saturating_sub(1);
+        if let Some(live) = slot.validity.upgrade().filter(|v| v.is_live_at(now)) {
+            live.set_deadline(deadline);
+            return Joined {
+                validity: live,
+                fresh: false,
+                others_in_flight,
+            };
+        }
+        let validity = Validity::new(name, deadline);
+        slot.validity = Arc::downgrade(&validity);
+        Joined {
+            validity,
+            fresh: true,
+            others_in_flight,
+        }
     }
 }
 
@@ -282,20 +331,43 @@ mod tests {
     #[test]
     fn a_reentry_joins_the_live_validity_of_its_owner_only() {
         let all = Validities::default();
-        let first = all.join("f", "c:1", Duration::from_secs(10), Duration::ZERO);
-        let again = all.join("f", "c:1", Duration::from_secs(12), Duration::from_secs(2));
-        assert!(Arc::ptr_eq(&first, &again));
-        assert_eq!(first.deadline(), Duration::from_secs(12));
-        let other = all.join("f", "c:2", Duration::from_secs(12), Duration::from_secs(2));
-        assert!(!Arc::ptr_eq(&first, &other), "another owner has its own validity");
-        let late = all.join("f", "c:1", Duration::from_secs(30), Duration::from_secs(20));
-        assert!(!Arc::ptr_eq(&first, &late), "an expired validity is not joined");
+        let join = |owner: &str, deadline: u64, now: u64| {
+            let _in_flight = all.begin("f", owner);
+            all.join(
+                "f",
+                owner,
+                Duration::from_secs(deadline),
+                Duration::from_secs(now),
+            )
+        };
+        let first = join("c:1", 10, 0);
+        assert!(first.fresh);
+        let again = join("c:1", 12, 2);
+        assert!(Arc::ptr_eq(&first.validity, &again.validity) && !again.fresh);
+        assert_eq!(first.validity.deadline(), Duration::from_secs(12));
+        let other = join("c:2", 12, 2);
+        assert!(other.fresh, "another owner has its own validity");
+        let late = join("c:1", 30, 20);
+        assert!(late.fresh, "an expired validity is not joined");
         drop((first, again, other, late));
         for i in 0..200 {
-            all.join("g", &format!("c:{i}"), Duration::from_secs(1), Duration::ZERO);
+            let _in_flight = all.begin("g", &format!("c:{i}"));
         }
-        let size = all.map.lock().unwrap().len();
+        let size = all.slots().len();
         assert!(size < 200, "dead entries are swept ({size} left)");
+    }
+
+    #[test]
+    fn concurrent_acquires_of_one_owner_are_counted() {
+        let all = Validities::default();
+        let a = all.begin("h", "c:1");
+        let b = all.begin("h", "c:1");
+        let joined = all.join("h", "c:1", Duration::from_secs(5), Duration::ZERO);
+        assert_eq!(joined.others_in_flight, 1);
+        drop(b);
+        let joined = all.join("h", "c:1", Duration::from_secs(5), Duration::ZERO);
+        assert_eq!(joined.others_in_flight, 0);
+        drop(a);
     }
 
     #[test]
