@@ -189,3 +189,37 @@ async fn a_reacquire_after_a_local_loss_leaves_no_orphaned_count() {
     let exists: i64 = cmd(&mut conn, &["EXISTS", "acct:11"]).await;
     assert_eq!(exists, 0, "the last release deleted the key");
 }
+
+/// The same owner releasing a hold past its local validity (not yet seen lost, so the release
+/// is still sent) while it re-acquires: removing "orphaned" counts must never take the count
+/// of the new hold with it (that would free a lock its guard believes it holds).
+#[tokio::test]
+async fn a_release_racing_a_reacquire_never_frees_the_new_hold() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let lock = client.rlock("acct:12").owner(4);
+    for round in 0..20 {
+        let old = lock
+            .clone()
+            .lease(Duration::from_millis(100))
+            .acquire()
+            .await
+            .unwrap();
+        let _: () = cmd(&mut conn, &["PEXPIRE", "acct:12", "10000"]).await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let fresh = lock.clone().lease(Duration::from_secs(10));
+        let (released, new) = tokio::join!(old.release(), fresh.acquire());
+        let _ = released; // Ok, NotOwned or LockLost depending on the interleaving
+        let new = new.unwrap();
+        let count: Option<i64> = cmd(&mut conn, &["HGET", "acct:12", &lock.owner_id().unwrap()]).await;
+        assert_eq!(
+            count,
+            Some(1),
+            "round {round}: the new hold must be counted exactly once"
+        );
+        new.release().await.unwrap();
+        let exists: i64 = cmd(&mut conn, &["EXISTS", "acct:12"]).await;
+        assert_eq!(exists, 0, "round {round}");
+    }
+}

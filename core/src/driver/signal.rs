@@ -100,7 +100,8 @@ pub(crate) struct Joined {
     pub(crate) validity: Arc<Validity>,
     /// No live hold of the owner existed: the grant starts a new validity.
     pub(crate) fresh: bool,
-    /// Other acquires of the same owner in flight at the grant (their counts may be in Redis).
+    /// Other acquires and releases of the same owner in flight at the grant (their counts
+    /// may or may not be in Redis yet).
     pub(crate) others_in_flight: usize,
 }
 
@@ -127,7 +128,8 @@ impl Validities {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts an acquire of `owner` on `name` as in flight until the returned value drops.
+    /// Counts an acquire or release of `owner` on `name` as in flight until the returned
+    /// value drops.
     pub(crate) fn begin(&self, name: &str, owner: &str) -> InFlight<'_> {
         let key = (name.to_owned(), owner.to_owned());
         let mut map = self.slots();
@@ -153,6 +155,12 @@ impl Validities {
                 fresh: false,
                 others_in_flight,
             };
+        }
+        // The owner's previous validity ran out (or was lost): mark it lost for good, so that
+        // its holds' releases send nothing from now on. With no release in flight, any count of
+        // theirs still in Redis is then an orphan the grant may remove without racing one.
+        if let Some(old) = slot.validity.upgrade() {
+            old.mark_lost();
         }
         let validity = Validity::new(name, deadline);
         slot.validity = Arc::downgrade(&validity);
