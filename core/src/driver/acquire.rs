@@ -17,7 +17,7 @@
 //! wait is longer, so no call hangs on an unreachable Redis.
 
 use super::hold::Hold;
-use super::signal::{HoldSignal, Validity};
+use super::signal::{HoldSignal, InFlight, Ticket, Validity};
 use super::transport::{random_unit, Subscription};
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
@@ -60,10 +60,11 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     };
     let request_id = holder.request_id()?;
     // A reentrant owner's acquires in flight are counted (see `drop_orphaned_counts`).
-    let _in_flight = match &holder {
+    let in_flight = match &holder {
         Holder::Reentrant { owner } => Some(engine.validities.begin(&spec.name, owner)),
         Holder::Lease { .. } => None,
     };
+    let ticket = in_flight.as_ref().map(InFlight::ticket);
     // Undoes, in the background, an attempt whose outcome is unknown if this future ends
     // without a grant: an error return, or the caller dropping it (cancellation).
     let mut undo = UndoOnDrop {
@@ -93,7 +94,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         }
         undo.pending = true;
         let attempt_started = rt.now();
-        let outcome = attempt(engine, spec, &holder, lease, &request_id, attempts == 0).await;
+        let outcome = attempt(engine, spec, &holder, lease, &request_id, attempts == 0, ticket).await;
         attempts += 1;
         undo.pending = matches!(outcome, Attempt::Failed(_));
         let now = rt.now();
@@ -156,6 +157,7 @@ async fn attempt(
     lease: Duration,
     request_id: &str,
     first: bool,
+    ticket: Option<Ticket>,
 ) -> Attempt {
     let lease_ms = lease.as_millis() as u64;
     let rt = &engine.runtime;
@@ -217,7 +219,13 @@ async fn attempt(
     }
     if let (Tally::Granted, Some(validity)) = (tally, validity) {
         tracing::debug!(lock = %spec.name, nodes = granted.len(), elapsed_ms = elapsed.as_millis() as u64, "acquired");
-        let (hold, orphaned) = new_hold(engine, spec, holder, lease, fence, started + validity, holds);
+        let grant = Grant {
+            lease,
+            fence,
+            deadline: started + validity,
+            holds,
+        };
+        let (hold, orphaned) = new_hold(engine, spec, holder, grant, ticket);
         if orphaned > 0 {
             drop_orphaned_counts(engine, spec, holder, lease, orphaned).await;
         }
@@ -256,34 +264,52 @@ async fn attempt(
     }
 }
 
-/// The hold for a grant, and how many of the hold counts Redis reported (`holds`, after this
-/// grant) belong to holds of this owner that were already declared lost.
+/// What a granted attempt established.
+struct Grant {
+    lease: Duration,
+    /// Fencing token (0 when not fenced).
+    fence: u64,
+    /// End of the local validity.
+    deadline: Duration,
+    /// The reentrant hold count Redis reported after this grant (1 for lease locks).
+    holds: u64,
+}
+
+/// The hold for a grant, and how many of the hold counts Redis reported belong to holds of
+/// this owner that were already declared lost.
 fn new_hold(
     engine: &Arc<Engine>,
     spec: &LockSpec,
     holder: &Holder,
-    lease: Duration,
-    fence: u64,
-    deadline: Duration,
-    holds: u64,
+    grant: Grant,
+    ticket: Option<Ticket>,
 ) -> (Hold, u64) {
-    let (validity, orphaned) = match holder {
+    let Grant {
+        lease,
+        fence,
+        deadline,
+        holds,
+    } = grant;
+    let (validity, orphaned) = match (holder, ticket) {
         // The owner's holds are counts in one hash with one TTL: they share one validity.
-        Holder::Reentrant { owner } => {
-            let joined = engine.validities.join(&spec.name, owner, deadline, engine.now());
-            // With no live hold of this owner and no other acquire of it in flight, every count
-            // beyond this grant's own was left by holds this client declared lost while Redis
-            // still kept them (their local validity ends a drift allowance before the key). A
-            // lost hold's release sends nothing, so without this the count would outlive every
-            // guard. Quorum mode: counts may differ per node; not attempted.
-            let orphaned = if joined.fresh && joined.others_in_flight == 0 && !engine.is_quorum() {
+        (Holder::Reentrant { owner }, Some(ticket)) => {
+            let joined = engine
+                .validities
+                .join(&spec.name, owner, deadline, engine.now(), ticket);
+            // With no live hold of this owner, and no other acquire or release of it running
+            // at any time during this one, every count beyond this grant's own was left by
+            // holds this client declared lost while Redis still kept them (their local
+            // validity ends a drift allowance before the key). A lost hold's release sends
+            // nothing, so without this the count would outlive every guard. Quorum mode:
+            // counts may differ per node; not attempted.
+            let orphaned = if joined.fresh && !joined.overlapped && !engine.is_quorum() {
                 holds.saturating_sub(1)
             } else {
                 0
             };
             (joined.validity, orphaned)
         }
-        Holder::Lease { .. } => (Validity::new(&spec.name, deadline), 0),
+        _ => (Validity::new(&spec.name, deadline), 0),
     };
     let signal = Arc::new(HoldSignal::sharing(validity));
     // Fixed leases need no renewal: their loss is the deadline passing (see signal.rs).

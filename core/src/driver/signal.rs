@@ -92,7 +92,10 @@ pub(crate) struct Validities {
 #[derive(Debug, Default)]
 struct Slot {
     validity: Weak<Validity>,
+    /// Acquires and releases of the owner running now.
     in_flight: usize,
+    /// How many have ever started (a sequence number for [`Ticket`]).
+    started: u64,
 }
 
 /// What a grant joined: see [`Validities::join`].
@@ -100,15 +103,31 @@ pub(crate) struct Joined {
     pub(crate) validity: Arc<Validity>,
     /// No live hold of the owner existed: the grant starts a new validity.
     pub(crate) fresh: bool,
-    /// Other acquires and releases of the same owner in flight at the grant (their counts
-    /// may or may not be in Redis yet).
-    pub(crate) others_in_flight: usize,
+    /// Another acquire or release of the owner ran at some point during this acquire, so the
+    /// hold count Redis reported may or may not include its effect.
+    pub(crate) overlapped: bool,
 }
 
-/// One acquire of an owner in flight, counted until dropped (cancellation included).
+/// One acquire or release of an owner in flight, counted until dropped (cancellation
+/// included).
 pub(crate) struct InFlight<'a> {
     all: &'a Validities,
     key: (String, String),
+    ticket: Ticket,
+}
+
+/// When an [`InFlight`] started: its sequence number, and whether nothing else of the owner
+/// was running then.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ticket {
+    seq: u64,
+    alone: bool,
+}
+
+impl InFlight<'_> {
+    pub(crate) fn ticket(&self) -> Ticket {
+        self.ticket
+    }
 }
 
 impl Drop for InFlight<'_> {
@@ -137,23 +156,42 @@ impl Validities {
             map.retain(|_, s| s.in_flight > 0 || s.validity.strong_count() > 0);
             self.sweep_at.store(map.len() * 2, Ordering::Relaxed);
         }
-        map.entry(key.clone()).or_default().in_flight += 1;
-        InFlight { all: self, key }
+        let slot = map.entry(key.clone()).or_default();
+        let alone = slot.in_flight == 0;
+        slot.in_flight += 1;
+        slot.started += 1;
+        let ticket = Ticket {
+            seq: slot.started,
+            alone,
+        };
+        InFlight {
+            all: self,
+            key,
+            ticket,
+        }
     }
 
     /// The validity of a new hold of `owner` on `name` (an acquire counted by [`begin`](Self::begin)),
     /// granted until `deadline`: the live one of the owner's other holds (moved to `deadline`:
     /// the grant reset the key's TTL), else a new one.
-    pub(crate) fn join(&self, name: &str, owner: &str, deadline: Duration, now: Duration) -> Joined {
+    pub(crate) fn join(
+        &self,
+        name: &str,
+        owner: &str,
+        deadline: Duration,
+        now: Duration,
+        ticket: Ticket,
+    ) -> Joined {
         let mut map = self.slots();
         let slot = map.entry((name.to_owned(), owner.to_owned())).or_default();
-        let others_in_flight = slot.in_flight.saturating_sub(1);
+        // Nothing else ran when this began, nothing began since, nothing runs now.
+        let overlapped = !(ticket.alone && slot.started == ticket.seq && slot.in_flight == 1);
         if let Some(live) = slot.validity.upgrade().filter(|v| v.is_live_at(now)) {
             live.set_deadline(deadline);
             return Joined {
                 validity: live,
                 fresh: false,
-                others_in_flight,
+                overlapped,
             };
         }
         // The owner's previous validity ran out (or was lost): mark it lost for good, so that
@@ -167,7 +205,7 @@ impl Validities {
         Joined {
             validity,
             fresh: true,
-            others_in_flight,
+            overlapped,
         }
     }
 }
@@ -340,12 +378,14 @@ mod tests {
     fn a_reentry_joins_the_live_validity_of_its_owner_only() {
         let all = Validities::default();
         let join = |owner: &str, deadline: u64, now: u64| {
-            let _in_flight = all.begin("f", owner);
+            let in_flight = all.begin("f", owner);
+            let ticket = in_flight.ticket();
             all.join(
                 "f",
                 owner,
                 Duration::from_secs(deadline),
                 Duration::from_secs(now),
+                ticket,
             )
         };
         let first = join("c:1", 10, 0);
@@ -366,16 +406,30 @@ mod tests {
     }
 
     #[test]
-    fn concurrent_acquires_of_one_owner_are_counted() {
+    fn any_overlap_with_another_call_of_the_owner_is_seen() {
         let all = Validities::default();
+        let at = |t: Ticket| all.join("h", "c:1", Duration::from_secs(5), Duration::ZERO, t);
+        // Alone from start to grant.
+        let a = all.begin("h", "c:1");
+        assert!(!at(a.ticket()).overlapped);
+        drop(a);
+        // Another call still running at the grant.
         let a = all.begin("h", "c:1");
         let b = all.begin("h", "c:1");
-        let joined = all.join("h", "c:1", Duration::from_secs(5), Duration::ZERO);
-        assert_eq!(joined.others_in_flight, 1);
-        drop(b);
-        let joined = all.join("h", "c:1", Duration::from_secs(5), Duration::ZERO);
-        assert_eq!(joined.others_in_flight, 0);
+        assert!(at(b.ticket()).overlapped);
+        // ...or one that was running when this began and has finished since.
         drop(a);
+        assert!(at(b.ticket()).overlapped);
+        drop(b);
+        // ...or one that began and finished in between.
+        let a = all.begin("h", "c:1");
+        drop(all.begin("h", "c:1"));
+        assert!(at(a.ticket()).overlapped);
+        drop(a);
+        // Other owners and names do not count.
+        let a = all.begin("h", "c:1");
+        let _other = (all.begin("h", "c:2"), all.begin("i", "c:1"));
+        assert!(!at(a.ticket()).overlapped);
     }
 
     #[test]
