@@ -4,6 +4,11 @@
 //! network I/O, the watchdog and background releases; each call blocks the calling thread on
 //! it. Do not call these from inside an async runtime (tokio forbids nested `block_on`);
 //! dropping them there is fine.
+//!
+//! A guard dropped without [`Guard::release`] is released by a task on that runtime, which
+//! stops when the last client, lock or guard sharing it is dropped: a guard dropped just
+//! before its client may then stay in Redis until its lease runs out. Release explicitly
+//! before dropping the client.
 
 use crate::error::Result;
 use std::sync::Arc;

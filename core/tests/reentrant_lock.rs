@@ -223,3 +223,66 @@ async fn a_release_racing_a_reacquire_never_frees_the_new_hold() {
         assert_eq!(exists, 0, "round {round}");
     }
 }
+
+/// A hold past its local validity, not yet seen lost, is still released when asked (or
+/// dropped); after a re-acquire of the same owner in between, that release must send nothing,
+/// or it would take the new hold's count (found by a trial: another client then got the lock).
+#[tokio::test]
+async fn a_stale_hold_released_after_a_reacquire_sends_nothing() {
+    let s = server();
+    let other = client(&s).await;
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    for (round, by_drop) in [(0, false), (1, true)] {
+        let name = format!("acct:13:{round}");
+        let lock = client.rlock(name.as_str()).lease(Duration::from_millis(300));
+        let stale = lock.acquire().await.unwrap();
+        let _: () = cmd(&mut conn, &["PEXPIRE", &name, "10000"]).await;
+        tokio::time::sleep(Duration::from_millis(350)).await; // past its local validity
+        let new = lock
+            .clone()
+            .lease(Duration::from_secs(10))
+            .acquire()
+            .await
+            .unwrap();
+        if by_drop {
+            drop(stale);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        } else {
+            assert_eq!(stale.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+        }
+        assert!(
+            other.rlock(name.as_str()).try_acquire().await.unwrap().is_none(),
+            "round {round}"
+        );
+        new.release().await.unwrap();
+    }
+}
+
+/// Two acquires of one owner in flight, the first dropped (its rollback runs in the
+/// background): the second must end up holding exactly one count.
+#[tokio::test]
+async fn a_dropped_acquire_racing_a_reacquire_never_frees_the_new_hold() {
+    let s = server();
+    let other = client(&s).await;
+    let client = client(&s).await;
+    let lock = client.rlock("acct:14");
+    for i in 0..200 {
+        let mut first = Box::pin(lock.acquire());
+        assert!(futures::poll!(first.as_mut()).is_pending());
+        let mut second = Box::pin(lock.acquire());
+        assert!(futures::poll!(second.as_mut()).is_pending());
+        for _ in 0..(i % 6) {
+            tokio::task::yield_now().await;
+        }
+        drop(first);
+        let held = second.await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(
+            other.rlock("acct:14").try_acquire().await.unwrap().is_none(),
+            "iteration {i}"
+        );
+        held.release().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await; // the rollback may still be running
+    }
+}

@@ -74,6 +74,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         request_id: request_id.clone(),
         lease,
         pending: false,
+        _in_flight: in_flight,
     };
     let rt = &engine.runtime;
     let deadline = wait.map(|w| rt.now() + w);
@@ -387,6 +388,9 @@ struct UndoOnDrop {
     request_id: String,
     lease: Duration,
     pending: bool,
+    /// The acquire's own in-flight count: a field, so it ends only after `drop` has taken the
+    /// rollback's.
+    _in_flight: Option<InFlight>,
 }
 
 impl Drop for UndoOnDrop {
@@ -402,9 +406,17 @@ impl Drop for UndoOnDrop {
             self.lease,
         );
         tracing::debug!(lock = %name, "acquire ended with an unknown outcome; undoing it in the background");
+        // Counted as in flight (taken before the acquire's own count ends, so without a gap)
+        // until the rollback is done: its grant may still be in the hash, and a re-acquire
+        // of the owner must not take that count for an orphan.
+        let in_flight = match &holder {
+            Holder::Reentrant { owner } => Some(engine.validities.begin(&name, owner)),
+            Holder::Lease { .. } => None,
+        };
         self.engine.runtime.spawn(Box::pin(async move {
             let all: Vec<usize> = (0..engine.nodes.len()).collect();
             rollback(&engine, &name, &holder, &request_id, lease, &all).await;
+            drop(in_flight);
         }));
     }
 }

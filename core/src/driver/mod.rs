@@ -95,7 +95,7 @@ pub(crate) struct Engine {
     /// Lock name -> end of the hand-off grace after this client released it to a waiter.
     handoffs: Mutex<HashMap<String, Duration>>,
     /// The validity shared by the holds of each reentrant owner (see `signal.rs`).
-    pub(crate) validities: signal::Validities,
+    pub(crate) validities: Arc<signal::Validities>,
 }
 
 impl Engine {
@@ -112,7 +112,7 @@ impl Engine {
             owner_seq: AtomicU64::new(1),
             watchdog: Watchdog::default(),
             handoffs: Mutex::default(),
-            validities: signal::Validities::default(),
+            validities: Arc::default(),
         }))
     }
 

@@ -108,10 +108,10 @@ pub(crate) struct Joined {
     pub(crate) overlapped: bool,
 }
 
-/// One acquire or release of an owner in flight, counted until dropped (cancellation
-/// included).
-pub(crate) struct InFlight<'a> {
-    all: &'a Validities,
+/// One acquire, release or rollback of an owner in flight, counted until dropped
+/// (cancellation included). Owned, so a background rollback can carry it.
+pub(crate) struct InFlight {
+    all: Arc<Validities>,
     key: (String, String),
     ticket: Ticket,
 }
@@ -124,13 +124,13 @@ pub(crate) struct Ticket {
     alone: bool,
 }
 
-impl InFlight<'_> {
+impl InFlight {
     pub(crate) fn ticket(&self) -> Ticket {
         self.ticket
     }
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for InFlight {
     fn drop(&mut self) {
         let mut map = self.all.slots();
         if let Some(slot) = map.get_mut(&self.key) {
@@ -149,7 +149,7 @@ impl Validities {
 
     /// Counts an acquire or release of `owner` on `name` as in flight until the returned
     /// value drops.
-    pub(crate) fn begin(&self, name: &str, owner: &str) -> InFlight<'_> {
+    pub(crate) fn begin(self: &Arc<Self>, name: &str, owner: &str) -> InFlight {
         let key = (name.to_owned(), owner.to_owned());
         let mut map = self.slots();
         if map.len() >= self.sweep_at.load(Ordering::Relaxed).max(Self::FIRST_SWEEP) {
@@ -165,7 +165,7 @@ impl Validities {
             alone,
         };
         InFlight {
-            all: self,
+            all: self.clone(),
             key,
             ticket,
         }
@@ -376,7 +376,7 @@ mod tests {
 
     #[test]
     fn a_reentry_joins_the_live_validity_of_its_owner_only() {
-        let all = Validities::default();
+        let all = Arc::new(Validities::default());
         let join = |owner: &str, deadline: u64, now: u64| {
             let in_flight = all.begin("f", owner);
             let ticket = in_flight.ticket();
@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn any_overlap_with_another_call_of_the_owner_is_seen() {
-        let all = Validities::default();
+        let all = Arc::new(Validities::default());
         let at = |t: Ticket| all.join("h", "c:1", Duration::from_secs(5), Duration::ZERO, t);
         // Alone from start to grant.
         let a = all.begin("h", "c:1");

@@ -78,7 +78,11 @@ class Client(ClientBase):
     ) -> "Lock":
         """A reentrant lock on key ``name`` (Redisson RLock layout): the owning thread may
         acquire it again, through this or any other ``rlock(name)`` of this client, and must
-        release it as many times. Options as for :meth:`lock`."""
+        release it as many times. Options as for :meth:`lock`.
+
+        Holds live as long as some ``rlock(name)`` object of this client does: keep one
+        while holding (``client.rlock(name).acquire()`` on a temporary object is released
+        again as soon as that object is garbage-collected)."""
         native = native_lock(self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced)
         return Lock(native, self._shared_holds(name, _ThreadHolds))
 
