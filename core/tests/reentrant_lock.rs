@@ -153,6 +153,20 @@ async fn holds_of_one_owner_share_the_hash_validity() {
     assert_eq!(outer.release().await.unwrap_err().kind(), ErrorKind::LockLost);
 }
 
+/// A hold of `lock` acquired with `lease`, whose key Redis then keeps for 10 s, returned
+/// after `wait`: past its local validity while the key lives on (as in the drift window).
+async fn outlived_by_its_key(
+    lock: &redlatch::Lock,
+    conn: &mut redis::aio::MultiplexedConnection,
+    lease: Duration,
+    wait: Duration,
+) -> redlatch::Guard {
+    let guard = lock.clone().lease(lease).acquire().await.unwrap();
+    let _: () = cmd(conn, &["PEXPIRE", lock.name(), "10000"]).await;
+    tokio::time::sleep(wait).await;
+    guard
+}
+
 /// A hold declared lost by its local validity (which ends a drift allowance before the key)
 /// leaves its count in the hash; a re-acquire by the same owner must not leave that count
 /// behind once every guard is released (found by a new-user trial: the key outlived all guards).
@@ -162,15 +176,13 @@ async fn a_reacquire_after_a_local_loss_leaves_no_orphaned_count() {
     let client = client(&s).await;
     let mut conn = raw(&s).await;
     let lock = client.rlock("acct:11").owner(9);
-    let old = lock
-        .clone()
-        .lease(Duration::from_millis(300))
-        .acquire()
-        .await
-        .unwrap();
-    // Redis keeps the key well past the hold's local validity (as in the drift window).
-    let _: () = cmd(&mut conn, &["PEXPIRE", "acct:11", "10000"]).await;
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let old = outlived_by_its_key(
+        &lock,
+        &mut conn,
+        Duration::from_millis(300),
+        Duration::from_millis(400),
+    )
+    .await;
     assert!(old.is_lost());
     let new = lock
         .clone()
@@ -200,14 +212,13 @@ async fn a_release_racing_a_reacquire_never_frees_the_new_hold() {
     let mut conn = raw(&s).await;
     let lock = client.rlock("acct:12").owner(4);
     for round in 0..20 {
-        let old = lock
-            .clone()
-            .lease(Duration::from_millis(100))
-            .acquire()
-            .await
-            .unwrap();
-        let _: () = cmd(&mut conn, &["PEXPIRE", "acct:12", "10000"]).await;
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        let old = outlived_by_its_key(
+            &lock,
+            &mut conn,
+            Duration::from_millis(100),
+            Duration::from_millis(150),
+        )
+        .await;
         let fresh = lock.clone().lease(Duration::from_secs(10));
         let (released, new) = tokio::join!(old.release(), fresh.acquire());
         let _ = released; // Ok, NotOwned or LockLost depending on the interleaving
@@ -235,10 +246,14 @@ async fn a_stale_hold_released_after_a_reacquire_sends_nothing() {
     let mut conn = raw(&s).await;
     for (round, by_drop) in [(0, false), (1, true)] {
         let name = format!("acct:13:{round}");
-        let lock = client.rlock(name.as_str()).lease(Duration::from_millis(300));
-        let stale = lock.acquire().await.unwrap();
-        let _: () = cmd(&mut conn, &["PEXPIRE", &name, "10000"]).await;
-        tokio::time::sleep(Duration::from_millis(350)).await; // past its local validity
+        let lock = client.rlock(name.as_str());
+        let stale = outlived_by_its_key(
+            &lock,
+            &mut conn,
+            Duration::from_millis(300),
+            Duration::from_millis(350),
+        )
+        .await;
         let new = lock
             .clone()
             .lease(Duration::from_secs(10))

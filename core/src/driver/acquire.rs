@@ -60,10 +60,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     };
     let request_id = holder.request_id()?;
     // A reentrant owner's acquires in flight are counted (see `drop_orphaned_counts`).
-    let in_flight = match &holder {
-        Holder::Reentrant { owner } => Some(engine.validities.begin(&spec.name, owner)),
-        Holder::Lease { .. } => None,
-    };
+    let in_flight = engine.in_flight(&spec.name, &holder);
     let ticket = in_flight.as_ref().map(InFlight::ticket);
     // Undoes, in the background, an attempt whose outcome is unknown if this future ends
     // without a grant: an error return, or the caller dropping it (cancellation).
@@ -409,10 +406,7 @@ impl Drop for UndoOnDrop {
         // Counted as in flight (taken before the acquire's own count ends, so without a gap)
         // until the rollback is done: its grant may still be in the hash, and a re-acquire
         // of the owner must not take that count for an orphan.
-        let in_flight = match &holder {
-            Holder::Reentrant { owner } => Some(engine.validities.begin(&name, owner)),
-            Holder::Lease { .. } => None,
-        };
+        let in_flight = engine.in_flight(&name, &holder);
         self.engine.runtime.spawn(Box::pin(async move {
             let all: Vec<usize> = (0..engine.nodes.len()).collect();
             rollback(&engine, &name, &holder, &request_id, lease, &all).await;

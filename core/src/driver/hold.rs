@@ -61,10 +61,7 @@ impl Hold {
         // A reentrant release counts as in flight for its owner from before `close()` until
         // Redis answered: a re-acquire that removes counts of lost holds must not race it
         // (see `drop_orphaned_counts` in acquire.rs).
-        let _in_flight = match &self.holder {
-            Holder::Reentrant { owner } => Some(engine.validities.begin(&self.name, owner)),
-            Holder::Lease { .. } => None,
-        };
+        let _in_flight = engine.in_flight(&self.name, &self.holder);
         // Past its deadline but not yet seen lost, the hold is still released (the key may
         // live on for the drift allowance); Redis' answer then says whether it was still ours.
         let still_valid = engine.now() < self.signal.deadline();

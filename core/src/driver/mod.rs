@@ -18,6 +18,7 @@ pub(crate) use signal::End;
 pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};
 pub(crate) use watchdog::Watchdog;
 
+use crate::protocol::request::Holder;
 use crate::protocol::{quorum, timing, token};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -168,6 +169,15 @@ impl Engine {
         let mut map = self.handoffs();
         let until = map.remove(name)?;
         until.checked_sub(self.now()).filter(|d| !d.is_zero())
+    }
+
+    /// Counts an acquire, release or rollback of `holder` on `name` as in flight while the
+    /// returned value lives (reentrant holders only; see `signal::Validities`).
+    pub(crate) fn in_flight(&self, name: &str, holder: &Holder) -> Option<signal::InFlight> {
+        match holder {
+            Holder::Reentrant { owner } => Some(self.validities.begin(name, owner)),
+            Holder::Lease { .. } => None,
+        }
     }
 
     /// A fresh owner number, distinct from every other owner of this client.
