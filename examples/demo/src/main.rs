@@ -11,7 +11,6 @@
 //! ```
 #![deny(unsafe_code)]
 
-mod clock;
 mod driver;
 mod lock;
 mod worker;

@@ -22,7 +22,7 @@ use std::io::Write;
 use std::thread::sleep;
 use std::time::Duration;
 
-use crate::clock::monotonic_ns;
+use redlatch_fleet::monotonic_ns;
 use crate::lock::Locker;
 
 /// Boxed error for the demo's plumbing.

@@ -39,7 +39,9 @@ enum NotReady {
 
 /// Spawns Redis on `port` and waits until it is ready. On failure the child is killed and
 /// reaped; the error says what happened and whether another port (or another try) may help.
-pub(crate) fn launch(exe: &Path, port: u16, dir: &Path) -> Result<Child, (String, bool)> {
+/// `extra` options come after the harness's own, so they override them (Redis applies
+/// command-line options in order; e.g. `--appendonly yes` turns persistence on).
+pub(crate) fn launch(exe: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Child, (String, bool)> {
     let mut child = Command::new(exe)
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
         .args(["--save", "", "--appendonly", "no"])
@@ -48,6 +50,7 @@ pub(crate) fn launch(exe: &Path, port: u16, dir: &Path) -> Result<Child, (String
         .arg(dir)
         .arg("--logfile")
         .arg(dir.join("redis.log"))
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -8,13 +8,17 @@
 //!
 //! - [`RedisServer`]: one process; start, pause, resume, kill, stop, restart, `redis-cli`.
 //! - [`Fleet`]: one single node plus N independent quorum nodes (for Redlock).
-//! - [`check_no_overlap`]: the mutual-exclusion checker over `[acquired, released, token]` logs.
+//! - [`check_no_overlap`]: the mutual-exclusion checker over `[acquired, released, token]` logs,
+//!   timed with [`monotonic_ns`], the clock every process on the machine shares.
+//! - [`signal_child`]: `SIGSTOP`/`SIGCONT`/`SIGKILL` for other child processes a test starts
+//!   (lock holders), with the same by-pid, still-our-child rule as the servers.
 //! - The `redlatch-fleet` binary runs another program (pytest, `node --test`, C tests) against a
 //!   fleet, passing the URLs in [`ENV_URL`] and [`ENV_QUORUM_URLS`].
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
 mod checker;
+mod clock;
 mod fleet;
 mod launch;
 mod paths;
@@ -23,7 +27,9 @@ mod server;
 mod signal;
 
 pub use checker::{check_no_overlap, Interval};
+pub use clock::monotonic_ns;
 pub use fleet::{Fleet, ENV_QUORUM_URLS, ENV_URL};
 pub use paths::{redis_cli_path, redis_server_path};
 pub use resp::ping_port;
 pub use server::{RedisServer, START_TIMEOUT, STOP_TIMEOUT};
+pub use signal::{signal_child, Signal};

@@ -43,6 +43,8 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     exe: PathBuf,
+    /// Options given to [`RedisServer::start_with`], passed again on every restart.
+    extra: Vec<String>,
     state: Mutex<State>,
 }
 
@@ -73,6 +75,18 @@ impl RedisServer {
     /// `redis-server` missing (with an install hint), the temporary directory not creatable,
     /// or the server not starting; the message then ends with the tail of `redis.log`.
     pub fn start() -> io::Result<Self> {
+        Self::start_with(&[])
+    }
+
+    /// Like [`start`](Self::start), with extra `redis-server` options after the harness's own
+    /// (so they override them), kept for [`restart`](Self::restart). For example
+    /// `["--appendonly", "yes", "--appendfsync", "always"]` makes the data survive a
+    /// `kill` + `restart` (the AOF lives in the server's temporary directory).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start); a bad option makes Redis exit, reported with its log.
+    pub fn start_with(extra: &[&str]) -> io::Result<Self> {
+        let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
         let exe = redis_server_path()?;
         let dir = make_temp_dir()?;
         let mut last_error = String::new();
@@ -84,7 +98,7 @@ impl RedisServer {
                     return Err(e);
                 }
             };
-            match launch(&exe, port, &dir) {
+            match launch(&exe, port, &dir, &extra) {
                 Ok(child) => {
                     let pid = child.id();
                     let state = State {
@@ -96,6 +110,7 @@ impl RedisServer {
                         port,
                         dir,
                         exe,
+                        extra,
                         state: Mutex::new(state),
                     });
                 }
@@ -209,8 +224,8 @@ impl RedisServer {
         stop_locked(&mut self.state())
     }
 
-    /// Starts the server again on the same port and directory (data is not kept: there is no
-    /// persistence), waiting like [`start`](Self::start). If it is still running it is first
+    /// Starts the server again on the same port and directory (data is not kept unless
+    /// [`start_with`](Self::start_with) turned persistence on), waiting like [`start`](Self::start). If it is still running it is first
     /// stopped with [`stop`](Self::stop). Retries for up to [`START_TIMEOUT`] if the port is
     /// momentarily taken by another process.
     ///
@@ -221,7 +236,7 @@ impl RedisServer {
         stop_locked(&mut state)?;
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            match launch(&self.exe, self.port, &self.dir) {
+            match launch(&self.exe, self.port, &self.dir, &self.extra) {
                 Ok(child) => {
                     state.pid = child.id();
                     state.child = Some(child);

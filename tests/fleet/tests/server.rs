@@ -165,3 +165,40 @@ fn fleet_starts_distinct_nodes_and_stops_them_on_drop() {
     drop(fleet);
     assert!(ports.iter().all(|&p| !ping_port(p, SHORT)));
 }
+
+#[test]
+fn start_with_keeps_its_options_across_restarts() {
+    // AOF with fsync on every write: the data survives a crash (kill -9) and restart.
+    let server = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]).unwrap();
+    assert_eq!(
+        server.cli(&["CONFIG", "GET", "appendfsync"]).unwrap(),
+        "appendfsync\nalways"
+    );
+    server.cli(&["SET", "k", "kept"]).unwrap();
+    server.kill().unwrap();
+    server.restart().unwrap();
+    assert_eq!(server.cli(&["GET", "k"]).unwrap(), "kept");
+    assert_eq!(
+        server.cli(&["CONFIG", "GET", "appendonly"]).unwrap(),
+        "appendonly\nyes"
+    );
+}
+
+#[test]
+fn signal_child_stops_resumes_and_kills_only_a_live_child() {
+    use redlatch_fleet::{signal_child, Signal};
+    let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let state = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit_once(')').unwrap().1.trim_start().chars().next().unwrap()
+    };
+    signal_child(&mut child, Signal::Stop).unwrap();
+    assert!(eventually(|| state(child.id()) == 'T'), "stopped");
+    signal_child(&mut child, Signal::Cont).unwrap();
+    assert!(eventually(|| state(child.id()) != 'T'), "resumed");
+    signal_child(&mut child, Signal::Kill).unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let err = signal_child(&mut child, Signal::Kill).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotConnected);
+}
