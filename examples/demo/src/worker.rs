@@ -22,8 +22,8 @@ use std::io::Write;
 use std::thread::sleep;
 use std::time::Duration;
 
-use redlatch_fleet::monotonic_ns;
 use crate::lock::Locker;
+use redlatch_fleet::monotonic_ns;
 
 /// Boxed error for the demo's plumbing.
 pub type BoxError = Box<dyn Error>;

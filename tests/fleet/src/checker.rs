@@ -52,11 +52,30 @@ impl Interval {
 /// The first violation, naming both tokens and their times, or an interval released before
 /// it was acquired.
 pub fn check_no_overlap(intervals: &[Interval]) -> Result<(), String> {
-    if let Some(bad) = intervals.iter().find(|i| i.released_ns < i.acquired_ns) {
-        return Err(format!(
-            "interval {:?} released at {} ns before it was acquired at {} ns",
-            bad.token, bad.released_ns, bad.acquired_ns
-        ));
+    match find_overlaps(intervals).into_iter().next() {
+        Some(violation) => Err(violation),
+        None => Ok(()),
+    }
+}
+
+/// Every violation [`check_no_overlap`] would report, in acquire order: each interval that
+/// starts while an earlier-acquired one is still held is one violation (named with the
+/// earlier interval that is released last), and so is each interval released before it was
+/// acquired. Used to count violations where they are expected (a holder paused past its
+/// lease) rather than stop at the first.
+pub fn find_overlaps(intervals: &[Interval]) -> Vec<String> {
+    let mut violations: Vec<String> = intervals
+        .iter()
+        .filter(|i| i.released_ns < i.acquired_ns)
+        .map(|bad| {
+            format!(
+                "interval {:?} released at {} ns before it was acquired at {} ns",
+                bad.token, bad.released_ns, bad.acquired_ns
+            )
+        })
+        .collect();
+    if !violations.is_empty() {
+        return violations;
     }
     let mut sorted: Vec<&Interval> = intervals.iter().collect();
     sorted.sort_by(|a, b| match a.acquired_ns.cmp(&b.acquired_ns) {
@@ -68,7 +87,7 @@ pub fn check_no_overlap(intervals: &[Interval]) -> Result<(), String> {
     for current in sorted {
         if let Some(held) = latest {
             if current.acquired_ns < held.released_ns {
-                return Err(format!(
+                violations.push(format!(
                     "mutual exclusion violated: {:?} acquired at {} ns while {:?} held the lock \
                      ({} ns .. {} ns), overlap {} ns",
                     current.token,
@@ -84,7 +103,7 @@ pub fn check_no_overlap(intervals: &[Interval]) -> Result<(), String> {
             latest = Some(current);
         }
     }
-    Ok(())
+    violations
 }
 
 #[cfg(test)]
@@ -129,6 +148,23 @@ mod tests {
     #[test]
     fn identical_start_times_overlap() {
         assert!(check_no_overlap(&[iv(5, 6, "x"), iv(5, 7, "y")]).is_err());
+    }
+
+    #[test]
+    fn find_overlaps_counts_each_interval_started_inside_another() {
+        let log = [
+            iv(0, 100, "a"),
+            iv(10, 20, "b"),
+            iv(30, 40, "c"),
+            iv(100, 110, "d"),
+        ];
+        let found = find_overlaps(&log);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].contains("\"b\"") && found[1].contains("\"c\""),
+            "{found:?}"
+        );
+        assert!(find_overlaps(&[iv(0, 1, "x"), iv(1, 2, "y")]).is_empty());
     }
 
     #[test]

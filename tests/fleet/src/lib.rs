@@ -26,7 +26,7 @@ mod resp;
 mod server;
 mod signal;
 
-pub use checker::{check_no_overlap, Interval};
+pub use checker::{check_no_overlap, find_overlaps, Interval};
 pub use clock::monotonic_ns;
 pub use fleet::{Fleet, ENV_QUORUM_URLS, ENV_URL};
 pub use paths::{redis_cli_path, redis_server_path};

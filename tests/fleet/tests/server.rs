@@ -190,7 +190,13 @@ fn signal_child_stops_resumes_and_kills_only_a_live_child() {
     let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
     let state = |pid: u32| {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        stat.rsplit_once(')').unwrap().1.trim_start().chars().next().unwrap()
+        stat.rsplit_once(')')
+            .unwrap()
+            .1
+            .trim_start()
+            .chars()
+            .next()
+            .unwrap()
     };
     signal_child(&mut child, Signal::Stop).unwrap();
     assert!(eventually(|| state(child.id()) == 'T'), "stopped");

@@ -1,0 +1,1 @@
+//! The soak run (see `make soak`).
