@@ -175,8 +175,14 @@ impl FaultProxy {
             forwarded: Default::default(),
             dropped: Default::default(),
         });
-        let listener = runtime.block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?;
+        // Bound here, not with `block_on`: the proxy may be started inside a test's runtime.
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
+        let listener = {
+            let _context = runtime.enter();
+            TcpListener::from_std(listener)?
+        };
         let upstream_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, upstream));
         runtime.spawn(pump::accept_loop(listener, upstream_addr, shared.clone()));
         Ok(FaultProxy {
