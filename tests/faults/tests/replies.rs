@@ -230,3 +230,38 @@ async fn slow_replies_within_the_lease_still_grant() {
     bounded(guard.release()).await.unwrap();
     assert!(!exists(&server, &lock));
 }
+
+/// A connection that dies silently (a firewall or NAT drops the flow, a host vanishes without
+/// a RST) never answers again, while a new connection would work. The calls on it time out;
+/// the client must then give up on that connection instead of queueing on it forever.
+/// Today it never does: the transport's redis-rs `ConnectionManager` runs with no response
+/// timeout (`set_response_timeout(None)`, core/src/native/transport.rs), so a call that times
+/// out in the driver leaves the connection in place and the next call queues on it too, until
+/// the kernel gives up on the TCP connection (~15 min with Linux defaults).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "defect outside issue 10: a connection whose calls time out is never replaced (reported)"]
+async fn a_silently_dead_connection_is_replaced() {
+    let server = server();
+    let proxy = FaultProxy::start(server.port()).unwrap();
+    let client = via(&proxy, Duration::from_millis(300)).await;
+    let lock = name("half-open");
+    proxy.freeze_open();
+    let mut outcomes = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        match bounded(client.lock(&lock).lease(Duration::from_secs(5)).try_acquire()).await {
+            Ok(Some(guard)) => {
+                guard.release().await.unwrap();
+                return;
+            }
+            other => outcomes.push(other.map(|g| g.is_some()).map_err(|e| e.kind())),
+        }
+    }
+    panic!(
+        "5 s after the connection went silent every call still failed ({} tries: {:?}); \
+         {} connection(s) accepted by the proxy",
+        outcomes.len(),
+        &outcomes[..outcomes.len().min(3)],
+        proxy.stats().accepted
+    );
+}

@@ -22,6 +22,9 @@
 //!
 //! [`FaultProxy::once`] applies a fault to the next chunk only (one lost reply).
 //! [`FaultProxy::reset_all`] resets every open connection now (a link flap).
+//! [`FaultProxy::freeze_open`] blackholes the connections open now, for good, while new ones
+//! pass: a half-open connection (a firewall or NAT that dropped the flow, a host gone without
+//! a RST), which only a client that gives up on it recovers from.
 //! The proxy runs on its own tokio runtime (one worker thread), so it serves blocking and
 //! async tests alike and keeps running while the test's runtime is busy.
 
@@ -99,6 +102,8 @@ struct Shared {
     /// Bumped by `reset_all`.
     reset_all: watch::Sender<u64>,
     accepted: AtomicU64,
+    /// Connections numbered below this (by accept order, from 0) are frozen for good.
+    frozen_below: AtomicU64,
     open: AtomicU64,
     resets: AtomicU64,
     forwarded: [AtomicU64; 2],
@@ -170,6 +175,7 @@ impl FaultProxy {
             changed: watch::channel(0).0,
             reset_all: watch::channel(0).0,
             accepted: AtomicU64::new(0),
+            frozen_below: AtomicU64::new(0),
             open: AtomicU64::new(0),
             resets: AtomicU64::new(0),
             forwarded: Default::default(),
@@ -243,6 +249,14 @@ impl FaultProxy {
     /// Resets every open connection (RST both ways); new connections are accepted as usual.
     pub fn reset_all(&self) {
         Shared::bump(&self.shared.reset_all);
+    }
+
+    /// Freezes every connection open now, for good (nothing read or forwarded, no reset);
+    /// connections accepted later pass as usual.
+    pub fn freeze_open(&self) {
+        let accepted = self.shared.accepted.load(Ordering::SeqCst);
+        self.shared.frozen_below.store(accepted, Ordering::SeqCst);
+        Shared::bump(&self.shared.changed);
     }
 
     /// The proxy's counters so far.

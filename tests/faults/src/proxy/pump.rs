@@ -22,8 +22,8 @@ pub(super) async fn accept_loop(listener: TcpListener, upstream: SocketAddr, sha
         let Ok((client, _)) = listener.accept().await else {
             continue;
         };
-        shared.accepted.fetch_add(1, Ordering::SeqCst);
-        tokio::spawn(serve(client, upstream, shared.clone()));
+        let number = shared.accepted.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(serve(client, number, upstream, shared.clone()));
     }
 }
 
@@ -36,7 +36,7 @@ impl Drop for OpenGuard {
     }
 }
 
-async fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
+async fn serve(client: TcpStream, number: u64, upstream: SocketAddr, shared: Arc<Shared>) {
     shared.open.fetch_add(1, Ordering::SeqCst);
     let _open = OpenGuard(shared.clone());
     let server = match TcpStream::connect(upstream).await {
@@ -53,8 +53,20 @@ async fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let outcome = {
-        let up = pump(&shared, Direction::ToServer, &mut client_read, &mut server_write);
-        let down = pump(&shared, Direction::ToClient, &mut server_read, &mut client_write);
+        let up = pump(
+            &shared,
+            number,
+            Direction::ToServer,
+            &mut client_read,
+            &mut server_write,
+        );
+        let down = pump(
+            &shared,
+            number,
+            Direction::ToClient,
+            &mut server_read,
+            &mut client_write,
+        );
         tokio::select! {
             result = async { tokio::try_join!(up, down) } => result.map(|_| ()),
             _ = resets.changed() => Err(ResetBoth),
@@ -76,6 +88,7 @@ async fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
 /// (then `to` is shut down for writing, keeping TCP half-close) or a reset is called for.
 async fn pump(
     shared: &Shared,
+    number: u64,
     direction: Direction,
     from: &mut OwnedReadHalf,
     to: &mut OwnedWriteHalf,
@@ -91,7 +104,8 @@ async fn pump(
             let _ = to.shutdown().await;
             return Ok(());
         }
-        let held = shared.current(direction) == Fault::Blackhole;
+        let frozen = number < shared.frozen_below.load(Ordering::SeqCst);
+        let held = frozen || shared.current(direction) == Fault::Blackhole;
         let due = if held {
             None
         } else {

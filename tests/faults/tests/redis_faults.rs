@@ -1,0 +1,231 @@
+//! Faults on the Redis side (faults.md rows 6, 7, 18, 19, 20): the server frozen past the
+//! validity (`SIGSTOP`), stalled (`DEBUG SLEEP`), write-paused (`CLIENT PAUSE WRITE`), our
+//! connections killed (`CLIENT KILL`), the script cache flushed, idle connections closed
+//! (`CONFIG SET timeout`).
+
+mod common;
+use common::*;
+
+use std::time::Duration;
+
+use redlatch::{Client, ErrorKind};
+use redlatch_fleet::RedisServer;
+
+async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(HANG_GUARD, f)
+        .await
+        .expect("call hung past its bound")
+}
+
+async fn client_with(server: &RedisServer, watchdog: Duration, network_timeout: Duration) -> Client {
+    Client::builder(&server.url())
+        .watchdog_timeout(watchdog)
+        .network_timeout(network_timeout)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Runs a raw command on its own connection, off the async runtime (redis-cli blocks).
+fn cli_in_background(server: &RedisServer, args: &[&str]) -> std::thread::JoinHandle<String> {
+    let url = server.url();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_string()).collect();
+    std::thread::spawn(move || {
+        let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let mut c = redis::cmd(&args[0]);
+        c.arg(&args[1..]);
+        c.query::<String>(&mut conn).unwrap_or_else(|e| e.to_string())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_paused_past_the_validity_reports_the_loss_before_it_resumes() {
+    let server = server();
+    let a = client_with(&server, Duration::from_millis(800), Duration::from_millis(300)).await;
+    let lock = name("redis-paused");
+    let guard = a.lock(&lock).acquire().await.unwrap();
+    let lost = guard.lost();
+    server.pause().unwrap();
+    // The hold's validity runs on the client's clock: the loss is known without Redis.
+    let told = tokio::time::timeout(Duration::from_secs(3), lost).await;
+    let still_paused = server.is_paused();
+    server.resume().unwrap();
+    assert!(
+        told.is_ok(),
+        "the holder was not told within 3 s that its 800 ms lease was gone"
+    );
+    assert!(still_paused, "told before Redis came back");
+    // Redis expires the key by wall-clock time: after the pause it is gone.
+    let b = Client::connect(&server.url()).await.unwrap();
+    let theirs = bounded(b.lock(&lock).wait(Duration::from_secs(5)).acquire())
+        .await
+        .unwrap();
+    let err = guard.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    assert!(
+        theirs.owned().await.unwrap(),
+        "the lost holder sent nothing that hurt the new one"
+    );
+    theirs.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_stall_is_waited_out_and_a_long_one_leaves_no_orphan() {
+    let server = server();
+    let lock = name("debug-sleep");
+    // A stall shorter than the network timeout: the acquire just takes longer.
+    let patient = client_with(&server, Duration::from_secs(30), Duration::from_secs(2)).await;
+    let warm = patient
+        .lock(&lock)
+        .lease(Duration::from_secs(1))
+        .acquire()
+        .await
+        .unwrap();
+    warm.release().await.unwrap();
+    let sleeper = cli_in_background(&server, &["DEBUG", "SLEEP", "0.3"]);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let guard = bounded(patient.lock(&lock).lease(Duration::from_secs(5)).acquire())
+        .await
+        .unwrap();
+    assert_eq!(sleeper.join().unwrap(), "OK");
+    assert!(guard.owned().await.unwrap());
+    guard.release().await.unwrap();
+
+    // A stall longer than the network timeout: a single try gives up, and the grant Redis
+    // applies after the stall is rolled back, not left for its 30 s lease.
+    let hasty = client_with(&server, Duration::from_secs(30), Duration::from_millis(150)).await;
+    let warm = hasty
+        .lock(&lock)
+        .lease(Duration::from_secs(1))
+        .acquire()
+        .await
+        .unwrap();
+    warm.release().await.unwrap();
+    let sleeper = cli_in_background(&server, &["DEBUG", "SLEEP", "1"]);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let err = bounded(hasty.lock(&lock).lease(Duration::from_secs(30)).try_acquire())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    sleeper.join().unwrap();
+    assert!(
+        eventually(Duration::from_secs(3), || !exists(&server, &lock)),
+        "the grant applied after the stall was not rolled back"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_pause_write_past_the_validity_is_reported_lost() {
+    let server = server();
+    let a = client_with(&server, Duration::from_millis(600), Duration::from_millis(300)).await;
+    let lock = name("client-pause-write");
+    let guard = a.lock(&lock).acquire().await.unwrap();
+    let lost = guard.lost();
+    let _: () = cmd(&server, &["CLIENT", "PAUSE", "2000", "WRITE"]);
+    // Renewals block behind the pause: the holder must hear it lost, not stay silently "held".
+    bounded(lost).await;
+    assert!(guard.is_lost());
+    // Only now (the loss reported) does another client try: it gets the lock once the pause
+    // ends and the key expires.
+    let b = Client::connect(&server.url()).await.unwrap();
+    let theirs = bounded(b.lock(&lock).wait(Duration::from_secs(10)).acquire())
+        .await
+        .unwrap();
+    let err = guard.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    assert!(theirs.owned().await.unwrap());
+    theirs.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_connections_and_a_script_flush_keep_the_hold_and_the_waiter() {
+    let server = server();
+    let a = client_with(&server, Duration::from_millis(900), Duration::from_millis(500)).await;
+    let lock = name("client-kill");
+    let guard = a.lock(&lock).acquire().await.unwrap();
+    let b = Client::connect(&server.url()).await.unwrap();
+    let waiter = {
+        let lock = lock.clone();
+        tokio::spawn(async move { b.lock(&lock).wait(Duration::from_secs(10)).acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await; // the waiter has subscribed
+    let killed: i64 = cmd(&server, &["CLIENT", "KILL", "TYPE", "normal"]);
+    let killed_pubsub: i64 = cmd(&server, &["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert!(killed >= 2 && killed_pubsub >= 1, "{killed} {killed_pubsub}");
+    let _: () = cmd(&server, &["SCRIPT", "FLUSH"]);
+    // Longer than the 900 ms lease: had a renewal failed, the key would be gone by now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!guard.is_lost(), "the watchdog reconnected and kept renewing");
+    assert!(guard.owned().await.unwrap());
+    assert!(!waiter.is_finished(), "nobody else got the lock meanwhile");
+    guard.release().await.unwrap();
+    let theirs = bounded(waiter)
+        .await
+        .unwrap()
+        .expect("the waiter gets the lock after the release");
+    theirs.release().await.unwrap();
+}
+
+/// Issue 10 item 1: after Redis closes a connection (CLIENT KILL, idle timeout, restart), the
+/// next single-try call must not fail with a broken pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 10 item 1, fixed on branch h-defects"]
+async fn single_tries_after_a_killed_connection_succeed() {
+    let server = server();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let lock = name("single-try-after-kill");
+    let warm = client
+        .lock(&lock)
+        .lease(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    warm.release().await.unwrap();
+    let _: i64 = cmd(&server, &["CLIENT", "KILL", "TYPE", "normal"]);
+    let guard = client
+        .lock(&lock)
+        .lease(Duration::from_secs(5))
+        .try_acquire()
+        .await;
+    let guard = guard
+        .expect("a single try after CLIENT KILL")
+        .expect("the lock is free");
+    let _: i64 = cmd(&server, &["CLIENT", "KILL", "TYPE", "normal"]);
+    assert!(client
+        .lock(&lock)
+        .locked()
+        .await
+        .expect("locked() after CLIENT KILL"));
+    let _: i64 = cmd(&server, &["CLIENT", "KILL", "TYPE", "normal"]);
+    assert!(guard.owned().await.expect("owned() after CLIENT KILL"));
+    guard.release().await.unwrap();
+}
+
+/// Issue 10 item 1, through the idle timeout of Redis (`timeout` in seconds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 10 item 1, fixed on branch h-defects"]
+async fn single_try_after_an_idle_timeout_succeeds() {
+    let server = server();
+    let _: () = cmd(&server, &["CONFIG", "SET", "timeout", "1"]);
+    let client = Client::connect(&server.url()).await.unwrap();
+    let lock = name("single-try-after-idle");
+    let guard = client
+        .lock(&lock)
+        .lease(Duration::from_secs(1))
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    guard.release().await.unwrap();
+    // Redis closes connections idle for more than 1 s (checked with 1 s granularity).
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let guard = client
+        .lock(&lock)
+        .lease(Duration::from_secs(1))
+        .try_acquire()
+        .await;
+    let guard = guard
+        .expect("a single try after the idle timeout")
+        .expect("the lock is free");
+    guard.release().await.unwrap();
+}
