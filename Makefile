@@ -1,6 +1,7 @@
 # redlatch: `make demo` and `make test` each install what they need first (tests/setup.sh and
 # each binding's setup). `make check` = formatting, lints, docs and generated-file freshness;
-# `make bench` = benchmark figures (release build); `make install PREFIX=...` = the C library.
+# `make bench` = benchmark figures (release build); `make soak` = the fault soak's figures
+# (release build, 10^5 fenced critical sections); `make install PREFIX=...` = the C library.
 
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
@@ -8,13 +9,14 @@ export CARGO_TERM_COLOR ?= never
 # Plain `make` only explains; the included files must not pick the default goal.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test check test-rust test-wasm test-c test-node test-python publish-check bench setup setup-test fmt install
+.PHONY: help demo test check test-rust test-faults test-wasm test-c test-node test-python publish-check bench soak setup setup-test fmt install
 
 help:
 	@echo "make demo    run the stock-oversell demo (installs redis-server if missing)"
 	@echo "make test    lint, then every suite in every language against real Redis"
 	@echo "make check   formatting, clippy, docs, generated header/typings current"
 	@echo "make bench   benchmark figures (release builds)"
+	@echo "make soak    fault soak: 10^5 fenced critical sections under injected faults, with figures"
 	@echo "make install PREFIX=...   install the C library, headers, pkg-config and CMake files"
 
 # The bindings' own targets (each file documents its targets).
@@ -49,8 +51,14 @@ check: setup-test c-header-check node-check py-check
 	$(CARGO) clippy -p redlatch-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p redlatch -p redlatch-ffi --no-deps
 
+# The workspace's tests include the fault suite (tests/faults) in its bounded form: the
+# scenarios and a 20 s storm of random faults.
 test-rust: setup-test
 	$(CARGO) test --workspace
+
+# The fault suite alone.
+test-faults: setup-test
+	$(CARGO) test -p redlatch-faults
 
 # The pure core must build for wasm32 without tokio or sockets; then the redlatch/wasm package:
 # wasm-bindgen tests under Node and its node:test suite against a Redis fleet.
@@ -79,6 +87,15 @@ publish-check:
 
 bench: setup node-bench py-bench
 	$(CARGO) run --release -p redlatch --example bench
+
+# The fault soak (tests/faults/src/soak): holder processes under random faults until 10^5
+# fenced critical sections ran (at most 30 min), then the checks and the figures; exits 1 if
+# a figure claimed to be zero is not. SOAK_ARGS passes options (see redlatch-soak's docs).
+SOAK_ARGS ?= --sections 100000
+soak: setup
+	$(CARGO) build --release -p redlatch-faults --bins
+	@echo "soak: $$(date -u '+%Y-%m-%d %H:%M UTC'), commit $$(git rev-parse --short HEAD 2>/dev/null || echo unknown), $$(nproc) cores, $$(uname -sr)"
+	./target/release/redlatch-soak $(SOAK_ARGS)
 
 fmt:
 	$(CARGO) fmt --all

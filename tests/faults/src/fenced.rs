@@ -170,9 +170,17 @@ fn accept_loop(listener: TcpListener, fencing: Fencing, state: Arc<Mutex<State>>
 fn serve(stream: TcpStream, conn: u64, fencing: Fencing, state: &Mutex<State>) {
     let Ok(mut out) = stream.try_clone() else { return };
     let _ = stream.set_nodelay(true);
-    for line in BufReader::new(stream).lines() {
-        let Ok(line) = line else { return };
-        let reply = handle(&line, conn, fencing, &mut lock(state));
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        // A request counts only when its line is complete: a holder killed in mid-write
+        // leaves a fragment, which must not be applied.
+        match reader.read_line(&mut line) {
+            Ok(n) if n > 0 && line.ends_with('\n') => {}
+            _ => return,
+        }
+        let reply = handle(line.trim_end(), conn, fencing, &mut lock(state));
         if out.write_all(format!("{reply}\n").as_bytes()).is_err() {
             return;
         }
@@ -346,6 +354,17 @@ mod tests {
         let report = resource.report();
         assert_eq!((report.value, report.writes, report.lost_updates), (1, 2, 1));
         assert!(report.rejected.is_empty());
+    }
+
+    #[test]
+    fn a_request_cut_short_by_a_crash_is_not_applied() {
+        let resource = FencedResource::start(Fencing::On).unwrap();
+        let mut raw = TcpStream::connect((Ipv4Addr::LOCALHOST, resource.port())).unwrap();
+        raw.write_all(b"WRITE 1 1").unwrap(); // no newline: the writer died
+        drop(raw);
+        let mut c = ResourceClient::connect(resource.port()).unwrap();
+        assert_eq!(c.read(2).unwrap(), Answer::Ok(0));
+        assert_eq!(resource.report().writes, 0);
     }
 
     #[test]

@@ -211,6 +211,11 @@ impl Holder {
         self.log.events().clone()
     }
 
+    /// Runs `f` over the events reported so far, without copying them.
+    pub fn with_events<T>(&self, f: impl FnOnce(&[Event]) -> T) -> T {
+        f(&self.log.events())
+    }
+
     /// Waits up to `timeout` for an event matching `matches` (among all reported so far, then
     /// new ones) and returns the first such event.
     pub fn wait_for(&self, timeout: Duration, mut matches: impl FnMut(&Event) -> bool) -> Option<Event> {

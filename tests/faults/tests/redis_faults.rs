@@ -45,17 +45,27 @@ async fn redis_paused_past_the_validity_reports_the_loss_before_it_resumes() {
     let lock = name("redis-paused");
     let guard = a.lock(&lock).acquire().await.unwrap();
     let lost = guard.lost();
+    let paused_at = std::time::Instant::now();
     server.pause().unwrap();
     // The hold's validity runs on the client's clock: the loss is known without Redis.
     let told = tokio::time::timeout(Duration::from_secs(3), lost).await;
     let still_paused = server.is_paused();
+    // Frozen well past the key's expiry, so the renewals queued in its socket during the
+    // freeze find the key expired when Redis resumes (expiry times are absolute).
+    tokio::time::sleep(Duration::from_secs(2).saturating_sub(paused_at.elapsed())).await;
     server.resume().unwrap();
     assert!(
         told.is_ok(),
         "the holder was not told within 3 s that its 800 ms lease was gone"
     );
     assert!(still_paused, "told before Redis came back");
-    // Redis expires the key by wall-clock time: after the pause it is gone.
+    // An extend after the loss fails and never re-creates the key (redlock-rb#36).
+    let err = guard.extend(Duration::from_secs(5)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    assert!(
+        !exists(&server, &lock),
+        "the key expired and nothing re-created it"
+    );
     let b = Client::connect(&server.url()).await.unwrap();
     let theirs = bounded(b.lock(&lock).wait(Duration::from_secs(5)).acquire())
         .await

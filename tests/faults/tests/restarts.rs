@@ -323,3 +323,30 @@ async fn release_after_a_restart_says_the_hold_was_lost() {
     let err = released.expect_err("the hold was lost with the restart; the key is another owner's");
     assert!(err.kind().is_not_owned(), "{err}");
 }
+
+/// faults.md row 11: expiry times are absolute, so a lease keeps running while the server is
+/// down; after a clean shutdown (which writes the AOF) and a restart, the key has its old
+/// deadline, not a fresh lease.
+#[test]
+fn clean_shutdown_and_restart_keep_the_absolute_expiry() {
+    let server = RedisServer::start_with(&["--appendonly", "yes"]).unwrap();
+    let lock = name("shutdown-restart");
+    let client = blocking::Client::connect(&server.url()).unwrap();
+    let guard = client
+        .lock(lock.as_str())
+        .lease(Duration::from_secs(4))
+        .acquire()
+        .unwrap();
+    let acquired = Instant::now();
+    server.stop().unwrap(); // SIGTERM: a clean SHUTDOWN
+    std::thread::sleep(Duration::from_millis(1000));
+    server.restart().unwrap();
+    let pttl: i64 = cmd(&server, &["PTTL", &lock]);
+    let left = Duration::from_secs(4).saturating_sub(acquired.elapsed());
+    assert!(pttl > 0, "the key survived the clean restart ({pttl})");
+    assert!(
+        Duration::from_millis(pttl as u64) <= left + Duration::from_millis(50),
+        "the downtime counted against the lease: {pttl} ms left, at most {left:?} expected"
+    );
+    drop(guard);
+}
