@@ -282,14 +282,18 @@ impl Holder {
     /// `timeout` for it to exit; kills it if it does not.
     ///
     /// # Errors
-    /// The process did not exit in time (it is killed then), or waiting failed.
+    /// The process did not exit in time (it is killed then), exited unsuccessfully (it failed
+    /// on its own: its stderr says why), or waiting failed.
     pub fn finish(&mut self, timeout: Duration) -> io::Result<()> {
         if self.paused {
             self.resume()?;
         }
         drop(self.stdin.take());
         let deadline = Instant::now() + timeout;
-        while self.child.try_wait()?.is_none() {
+        let status = loop {
+            if let Some(status) = self.child.try_wait()? {
+                break status;
+            }
             if Instant::now() >= deadline {
                 self.kill()?;
                 return Err(io::Error::new(
@@ -298,8 +302,14 @@ impl Holder {
                 ));
             }
             std::thread::sleep(Duration::from_millis(10));
-        }
+        };
         self.join_reader();
+        if !status.success() {
+            return Err(io::Error::other(format!(
+                "holder {} exited with {status}",
+                self.id
+            )));
+        }
         Ok(())
     }
 
