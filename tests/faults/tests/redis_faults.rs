@@ -239,3 +239,36 @@ async fn single_try_after_an_idle_timeout_succeeds() {
         .expect("the lock is free");
     guard.release().await.unwrap();
 }
+
+/// Redis' idle timeout shorter than the renewal interval: every renewal finds its connection
+/// closed by Redis. The renewal must still land (on a new connection) within the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_land_although_redis_closes_the_idle_connection_between_them() {
+    let server = server();
+    let _: () = cmd(&server, &["CONFIG", "SET", "timeout", "1"]);
+    // Renewed every 3 s; Redis closes connections idle for more than 1 s (whole seconds).
+    // Through a (passing) proxy only to count the connections.
+    let proxy = redlatch_faults::FaultProxy::start(server.port()).unwrap();
+    let a = Client::builder(&proxy.url())
+        .watchdog_timeout(Duration::from_secs(9))
+        .network_timeout(Duration::from_secs(1))
+        .connect()
+        .await
+        .unwrap();
+    let lock = name("idle-renewal");
+    let guard = a.lock(&lock).acquire().await.unwrap();
+    let connections = proxy.stats().accepted;
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    let pttl: i64 = cmd(&server, &["PTTL", &lock]);
+    assert!(
+        proxy.stats().accepted > connections,
+        "Redis closed the idle connection"
+    );
+    // Renewed at about 3 s: at 4 s some 8 s are left; an unrenewed key would have about 5.
+    assert!(
+        pttl > 7000,
+        "the renewal at 3 s did not land: {pttl} ms left of 9000"
+    );
+    assert!(!guard.is_lost());
+    guard.release().await.unwrap();
+}
