@@ -265,3 +265,60 @@ async fn a_silently_dead_connection_is_replaced() {
         proxy.stats().accepted
     );
 }
+
+/// "No call hangs past its wait plus one network timeout" (shared/API.md), with the node
+/// partitioned. The bounds carry a 2 s allowance for a loaded machine: they catch hangs, they
+/// are not timing claims.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_to_a_partitioned_node_return_within_their_wait_plus_one_network_timeout() {
+    let server = server();
+    let proxy = FaultProxy::start(server.port()).unwrap();
+    let network_timeout = Duration::from_millis(500);
+    let client = via(&proxy, network_timeout).await;
+    let lock = name("partitioned-bounds");
+    let held = client
+        .lock(name("partitioned-held"))
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    proxy.set_both(Fault::Blackhole);
+    let slack = Duration::from_secs(2);
+    let timed = |limit: Duration| {
+        let started = std::time::Instant::now();
+        move || {
+            let took = started.elapsed();
+            assert!(
+                took <= limit + slack,
+                "took {took:?}, bound {limit:?} + {slack:?}"
+            );
+        }
+    };
+    let wait = Duration::from_secs(1);
+    let done = timed(wait + network_timeout);
+    let err = bounded(client.lock(&lock).wait(wait).acquire())
+        .await
+        .unwrap_err();
+    done();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    let done = timed(network_timeout);
+    let err = bounded(client.lock(&lock).acquire()).await.unwrap_err();
+    done();
+    assert_eq!(
+        err.kind(),
+        ErrorKind::Connection,
+        "a forever wait still gives up: {err}"
+    );
+    let done = timed(network_timeout);
+    assert_eq!(
+        bounded(client.lock(&lock).locked()).await.unwrap_err().kind(),
+        ErrorKind::Connection
+    );
+    done();
+    let done = timed(network_timeout);
+    assert_eq!(
+        bounded(held.release()).await.unwrap_err().kind(),
+        ErrorKind::Connection
+    );
+    done();
+}
