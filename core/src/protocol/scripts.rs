@@ -16,7 +16,7 @@ pub struct Script {
 }
 
 impl Script {
-    const fn new(name: &'static str, source: &'static str) -> Self {
+    pub(crate) const fn new(name: &'static str, source: &'static str) -> Self {
         Script {
             name,
             source,
