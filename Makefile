@@ -9,7 +9,7 @@ export CARGO_TERM_COLOR ?= never
 # Plain `make` only explains; the included files must not pick the default goal.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test check test-rust test-faults test-wasm test-c test-node test-python publish-check bench soak setup setup-test fmt install
+.PHONY: help demo test check test-rust test-faults test-interop test-wasm test-c test-node test-python publish-check bench soak setup setup-test setup-java fmt install
 
 help:
 	@echo "make demo    run the stock-oversell demo (installs redis-server if missing)"
@@ -31,6 +31,10 @@ setup:
 setup-test: setup
 	tests/setup.sh rust
 
+# A JDK and Maven (installed when missing), then the Redisson interop peer, built when stale.
+setup-java:
+	tests/setup.sh java
+
 # Eight worker processes in several languages sell from one stock counter.
 demo: setup c-demo-worker node-demo-worker py-demo-worker wasm-build
 	$(CARGO) build -p redlatch-demo
@@ -41,7 +45,7 @@ demo: setup c-demo-worker node-demo-worker py-demo-worker wasm-build
 		--worker-cmd 'target/py-demo-venv/bin/python examples/demo/workers/py_worker.py' \
 		--worker-cmd 'node examples/demo/workers/wasm_worker.mjs'
 
-test: setup-test check test-rust test-c test-node test-wasm test-python publish-check
+test: setup-test check test-rust test-interop test-c test-node test-wasm test-python publish-check
 	@echo "make test: all suites passed"
 
 check: setup-test c-header-check node-check py-check
@@ -54,7 +58,12 @@ check: setup-test c-header-check node-check py-check
 # The workspace's tests include the fault suite (tests/faults) in its bounded form: the
 # scenarios and a 20 s storm of random faults.
 test-rust: setup-test
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --exclude redlatch-interop
+
+# Against a real Redisson 4.7.0 client (tests/interop): one JVM per test binary, each test on
+# its own Redis server; bounded by the peer's timeouts (30 s a call, 60 s to start).
+test-interop: setup-test setup-java
+	$(CARGO) test -p redlatch-interop
 
 # The fault suite alone.
 test-faults: setup-test
