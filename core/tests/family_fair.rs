@@ -132,10 +132,21 @@ async fn dead_heads_are_purged_and_a_waiter_that_gives_up_shifts_those_behind() 
         AbortReply::Nothing
     );
 
+    // A live waiter whose deadline passed is not dropped by its own attempt: it is due one
+    // slot from now again (another client's attempt would drop it, see the next step).
+    let b_due = after[0].1 as u64;
+    assert!(matches!(
+        try_lock(&node, "g", "b:1", "b:1", b_due + 10).await,
+        AcquireReply::Waiting { position: 1, .. }
+    ));
+    let refreshed = node.zset(&fk::fair_timeouts("g")).await;
+    let b_now = refreshed.iter().find(|(m, _)| m == b"b:1").unwrap().1;
+    assert_eq!(b_now, (b_due + 10 + SLOT) as f64);
+
     // The holder's lease ends without a release, and B died in the queue: once B's deadline
     // has passed, D's next attempt drops B and takes the lock.
     node.cmd::<i64>(&["DEL", "g"]).await;
-    let late = after[0].1 as u64 + 1;
+    let late = b_now as u64 + 1;
     assert!(granted(try_lock(&node, "g", "d:1", "d:1", late).await));
     assert_eq!(node.list(&fk::fair_queue("g")).await, Vec::<String>::new());
     assert_eq!(node.zset(&fk::fair_timeouts("g")).await, vec![]);

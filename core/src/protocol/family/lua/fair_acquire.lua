@@ -20,10 +20,10 @@ if replay and redis.call('HEXISTS', lock, owner) == 1 then
 end
 
 -- Waiters at the head whose deadline passed are dead: drop them (only the head is checked,
--- other deadlines are left alone, as Redisson does).
+-- other deadlines are left alone, as Redisson does). The caller is alive, so never itself.
 while true do
   local head = redis.call('LINDEX', queue, 0)
-  if not head then break end
+  if not head or head == owner then break end
   local due = redis.call('ZSCORE', deadlines, head)
   if due and tonumber(due) <= now then
     redis.call('ZREM', deadlines, head)
@@ -65,7 +65,15 @@ local pttl = redis.call('PTTL', lock)
 if ARGV[5] ~= '1' then
   return {0, pttl, 0}
 end
-if redis.call('ZSCORE', deadlines, owner) then
+local mine = redis.call('ZSCORE', deadlines, owner)
+if mine then
+  -- Still waiting, so still alive: due at least one wait slot from now. (Redisson leaves the
+  -- deadline alone; its async give-up moves those behind by the default slot, not its own, which
+  -- can leave a live waiter's deadline in the past and get it dropped as dead.)
+  local fresh = now + tonumber(ARGV[3])
+  if tonumber(mine) < fresh then
+    redis.call('ZADD', deadlines, fresh, owner)
+  end
   return {0, pttl, (redis.call('LPOS', queue, owner) or -1) + 1}
 end
 -- Join the queue: due one wait slot after the waiter ahead (or after the holder's lease).
