@@ -121,7 +121,15 @@ final class Commands {
 
     private CompletionStage<String> connect(String[] a) {
         Config config = new Config();
-        config.useSingleServer().setAddress(a[1]);
+        // Small pools: a test client needs a few connections, and Redisson's defaults (24 idle
+        // connections, 32 Netty threads) cost seconds to set up on a loaded 2-core machine.
+        config.setNettyThreads(4);
+        config.useSingleServer()
+                .setAddress(a[1])
+                .setConnectionMinimumIdleSize(2)
+                .setConnectionPoolSize(16)
+                .setSubscriptionConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionPoolSize(8);
         if (a.length > 2) {
             config.setLockWatchdogTimeout(ms(a[2]));
         }
