@@ -25,7 +25,7 @@ fn reentrant(name: &str, owner: &str) -> Member {
     }
 }
 
-fn sorted<'a>(members: &'a [Member]) -> Vec<&'a Member> {
+fn sorted(members: &[Member]) -> Vec<&Member> {
     match multi::plan(members, false).unwrap() {
         Plan::OneScript(order) => order.into_iter().map(|i| &members[i]).collect(),
         other => panic!("{other:?}"),

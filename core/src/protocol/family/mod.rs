@@ -1,7 +1,7 @@
 //! The pure protocol of the rest of the lock family, on Redisson 4.7's layouts: fair lock,
 //! read/write lock, semaphore, permit-expirable semaphore, count-down latch and the multi-lock
 //! composition rule. Like the rest of `protocol`, no I/O: each module says which script, keys
-//! and arguments an operation sends ([`Request`](crate::protocol::request::Request)) and how
+//! and arguments an operation sends ([`Request`]) and how
 //! its reply reads. The driver and bindings are not wired to these yet (see
 //! docs/family-protocol.md for what waits on what, and where we differ from Redisson).
 //!
