@@ -105,4 +105,12 @@ async fn a_member_of_another_type_is_an_error_and_nothing_is_taken() {
         .unwrap_err();
     assert!(e.message().contains("WRONGTYPE"), "{e}");
     assert_eq!(node.keys().await, ["b"]);
+    // Releasing a set whose second member is application data releases nothing.
+    node.cmd::<()>(&["SET", "a", "tok"]).await;
+    let e = node
+        .eval(&multi::release(&sorted(&members), 1_000, PUBLISH).unwrap())
+        .await
+        .unwrap_err();
+    assert!(e.message().contains("WRONGTYPE"), "{e}");
+    assert_eq!(node.cmd::<String>(&["GET", "a"]).await, "tok");
 }

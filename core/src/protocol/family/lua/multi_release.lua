@@ -6,31 +6,30 @@
 -- 'R' .. owner id), ARGV[2 + 2i] its unlock channel (`redisson_lock__channel:{N}`).
 -- Reply: one code per member: 1 released, 0 still held (reentrant count left), -1 held by
 -- another owner, -2 absent.
-local out = {}
+-- Decide every member first with reads only, so an error (a member that is application data)
+-- comes back before anything was released.
+local codes = {}
 for i, key in ipairs(KEYS) do
-  local spec, channel = ARGV[1 + 2 * i], ARGV[2 + 2 * i]
+  local spec = ARGV[1 + 2 * i]
   local id = string.sub(spec, 2)
-  local code
   if redis.call('EXISTS', key) == 0 then
-    code = -2
+    codes[i] = -2
   elseif string.sub(spec, 1, 1) == 'L' then
-    if redis.call('GET', key) == id then
+    codes[i] = redis.call('GET', key) == id and 1 or -1
+  else
+    codes[i] = redis.call('HEXISTS', key, id) == 1 and 1 or -1
+  end
+end
+for i, key in ipairs(KEYS) do
+  if codes[i] == 1 then
+    local spec, channel = ARGV[1 + 2 * i], ARGV[2 + 2 * i]
+    if string.sub(spec, 1, 1) == 'R' and redis.call('HINCRBY', key, string.sub(spec, 2), -1) > 0 then
+      redis.call('PEXPIRE', key, ARGV[1])
+      codes[i] = 0
+    else
       redis.call('DEL', key)
       redis.call(ARGV[2], channel, '0')
-      code = 1
-    else
-      code = -1
     end
-  elseif redis.call('HEXISTS', key, id) == 0 then
-    code = -1
-  elseif redis.call('HINCRBY', key, id, -1) > 0 then
-    redis.call('PEXPIRE', key, ARGV[1])
-    code = 0
-  else
-    redis.call('DEL', key)
-    redis.call(ARGV[2], channel, '0')
-    code = 1
   end
-  out[i] = code
 end
-return out
+return codes

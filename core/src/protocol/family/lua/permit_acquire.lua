@@ -9,10 +9,9 @@
 -- Reply: {1, left} taken; {0, earliest} not enough: earliest expiry among held permits, or -1
 -- when none expires (or none is held).
 local count, permits = KEYS[1], KEYS[2]
-local expired = redis.call('ZRANGEBYSCORE', permits, 0, ARGV[3])
-if #expired > 0 then
-  redis.call('ZREM', permits, unpack(expired))
-  local value = redis.call('INCRBY', count, #expired)
+local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
+if expired > 0 then
+  local value = redis.call('INCRBY', count, expired)
   if value > 0 then
     redis.call(ARGV[5], ARGV[6], value)
   end

@@ -3,10 +3,9 @@
 -- ARGV[1] now (wall clock ms), ARGV[2] publish command, ARGV[3] channel.
 -- Reply: {available, permits held (not expired)}.
 local count, permits = KEYS[1], KEYS[2]
-local expired = redis.call('ZRANGEBYSCORE', permits, 0, ARGV[1])
-if #expired > 0 then
-  redis.call('ZREM', permits, unpack(expired))
-  local value = redis.call('INCRBY', count, #expired)
+local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[1])
+if expired > 0 then
+  local value = redis.call('INCRBY', count, expired)
   if value > 0 then
     redis.call(ARGV[2], ARGV[3], value)
   end

@@ -4,10 +4,9 @@
 -- (wall clock ms), ARGV[3] now, ARGV[4] publish command, ARGV[5] channel.
 -- Reply: 1 extended, 0 unknown or already expired id.
 local count, permits = KEYS[1], KEYS[2]
-local expired = redis.call('ZRANGEBYSCORE', permits, 0, ARGV[3])
-if #expired > 0 then
-  redis.call('ZREM', permits, unpack(expired))
-  local value = redis.call('INCRBY', count, #expired)
+local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
+if expired > 0 then
+  local value = redis.call('INCRBY', count, expired)
   if value > 0 then
     redis.call(ARGV[4], ARGV[5], value)
   end
