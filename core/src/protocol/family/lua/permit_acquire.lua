@@ -9,6 +9,9 @@
 -- Reply: {1, left} taken; {0, earliest} not enough: earliest expiry among held permits, or -1
 -- when none expires (or none is held).
 local count, permits = KEYS[1], KEYS[2]
+-- Read the count first: a count key holding data of another type fails here, before the
+-- reclaim below has written anything.
+redis.call('GET', count)
 local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
 if expired > 0 then
   local value = redis.call('INCRBY', count, expired)

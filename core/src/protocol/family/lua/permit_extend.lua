@@ -4,6 +4,9 @@
 -- (wall clock ms), ARGV[3] now, ARGV[4] publish command, ARGV[5] channel.
 -- Reply: 1 extended, 0 unknown or already expired id.
 local count, permits = KEYS[1], KEYS[2]
+-- Read the count first: a count key holding data of another type fails here, before the
+-- reclaim below has written anything.
+redis.call('GET', count)
 local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
 if expired > 0 then
   local value = redis.call('INCRBY', count, expired)

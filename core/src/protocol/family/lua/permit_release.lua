@@ -5,12 +5,16 @@
 -- clock ms), ARGV[3] publish command, ARGV[4] channel (`redisson_sc:{N}`).
 -- Reply: 1 released, -1 released but its lease had already ended, 0 unknown id (never issued,
 -- released before or reclaimed).
+local count, permits = KEYS[1], KEYS[2]
+-- Reads first: a key holding data of another type fails here, before the permit is removed.
+redis.call('GET', count)
 local id = string.gsub(ARGV[1], '..', function(pair) return string.char(tonumber(pair, 16)) end)
-local expiry = redis.call('ZSCORE', KEYS[2], id)
-if redis.call('ZREM', KEYS[2], id) ~= 1 then
+local expiry = redis.call('ZSCORE', permits, id)
+if not expiry then
   return 0
 end
-local value = redis.call('INCRBY', KEYS[1], 1)
+redis.call('ZREM', permits, id)
+local value = redis.call('INCRBY', count, 1)
 redis.call(ARGV[3], ARGV[4], value)
 if tonumber(expiry) <= tonumber(ARGV[2]) then
   return -1
