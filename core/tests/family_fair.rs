@@ -9,7 +9,6 @@ use redlatch::protocol::family::fair::{self, AbortReply, Acquire, AcquireReply};
 use redlatch::protocol::family::{keys as fk, PUBLISH};
 use redlatch::protocol::reply::OwnershipReply;
 use redlatch_fleet::RedisServer;
-use std::time::Duration;
 
 const LEASE: u64 = 30_000;
 const SLOT: u64 = 5_000;
@@ -273,5 +272,39 @@ async fn fenced_grants_count_and_type_errors_are_not_masked() {
         "{:?}",
         node.keys().await
     );
-    tokio::time::sleep(Duration::from_millis(1)).await;
+}
+
+#[tokio::test]
+async fn a_lock_key_of_another_type_fails_before_the_queue_is_touched() {
+    let server = RedisServer::start().unwrap();
+    let node = Node::connect(&server.url()).await;
+    let (queue, deadlines) = (fk::fair_queue("data"), fk::fair_timeouts("data"));
+    // A dead waiter at the head (every script would purge it) and a grant latch (abort would
+    // consume it), while the lock's name holds application data.
+    node.cmd::<()>(&["SET", "data", "42"]).await;
+    node.cmd::<i64>(&["RPUSH", &queue, "dead:1", "a:1"]).await;
+    let past = (now_ms() - 1_000).to_string();
+    let later = (now_ms() + 60_000).to_string();
+    node.cmd::<i64>(&["ZADD", &deadlines, &past, "dead:1", &later, "a:1"])
+        .await;
+    let latch = redlatch::protocol::keys::acquire_latch("data", "r5");
+    node.cmd::<()>(&["SET", &latch, "0:1"]).await;
+    let keys_before = node.keys().await;
+    for r in [
+        fair::acquire(&attempt("data", "a:1", "r3", now_ms(), true)),
+        fair::release("data", "a:1", LEASE, now_ms(), PUBLISH, "r4", 2_000),
+        fair::abort("data", "a:1", SLOT, PUBLISH, "r5"),
+    ] {
+        let e = node.eval(&r).await.unwrap_err();
+        assert!(e.message().contains("WRONGTYPE"), "{}: {e}", r.script.name());
+        assert_eq!(
+            node.list(&queue).await,
+            ["dead:1", "a:1"],
+            "{} changed the queue before failing",
+            r.script.name()
+        );
+        assert_eq!(node.zset(&deadlines).await.len(), 2, "{}", r.script.name());
+        assert_eq!(node.keys().await, keys_before, "{}", r.script.name());
+    }
+    assert_eq!(node.cmd::<String>(&["GET", "data"]).await, "42");
 }

@@ -233,14 +233,24 @@ async fn upgrade_is_refused_undo_is_latch_proven_and_errors_surface() {
         released(OwnershipReply::Absent)
     );
     node.cmd::<()>(&["SET", "rw", "app data"]).await;
+    // Acquire latches that an undo would consume: an error must leave them too.
+    let latches = ["q6", "q7"].map(|id| redlatch::protocol::keys::acquire_latch("rw", id));
+    for latch in &latches {
+        node.cmd::<()>(&["SET", latch, "1"]).await;
+    }
     for r in [
         rwlock::read_acquire("rw", "a:1", 5_000, "q1", 2_000),
         rwlock::write_acquire("rw", "a:1", 5_000, false, "q2", 2_000),
         rwlock::read_release("rw", "a:1", PUBLISH, "q3", 2_000, None),
+        rwlock::write_release("rw", "a:1", 5_000, PUBLISH, "q4", 2_000, None),
         rwlock::read_extend("rw", "a:1", 5_000),
+        rwlock::read_release("rw", "a:1", PUBLISH, "q5", 2_000, Some("q6")),
+        rwlock::write_release("rw", "a:1", 5_000, PUBLISH, "q5", 2_000, Some("q7")),
     ] {
         let e = node.eval(&r).await.unwrap_err();
         assert!(e.message().contains("WRONGTYPE"), "{}: {e}", r.script.name());
+        let left: i64 = node.cmd(&["EXISTS", &latches[0], &latches[1]]).await;
+        assert_eq!(left, 2, "{} consumed a latch before failing", r.script.name());
     }
     assert_eq!(node.cmd::<String>(&["GET", "rw"]).await, "app data");
 }

@@ -8,6 +8,9 @@
 -- ARGV[4] channel base (`redisson_lock__channel:{N}`).
 -- Reply: 1 the acquire was undone, 2 left the queue, 0 nothing to undo.
 local lock, queue, deadlines, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+-- Read the lock first: a lock key holding data of another type fails here, before the purge
+-- or the latch below has written anything.
+redis.call('HLEN', lock)
 local function wake_head()
   local head = redis.call('LINDEX', queue, 0)
   if head then

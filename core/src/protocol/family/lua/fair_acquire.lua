@@ -11,6 +11,9 @@
 -- (time until the waiter ahead is due, or the lock's pttl) as pttl.
 local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
 local owner, now = ARGV[2], tonumber(ARGV[4])
+-- Read the lock first: a lock key holding data of another type fails here, before the purge
+-- or the latch below has written anything.
+redis.call('HLEN', lock)
 
 local replay = redis.call('GET', KEYS[5])
 if replay and redis.call('HEXISTS', lock, owner) == 1 then

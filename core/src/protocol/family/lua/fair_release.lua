@@ -8,6 +8,9 @@
 -- decremented and still held, -1 held by another owner, -2 lock absent (the head is still told,
 -- as Redisson does, so an expired holder never stalls the queue).
 local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
+-- Read the lock first: a lock key holding data of another type fails here, before the purge
+-- or the latch below has written anything.
+redis.call('HLEN', lock)
 local replay = redis.call('GET', KEYS[4])
 if replay then
   return tonumber(replay)

@@ -15,10 +15,12 @@ local replay = redis.call('GET', KEYS[2])
 if replay then
   return tonumber(replay)
 end
+-- Read the lock before the undo consumes its latch: a lock key holding data of another type
+-- fails here, with nothing written.
+local mode = redis.call('HGET', lock, 'mode')
 if KEYS[3] and redis.call('DEL', KEYS[3]) == 0 then
   return 3
 end
-local mode = redis.call('HGET', lock, 'mode')
 if not mode then
   redis.call(ARGV[4], ARGV[5], '0')
   return -2
