@@ -146,6 +146,62 @@ impl Drop for Recorder {
     }
 }
 
+/// A client subscribed with SSUBSCRIBE (sharded pub/sub, which Redis 7 serves on a single node
+/// too): it receives what SPUBLISH sends and never what PUBLISH sends, so it shows which of the
+/// two a script used. Reads block the calling thread (briefly: bounded by their timeout).
+pub struct ShardedSubscriber {
+    conn: redis::Connection,
+}
+
+impl ShardedSubscriber {
+    pub fn start(url: &str, channels: &[String]) -> ShardedSubscriber {
+        let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        for channel in channels {
+            let cmd = redis::cmd("SSUBSCRIBE").arg(channel).get_packed_command();
+            conn.send_packed_command(&cmd).unwrap();
+            let confirmation = strings(conn.recv_response().unwrap());
+            assert_eq!(confirmation[..2], ["ssubscribe".to_owned(), channel.clone()]);
+        }
+        ShardedSubscriber { conn }
+    }
+
+    /// The next sharded message as (channel, payload), or `None` when none came in `timeout`.
+    pub fn next(&mut self, timeout: Duration) -> Option<(String, String)> {
+        self.conn.set_read_timeout(Some(timeout)).unwrap();
+        match self.conn.recv_response() {
+            Ok(value) => match strings(value).as_slice() {
+                [kind, channel, payload] if kind == "smessage" => Some((channel.clone(), payload.clone())),
+                other => panic!("not a sharded message: {other:?}"),
+            },
+            Err(e) if e.is_timeout() => None,
+            Err(e) => panic!("sharded subscriber: {e}"),
+        }
+    }
+}
+
+/// The items of a pub/sub reply (an array in RESP2, a push in RESP3) as text.
+fn strings(value: redis::Value) -> Vec<String> {
+    let items = match value {
+        redis::Value::Array(items) => items,
+        redis::Value::Push { kind, data } => {
+            let mut items = vec![redis::Value::SimpleString(kind.to_string())];
+            items.extend(data);
+            items
+        }
+        other => panic!("not a pub/sub reply: {other:?}"),
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            redis::Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+            redis::Value::SimpleString(s) => s,
+            redis::Value::Int(i) => i.to_string(),
+            other => panic!("unexpected pub/sub item {other:?}"),
+        })
+        .collect()
+}
+
 /// Decodes a hex permit id into the 16 bytes Redisson stores.
 pub fn unhex(id: &str) -> Vec<u8> {
     (0..id.len())
