@@ -199,3 +199,55 @@ async fn latch_opens_at_zero_with_redisson_messages() {
     let e = node.eval(&latch::count_down("x", PUBLISH)).await.unwrap_err();
     assert!(e.message().contains("WRONGTYPE"), "{e}");
 }
+
+#[tokio::test]
+async fn unset_semaphores_create_nothing_and_an_open_latch_stays_open_until_set_again() {
+    let server = RedisServer::start().unwrap();
+    let node = Node::connect(&server.url()).await;
+    let rec = Recorder::start(&server.url()).await;
+    // Asking about or acquiring from a semaphore that was never set writes nothing.
+    let avail = semaphore::available("none");
+    assert_eq!(semaphore::decode_available(&node.run(&avail).await).unwrap(), 0);
+    node.run(&semaphore::acquire("none", 1).unwrap()).await;
+    assert!(node.keys().await.is_empty());
+    // Zero permits: the semaphore exists with none available.
+    let zero = semaphore::try_set_permits("z", 0, None, PUBLISH).unwrap();
+    assert!(semaphore::decode_try_set(&node.run(&zero).await).unwrap());
+    assert_eq!(
+        semaphore::decode_acquire(&node.run(&semaphore::acquire("z", 1).unwrap()).await).unwrap(),
+        AcquireReply::NotEnough { available: Some(0) }
+    );
+    // A release keeps the semaphore's TTL (INCRBY, as Redisson).
+    node.run(&semaphore::try_set_permits("t", 1, Some(60_000), PUBLISH).unwrap())
+        .await;
+    node.run(&semaphore::release("t", 2, PUBLISH).unwrap()).await;
+    assert_eq!(node.cmd::<String>(&["GET", "t"]).await, "3");
+    assert!(node.pttl("t").await > 50_000);
+    rec.take().await;
+
+    // An opened latch is gone: counting down again changes and publishes nothing.
+    node.run(&latch::try_set_count("l", 1, PUBLISH).unwrap()).await;
+    node.run(&latch::count_down("l", PUBLISH)).await;
+    let down = latch::count_down("l", PUBLISH);
+    assert_eq!(
+        latch::decode_count_down(&node.run(&down).await).unwrap(),
+        CountDownReply::NotSet
+    );
+    assert_eq!(node.cmd::<i64>(&["EXISTS", "l"]).await, 0);
+    let channel = fk::latch_channel("l");
+    assert_eq!(
+        rec.take().await,
+        [
+            (channel.clone(), "1".to_owned()),
+            (channel.clone(), "0".to_owned())
+        ]
+    );
+    // It can be set again: waiters re-arm on '1'.
+    let again = latch::try_set_count("l", 3, PUBLISH).unwrap();
+    assert!(latch::decode_try_set(&node.run(&again).await).unwrap());
+    assert_eq!(
+        latch::decode_count(&node.run(&latch::count("l")).await).unwrap(),
+        3
+    );
+    assert_eq!(rec.take().await, [(channel, "1".to_owned())]);
+}

@@ -10,6 +10,7 @@ use redlatch::protocol::family::PUBLISH;
 use redlatch::protocol::reply::OwnershipReply;
 use redlatch::protocol::request::Holder;
 use redlatch_fleet::RedisServer;
+use std::time::Duration;
 
 fn lease(name: &str, token: &str) -> Member {
     Member {
@@ -113,4 +114,75 @@ async fn a_member_of_another_type_is_an_error_and_nothing_is_taken() {
         .unwrap_err();
     assert!(e.message().contains("WRONGTYPE"), "{e}");
     assert_eq!(node.cmd::<String>(&["GET", "a"]).await, "tok");
+}
+
+#[tokio::test]
+async fn a_reentrant_member_counts_holds_and_a_partial_release_keeps_the_lease() {
+    let server = RedisServer::start().unwrap();
+    let node = Node::connect(&server.url()).await;
+    let rec = Recorder::start(&server.url()).await;
+    // The owner already holds r once (as an rlock would); the multi-lock re-enters it.
+    node.cmd::<i64>(&["HSET", "r", "u:1", "1"]).await;
+    node.cmd::<i64>(&["PEXPIRE", "r", "60000"]).await;
+    let members = [reentrant("r", "u:1"), lease("l", "tok")];
+    let order = sorted(&members);
+    let r = multi::acquire(&order, 10_000, "r1", 2_000).unwrap();
+    assert_eq!(
+        multi::decode_acquire(&node.run(&r).await).unwrap(),
+        AcquireReply::Acquired
+    );
+    assert_eq!(node.hash("r").await.get("u:1").map(String::as_str), Some("2"));
+    let release = multi::release(&order, 20_000, PUBLISH).unwrap();
+    assert_eq!(
+        multi::decode_release(&node.run(&release).await, 2).unwrap(),
+        [OwnershipReply::Done, OwnershipReply::StillHeld],
+        "l goes; r keeps the owner's first hold"
+    );
+    assert_eq!(node.hash("r").await.get("u:1").map(String::as_str), Some("1"));
+    let ttl = node.pttl("r").await;
+    assert!(
+        ttl > 15_000 && ttl <= 20_000,
+        "partial release restores the lease: {ttl}"
+    );
+    let channels: Vec<String> = rec.take().await.into_iter().map(|(c, _)| c).collect();
+    assert_eq!(channels, ["redisson_lock__channel:{l}"], "only l was released");
+}
+
+#[tokio::test]
+async fn a_member_taken_meanwhile_is_left_alone_and_a_stale_retry_is_not_replayed() {
+    let server = RedisServer::start().unwrap();
+    let node = Node::connect(&server.url()).await;
+    let rec = Recorder::start(&server.url()).await;
+    let members = [lease("a", "tok"), lease("b", "tok")];
+    let order = sorted(&members);
+    let r = multi::acquire(&order, 100, "r1", 5_000).unwrap();
+    node.run(&r).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Both leases ended and another client took b. The same request retried (its first reply
+    // lost) must not be answered "acquired" from its latch: b is someone else's now.
+    node.cmd::<()>(&["SET", "b", "other", "PX", "60000"]).await;
+    assert!(matches!(
+        multi::decode_acquire(&node.run(&r).await).unwrap(),
+        AcquireReply::Busy { index: 1, pttl } if pttl > 50_000
+    ));
+    assert_eq!(node.keys().await, ["b"], "a was not taken, the latch is gone");
+    // We take a again (b is still theirs, so only by hand here) and release the set: a goes,
+    // b stays theirs and nothing is published for it.
+    node.cmd::<()>(&["SET", "a", "tok", "PX", "60000"]).await;
+    rec.take().await;
+    let release = multi::release(&order, 10_000, PUBLISH).unwrap();
+    assert_eq!(
+        multi::decode_release(&node.run(&release).await, 2).unwrap(),
+        [OwnershipReply::Done, OwnershipReply::Taken]
+    );
+    assert_eq!(node.cmd::<String>(&["GET", "b"]).await, "other");
+    let channels: Vec<String> = rec.take().await.into_iter().map(|(c, _)| c).collect();
+    assert_eq!(channels, ["redisson_lock__channel:{a}"]);
+    // A member held without TTL reports pttl -1.
+    node.cmd::<()>(&["PERSIST", "b"]).await;
+    let r = multi::acquire(&order, 10_000, "r2", 2_000).unwrap();
+    assert_eq!(
+        multi::decode_acquire(&node.run(&r).await).unwrap(),
+        AcquireReply::Busy { index: 1, pttl: -1 }
+    );
 }
