@@ -190,3 +190,81 @@ async fn our_count_down_opens_a_java_await_and_back() {
         0
     );
 }
+
+/// The lease of a permit whose holder "dies" (is never released).
+const SHORT_LEASE_MS: u64 = 1_500;
+
+/// Sleeps until the wall clock is past `at_ms` (ms since the epoch).
+async fn sleep_past(at_ms: u64) {
+    let now = now_ms();
+    if now <= at_ms {
+        tokio::time::sleep(Duration::from_millis(at_ms - now + 50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn leases_read_the_same_and_a_dead_holders_permit_comes_back_to_the_other_side() {
+    let w = world();
+    let java = &w.java;
+    let node = Node::connect(&w.server.url()).await;
+    assert_eq!(java.call("pes-set", "q 1").unwrap(), "true");
+    let acquire = |ids: &[String], lease_ms: Option<u64>| {
+        let now = now_ms();
+        permits::acquire("q", ids, permits::expiry(now, lease_ms), now, PUBLISH).unwrap()
+    };
+    // Java reads the lease of our permit as we wrote it, and "no lease" as Redisson's -1.
+    let ours = permits::new_permit_ids(1).unwrap();
+    node.run(&acquire(&ours, Some(60_000))).await;
+    let left: i64 = java
+        .call("pes-lease", &format!("q {}", ours[0]))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((50_000..=60_000).contains(&left), "Java reads {left} ms left");
+    let rel = permits::release("q", &ours[0], now_ms(), PUBLISH).unwrap();
+    node.run(&rel).await;
+    node.run(&acquire(&ours, None)).await;
+    assert_eq!(java.call("pes-lease", &format!("q {}", ours[0])).unwrap(), "-1");
+    node.run(&rel).await;
+
+    // Our holder dies with a short lease (long enough that Java's first try surely falls
+    // inside it on a loaded machine): Java's next acquire takes the permit back.
+    let ends = now_ms() + SHORT_LEASE_MS;
+    node.run(&acquire(&ours, Some(SHORT_LEASE_MS))).await;
+    assert_eq!(
+        answer(java.send("pes-acquire", "q 0 10000"), PROMPT)
+            .await
+            .unwrap(),
+        "none"
+    );
+    sleep_past(ends).await;
+    let java_id = answer(java.send("pes-acquire", &format!("q 0 {SHORT_LEASE_MS}")), PROMPT)
+        .await
+        .unwrap();
+    assert_eq!(java_id.len(), 32, "Java reclaimed our expired permit: {java_id}");
+    let held = node.zset(&fk::permit_timeouts("q")).await;
+    assert_eq!(held.len(), 1, "ours is gone, Java's is held");
+    let ends = held[0].1 as u64; // the expiry Java wrote
+                                 // And back: the Java holder's lease ends, our next acquire takes the permit.
+    let next = permits::new_permit_ids(1).unwrap();
+    assert!(matches!(
+        permits::decode_acquire(&node.run(&acquire(&next, Some(60_000))).await).unwrap(),
+        permits::AcquireReply::NotEnough {
+            earliest_expiry: Some(_)
+        }
+    ));
+    sleep_past(ends).await;
+    assert_eq!(
+        permits::decode_acquire(&node.run(&acquire(&next, Some(60_000))).await).unwrap(),
+        permits::AcquireReply::Acquired { left: 0 }
+    );
+    let e = java.call("pes-release", &format!("q {java_id}")).unwrap_err();
+    assert!(e.to_string().contains("IllegalArgumentException"), "{e}");
+    let held: Vec<Vec<u8>> = node
+        .zset(&fk::permit_timeouts("q"))
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(held, [unhex(&next[0])], "only our new permit is held");
+}

@@ -41,6 +41,7 @@ import org.redisson.config.Config;
  * pes-acquire C NAME WAIT LEASE -> ok PERMIT_ID | ok none
  * pes-release C NAME ID         -> ok | err IllegalArgumentException
  * pes-avail C NAME              -> ok N
+ * pes-lease C NAME ID           -> ok MS (-1: no lease) | err IllegalArgumentException (not held)
  * latch-set C NAME COUNT        -> ok true|false
  * latch-down C NAME             -> ok
  * latch-count C NAME            -> ok N
@@ -102,6 +103,8 @@ final class Commands {
                 return permits(a).releaseAsync(a[2]).thenApply(v -> "");
             case "pes-avail":
                 return permits(a).availablePermitsAsync().thenApply(String::valueOf);
+            case "pes-lease":
+                return permits(a).getLeaseTimeAsync(a[2]).thenApply(String::valueOf);
             case "latch-set":
                 return latch(a).trySetCountAsync(ms(a[2])).thenApply(String::valueOf);
             case "latch-down":
