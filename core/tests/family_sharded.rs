@@ -30,6 +30,11 @@ fn fair_attempt<'a>(owner: &'a str, request_id: &'a str) -> Acquire<'a> {
     }
 }
 
+/// The next sharded message is `payload` on `channel`.
+fn expect(sub: &mut ShardedSubscriber, channel: &str, payload: &str) {
+    assert_eq!(sub.next(WAIT), Some((channel.to_owned(), payload.to_owned())));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn spublish_given_reaches_sharded_listeners_of_every_kind() {
     let server = RedisServer::start().unwrap();
@@ -44,15 +49,12 @@ async fn spublish_given_reaches_sharded_listeners_of_every_kind() {
         fk::fair_waiter_channel("f", "b:1"),
     ];
     let mut sub = ShardedSubscriber::start(&server.url(), &channels);
-    let mut expect = |channel: &str, payload: &str| {
-        assert_eq!(sub.next(WAIT), Some((channel.to_owned(), payload.to_owned())));
-    };
 
     // Semaphore: the count set, then a release's new count; a PUBLISH release in between
     // reaches no sharded listener (its reply counts 0 receivers, the SPUBLISH one 1).
     node.run(&semaphore::try_set_permits("s", 1, None, SPUBLISH).unwrap())
         .await;
-    expect(&channels[0], "1");
+    expect(&mut sub, &channels[0], "1");
     let plain = semaphore::release("s", 1, PUBLISH).unwrap();
     assert_eq!(
         semaphore::decode_release(&node.run(&plain).await).unwrap(),
@@ -63,31 +65,31 @@ async fn spublish_given_reaches_sharded_listeners_of_every_kind() {
         semaphore::decode_release(&node.run(&sharded).await).unwrap(),
         (3, 1)
     );
-    expect(&channels[0], "3");
+    expect(&mut sub, &channels[0], "3");
 
     // Permits: the count set, an expired permit reclaimed, a permit released by id.
     node.run(&semaphore::try_set_permits("p", 1, None, SPUBLISH).unwrap())
         .await;
-    expect(&channels[1], "1");
+    expect(&mut sub, &channels[1], "1");
     let ids = permits::new_permit_ids(1).unwrap();
     let now = now_ms();
     node.run(&permits::acquire("p", &ids, now + 50, now, SPUBLISH).unwrap())
         .await;
     tokio::time::sleep(Duration::from_millis(80)).await;
     node.run(&permits::available("p", now_ms(), SPUBLISH)).await;
-    expect(&channels[1], "1");
+    expect(&mut sub, &channels[1], "1");
     let now = now_ms();
     node.run(&permits::acquire("p", &ids, permits::NO_EXPIRY, now, SPUBLISH).unwrap())
         .await;
     node.run(&permits::release("p", &ids[0], now_ms(), SPUBLISH).unwrap())
         .await;
-    expect(&channels[1], "1");
+    expect(&mut sub, &channels[1], "1");
 
     // Latch: set ('1'), then open ('0').
     node.run(&latch::try_set_count("l", 1, SPUBLISH).unwrap()).await;
-    expect(&channels[2], "1");
+    expect(&mut sub, &channels[2], "1");
     node.run(&latch::count_down("l", SPUBLISH)).await;
-    expect(&channels[2], "0");
+    expect(&mut sub, &channels[2], "0");
 
     // Multi-lock: each member's release message on its own channel.
     let members: Vec<Member> = ["m1", "m2"]
@@ -102,8 +104,8 @@ async fn spublish_given_reaches_sharded_listeners_of_every_kind() {
         .await;
     node.run(&multi::release(&sorted, 10_000, SPUBLISH).unwrap())
         .await;
-    expect(&channels[3], "0");
-    expect(&channels[4], "0");
+    expect(&mut sub, &channels[3], "0");
+    expect(&mut sub, &channels[4], "0");
 
     // Read/write lock: a write release wakes everyone with '1'.
     node.run(&rwlock::write_acquire("rw", "a:1", 10_000, false, "wa", 2_000))
@@ -112,16 +114,15 @@ async fn spublish_given_reaches_sharded_listeners_of_every_kind() {
         "rw", "a:1", 10_000, SPUBLISH, "wr", 2_000, None,
     ))
     .await;
-    expect(&channels[5], "1");
+    expect(&mut sub, &channels[5], "1");
 
     // Fair lock: the release tells the queue head on its own channel.
     node.run(&fair::acquire(&fair_attempt("a:1", "fa"))).await;
     node.run(&fair::acquire(&fair_attempt("b:1", "fb"))).await;
     let release = fair::release("f", "a:1", 30_000, now_ms(), SPUBLISH, "fr", 2_000);
     node.run(&release).await;
-    expect(&channels[6], "0");
+    expect(&mut sub, &channels[6], "0");
 
-    drop(expect);
     assert_eq!(
         sub.next(Duration::from_millis(200)),
         None,
