@@ -137,13 +137,20 @@ async fn permit_ids_are_interchangeable_with_redisson() {
         permits::decode_release(&node.run(&rel).await).unwrap(),
         ReleaseReply::Unknown
     );
-    // And our release of that one wakes nobody in particular but gives the permit back to Java.
+    // Our release of Java's second permit wakes another Java waiter by its message.
+    let waiter = java.send("pes-acquire", "p 60000 10000");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(waiter.try_answer().is_none());
+    let released = Instant::now();
     let rel = permits::release("p", &second, now_ms(), PUBLISH).unwrap();
     assert_eq!(
         permits::decode_release(&node.run(&rel).await).unwrap(),
         ReleaseReply::Released
     );
-    assert_eq!(java.call("pes-avail", "p").unwrap(), "1");
+    let (third, took) = answer_timed(waiter, released, PROMPT * 2).await;
+    assert_eq!(third.unwrap().len(), 32);
+    assert!(took < PROMPT, "Java woken after {took:?}");
+    assert_eq!(java.call("pes-avail", "p").unwrap(), "0");
 }
 
 #[tokio::test(flavor = "multi_thread")]
