@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::resp::{ping_port, server_pid};
+use crate::resp::{ping_port_as, server_pid};
 use crate::server::START_TIMEOUT;
 
 /// Timeout of one readiness probe (connect, write and read each).
@@ -37,12 +37,20 @@ enum NotReady {
     Io(io::Error),
 }
 
-/// Spawns Redis on `port` and waits until it is ready. On failure the child is killed and
-/// reaped; the error says what happened and whether another port (or another try) may help.
-/// `extra` options come after the harness's own, so they override them (Redis applies
-/// command-line options in order; e.g. `--appendonly yes` turns persistence on).
-pub(crate) fn launch(exe: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Child, (String, bool)> {
+/// Spawns Redis on `port` and waits until it is ready. `conf` (a config file, first on the
+/// command line) and `extra` (after the harness's own options, so they win) come from
+/// [`ServerOptions`](crate::ServerOptions). On failure the child is killed and reaped; the
+/// error says what happened and whether another port (or another try) may help.
+pub(crate) fn launch(
+    exe: &Path,
+    port: u16,
+    dir: &Path,
+    conf: &[String],
+    extra: &[String],
+    password: Option<&str>,
+) -> Result<Child, (String, bool)> {
     let mut child = Command::new(exe)
+        .args(conf)
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
         .args(["--save", "", "--appendonly", "no"])
         .args(["--enable-debug-command", "local", "--daemonize", "no"])
@@ -56,7 +64,7 @@ pub(crate) fn launch(exe: &Path, port: u16, dir: &Path, extra: &[String]) -> Res
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| (format!("cannot run {}: {e}", exe.display()), false))?;
-    let failure = match wait_ready(&mut child, port) {
+    let failure = match wait_ready(&mut child, port, password) {
         Ok(()) => return Ok(child),
         Err(NotReady::Exited(status)) => (format!("exited with {status} (port {port} taken?)"), true),
         Err(NotReady::Impostor(pid)) => (
@@ -71,7 +79,7 @@ pub(crate) fn launch(exe: &Path, port: u16, dir: &Path, extra: &[String]) -> Res
     Err(failure)
 }
 
-fn wait_ready(child: &mut Child, port: u16) -> Result<(), NotReady> {
+fn wait_ready(child: &mut Child, port: u16, password: Option<&str>) -> Result<(), NotReady> {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         match child.try_wait() {
@@ -79,8 +87,8 @@ fn wait_ready(child: &mut Child, port: u16) -> Result<(), NotReady> {
             Ok(None) => {}
             Err(e) => return Err(NotReady::Io(e)),
         }
-        if ping_port(port, PROBE_TIMEOUT) {
-            match server_pid(port, PROBE_TIMEOUT) {
+        if ping_port_as(port, password, PROBE_TIMEOUT) {
+            match server_pid(port, password, PROBE_TIMEOUT) {
                 Ok(pid) if pid == child.id() => return Ok(()),
                 Ok(pid) => return Err(NotReady::Impostor(pid)),
                 Err(_) => {} // still loading or a transient error: probe again

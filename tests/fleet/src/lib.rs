@@ -8,6 +8,9 @@
 //!
 //! - [`RedisServer`]: one process; start, pause, resume, kill, stop, restart, `redis-cli`.
 //! - [`Fleet`]: one single node plus N independent quorum nodes (for Redlock).
+//! - [`ServerOptions`]: TLS, Cluster or Sentinel mode, Valkey, the least-privilege ACL user.
+//! - [`RedisCluster`] (3 masters + 3 replicas), [`SentinelGroup`] (master, replica, 3
+//!   sentinels), [`TestPki`] (a CA and certificates made by openssl), [`HoldingProxy`].
 //! - [`check_no_overlap`]: the mutual-exclusion checker over `[acquired, released, token]` logs,
 //!   timed with [`monotonic_ns`], the clock every process on the machine shares.
 //! - [`signal_child`]: `SIGSTOP`/`SIGCONT`/`SIGKILL` for other child processes a test starts
@@ -17,19 +20,30 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod acl;
 mod checker;
 mod clock;
+mod cluster;
 mod fleet;
 mod launch;
+mod options;
 mod paths;
+mod pki;
+mod proxy;
 mod resp;
+mod sentinel;
 mod server;
 mod signal;
 
 pub use checker::{check_no_overlap, find_overlaps, Interval};
 pub use clock::monotonic_ns;
+pub use cluster::RedisCluster;
 pub use fleet::{Fleet, ENV_QUORUM_URLS, ENV_URL};
-pub use paths::{redis_cli_path, redis_server_path};
+pub use options::{ClientAuth, ServerOptions, TlsServer, ENV_ACL, ENV_SERVER};
+pub use paths::{redis_cli_path, redis_server_path, valkey_server_path};
+pub use pki::{TestPki, SERVER_NAMES};
+pub use proxy::HoldingProxy;
 pub use resp::ping_port;
+pub use sentinel::{SentinelGroup, SentinelOptions, MASTER_NAME};
 pub use server::{RedisServer, START_TIMEOUT, STOP_TIMEOUT};
 pub use signal::{signal_child, Signal};

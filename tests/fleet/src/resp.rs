@@ -12,17 +12,41 @@ use std::time::Duration;
 /// of a `+simple` string or of a `$bulk` string, or an `InvalidData` error for `-ERR` and
 /// anything else. `timeout` bounds the connect, the write and each read separately.
 pub(crate) fn inline_command(port: u16, command: &str, timeout: Duration) -> io::Result<String> {
+    inline_command_as(port, None, command, timeout)
+}
+
+/// As [`inline_command`], logged in with `AUTH password` first when one is given.
+pub(crate) fn inline_command_as(
+    port: u16,
+    password: Option<&str>,
+    command: &str,
+    timeout: Duration,
+) -> io::Result<String> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     stream.set_nodelay(true)?;
+    let mut replies_to_skip = 0;
+    if let Some(p) = password {
+        stream.write_all(format!("AUTH {p}\r\n").as_bytes())?;
+        replies_to_skip = 1;
+    }
     stream.write_all(format!("{command}\r\n").as_bytes())?;
 
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
-        if let Some(reply) = parse_reply(&buf)? {
+        if replies_to_skip > 0 {
+            if let Some(end) = buf.windows(2).position(|w| w == b"\r\n") {
+                if buf.first() != Some(&b'+') {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, "AUTH refused"));
+                }
+                buf.drain(..end + 2);
+                replies_to_skip = 0;
+                continue;
+            }
+        } else if let Some(reply) = parse_reply(&buf)? {
             return Ok(reply);
         }
         let n = stream.read(&mut chunk)?;
@@ -72,13 +96,18 @@ fn parse_reply(buf: &[u8]) -> io::Result<Option<String>> {
 /// False for a refused connection, a timeout (e.g. the server is `SIGSTOP`ped: the kernel
 /// still accepts the connection, but nothing replies), or any other reply.
 pub fn ping_port(port: u16, timeout: Duration) -> bool {
-    matches!(inline_command(port, "PING", timeout), Ok(reply) if reply == "PONG")
+    ping_port_as(port, None, timeout)
+}
+
+/// As [`ping_port`], logged in with `password` when one is given.
+pub(crate) fn ping_port_as(port: u16, password: Option<&str>, timeout: Duration) -> bool {
+    matches!(inline_command_as(port, password, "PING", timeout), Ok(reply) if reply == "PONG")
 }
 
 /// The `process_id` field of `INFO server` on 127.0.0.1:`port`, to verify that the server
 /// answering on a port is the process we started (and not someone else's that won a race).
-pub(crate) fn server_pid(port: u16, timeout: Duration) -> io::Result<u32> {
-    let info = inline_command(port, "INFO server", timeout)?;
+pub(crate) fn server_pid(port: u16, password: Option<&str>, timeout: Duration) -> io::Result<u32> {
+    let info = inline_command_as(port, password, "INFO server", timeout)?;
     info.lines()
         .find_map(|l| l.strip_prefix("process_id:"))
         .and_then(|v| v.trim().parse().ok())

@@ -22,8 +22,9 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use crate::launch::{launch, log_tail, make_temp_dir, release_port, reserve_free_port, wait_until_stopped};
-use crate::paths::{redis_cli_path, redis_server_path};
-use crate::resp::ping_port;
+use crate::options::{ExtraPorts, ServerOptions};
+use crate::paths::redis_cli_path;
+use crate::resp::{inline_command_as, ping_port_as};
 use crate::signal;
 
 /// Upper bound on waiting for a newly spawned `redis-server` to answer `PING` (10 s).
@@ -41,10 +42,15 @@ const START_ATTEMPTS: usize = 5;
 /// temporary directory. All methods take `&self`; the type is `Send + Sync`.
 pub struct RedisServer {
     port: u16,
+    extra_ports: ExtraPorts,
     dir: PathBuf,
     exe: PathBuf,
-    /// Options given to [`RedisServer::start_with`], passed again on every restart.
+    /// Config-file and extra arguments (kept for restarts).
+    conf: Vec<String>,
     extra: Vec<String>,
+    acl_user: bool,
+    valkey: bool,
+    password: Option<String>,
     state: Mutex<State>,
 }
 
@@ -70,12 +76,15 @@ impl RedisServer {
     /// Starts a server on a free port and waits (at most [`START_TIMEOUT`], 10 s) until it
     /// answers `PING` with `+PONG`. If Redis fails to bind the port (another process took it
     /// between our probe and Redis' bind), retries with a new port, up to 5 ports in all.
+    /// The executable is `redis-server`, or the one named by
+    /// [`ENV_SERVER`](crate::ENV_SERVER); with [`ENV_ACL`](crate::ENV_ACL) set to `1` the
+    /// server gets the least-privilege user and [`url`](Self::url) logs in as it.
     ///
     /// # Errors
     /// `redis-server` missing (with an install hint), the temporary directory not creatable,
     /// or the server not starting; the message then ends with the tail of `redis.log`.
     pub fn start() -> io::Result<Self> {
-        Self::start_with(&[])
+        Self::start_with_options(&ServerOptions::default())
     }
 
     /// Like [`start`](Self::start), with extra `redis-server` options after the harness's own
@@ -86,19 +95,32 @@ impl RedisServer {
     /// # Errors
     /// As [`start`](Self::start); a bad option makes Redis exit, reported with its log.
     pub fn start_with(extra: &[&str]) -> io::Result<Self> {
-        let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
-        let exe = redis_server_path()?;
+        Self::start_with_options(&ServerOptions {
+            args: extra.iter().map(|s| (*s).to_owned()).collect(),
+            ..ServerOptions::default()
+        })
+    }
+
+    /// Starts a server with `options` (TLS, Cluster or Sentinel mode, another executable,
+    /// extra arguments), waiting and retrying like [`start`](Self::start).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start); also when the ACL user cannot be created.
+    pub fn start_with_options(options: &ServerOptions) -> io::Result<Self> {
+        let exe = options.exe()?;
         let dir = make_temp_dir()?;
         let mut last_error = String::new();
         for _ in 0..START_ATTEMPTS {
-            let port = match reserve_free_port() {
-                Ok(port) => port,
+            let ports = reserve_free_port().and_then(|p| Ok((p, options.reserve_ports()?)));
+            let (port, extra_ports) = match ports {
+                Ok(ports) => ports,
                 Err(e) => {
                     let _ = fs::remove_dir_all(&dir);
                     return Err(e);
                 }
             };
-            match launch(&exe, port, &dir, &extra) {
+            let (conf, extra) = options.command_line(&extra_ports, &dir)?;
+            match launch(&exe, port, &dir, &conf, &extra, options.password.as_deref()) {
                 Ok(child) => {
                     let pid = child.id();
                     let state = State {
@@ -106,16 +128,30 @@ impl RedisServer {
                         pid,
                         paused: false,
                     };
-                    return Ok(RedisServer {
+                    let mut server = RedisServer {
                         port,
+                        extra_ports,
                         dir,
                         exe,
+                        conf,
                         extra,
+                        acl_user: false,
+                        valkey: false,
+                        password: options.password.clone(),
                         state: Mutex::new(state),
-                    });
+                    };
+                    let password = options.password.as_deref();
+                    server.valkey = inline_command_as(port, password, "INFO server", Duration::from_secs(2))
+                        .is_ok_and(|info| info.contains("valkey_version:"));
+                    if options.wants_acl_user() {
+                        server.create_acl_user("*")?;
+                        server.acl_user = true;
+                    }
+                    return Ok(server);
                 }
                 Err((message, retry)) => {
                     release_port(port);
+                    extra_ports.all().for_each(release_port);
                     last_error = message;
                     if !retry {
                         break;
@@ -130,14 +166,66 @@ impl RedisServer {
         )))
     }
 
+    /// Creates (or resets) the least-privilege user of [`crate::acl`] for lock names matching
+    /// the glob `lock_keys`. [`url`](Self::url) does not change; use
+    /// [`user_url`](Self::user_url).
+    ///
+    /// # Errors
+    /// `ACL SETUSER` refused (the message says why).
+    pub fn create_acl_user(&self, lock_keys: &str) -> io::Result<()> {
+        let args = crate::acl::setuser_args(lock_keys, self.valkey);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply = self.cli(&refs)?;
+        if reply != "OK" {
+            return Err(io::Error::other(format!("ACL SETUSER failed: {reply}")));
+        }
+        Ok(())
+    }
+
+    /// `true` when the executable is Valkey (its `INFO` has `valkey_version`).
+    pub fn is_valkey(&self) -> bool {
+        self.valkey
+    }
+
     /// The TCP port the server listens on (fixed for the life of this handle, restarts included).
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// The server's URL, `redis://127.0.0.1:<port>`.
+    /// The URL a client under test uses: `redis://127.0.0.1:<port>`, or
+    /// [`user_url`](Self::user_url) when the server was started with the ACL user.
     pub fn url(&self) -> String {
+        if self.acl_user {
+            self.user_url()
+        } else {
+            self.admin_url()
+        }
+    }
+
+    /// The default (unrestricted) user's URL, `redis://127.0.0.1:<port>`, for test code that
+    /// inspects or tampers with keys.
+    pub fn admin_url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The least-privilege user's URL, `redis://redlatch:<password>@127.0.0.1:<port>`.
+    pub fn user_url(&self) -> String {
+        format!(
+            "redis://{}:{}@127.0.0.1:{}",
+            crate::acl::USER,
+            crate::acl::PASSWORD,
+            self.port
+        )
+    }
+
+    /// The TLS port, when started with [`ServerOptions::tls`].
+    pub fn tls_port(&self) -> Option<u16> {
+        self.extra_ports.tls
+    }
+
+    /// `rediss://127.0.0.1:<tls port>`, when started with [`ServerOptions::tls`].
+    pub fn tls_url(&self) -> Option<String> {
+        self.tls_port().map(|p| format!("rediss://127.0.0.1:{p}"))
     }
 
     /// The pid of the most recently started `redis-server` process. It may have exited since;
@@ -170,7 +258,7 @@ impl RedisServer {
 
     /// True if the server answers `PING` within `timeout` (see [`ping_port`](crate::ping_port)).
     pub fn ping(&self, timeout: Duration) -> bool {
-        ping_port(self.port, timeout)
+        ping_port_as(self.port, self.password.as_deref(), timeout)
     }
 
     /// Freezes the process with `SIGSTOP` and waits (up to 1 s) until the kernel reports it
@@ -225,7 +313,8 @@ impl RedisServer {
     }
 
     /// Starts the server again on the same port and directory (data is not kept unless
-    /// [`start_with`](Self::start_with) turned persistence on), waiting like [`start`](Self::start). If it is still running it is first
+    /// [`start_with`](Self::start_with) turned persistence on; the ACL user is created again),
+    /// waiting like [`start`](Self::start). If it is still running it is first
     /// stopped with [`stop`](Self::stop). Retries for up to [`START_TIMEOUT`] if the port is
     /// momentarily taken by another process.
     ///
@@ -236,11 +325,23 @@ impl RedisServer {
         stop_locked(&mut state)?;
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            match launch(&self.exe, self.port, &self.dir, &self.extra) {
+            match launch(
+                &self.exe,
+                self.port,
+                &self.dir,
+                &self.conf,
+                &self.extra,
+                self.password.as_deref(),
+            ) {
                 Ok(child) => {
                     state.pid = child.id();
                     state.child = Some(child);
                     state.paused = false;
+                    drop(state);
+                    // Nothing persists across a restart, the ACL user included.
+                    if self.acl_user {
+                        self.create_acl_user("*")?;
+                    }
                     return Ok(());
                 }
                 Err((message, retry)) => {
@@ -265,11 +366,12 @@ impl RedisServer {
     /// `redis-cli` missing or exiting unsuccessfully (the message includes its stderr).
     pub fn cli(&self, args: &[&str]) -> io::Result<String> {
         let port = self.port.to_string();
-        let output = Command::new(redis_cli_path()?)
-            .args(["-h", "127.0.0.1", "-p", port.as_str()])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()?;
+        let mut command = Command::new(redis_cli_path()?);
+        command.args(["-h", "127.0.0.1", "-p", port.as_str()]);
+        if let Some(p) = &self.password {
+            command.args(["-a", p, "--no-auth-warning"]);
+        }
+        let output = command.args(args).stdin(Stdio::null()).output()?;
         let stdout = String::from_utf8_lossy(&output.stdout).trim().to_string();
         if !output.status.success() {
             return Err(io::Error::other(format!(
@@ -310,6 +412,7 @@ impl Drop for RedisServer {
         }
         let _ = fs::remove_dir_all(&self.dir);
         release_port(self.port);
+        self.extra_ports.all().for_each(release_port);
     }
 }
 
