@@ -56,4 +56,7 @@ pub use guard::Guard;
 pub use lock::Lock;
 
 #[cfg(feature = "native")]
-pub use native::{ClientBuilder, RedisTransport, TokioRuntime};
+pub use native::{
+    ClientBuilder, ClusterTransport, RedisTransport, SentinelAuth, SyncReplicas, TlsOptions, TokioRuntime,
+    Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
+};

@@ -124,7 +124,10 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 // Errors persist since the failed attempt *started*: an attempt that timed
                 // out already used a network timeout, so this returns after one, not two.
                 let since = *error_since.get_or_insert(attempt_started);
-                if out_of_time || now - since >= engine.config.network_timeout {
+                // A wrong kind of client for the deployment (a Cluster node on a plain client)
+                // or a bad name is not cured by retrying.
+                let permanent = error.kind() == ErrorKind::InvalidArgument;
+                if permanent || out_of_time || now - since >= engine.config.network_timeout {
                     return Err(error);
                 }
                 tracing::debug!(lock = %spec.name, error = %error, "acquire attempt failed; retrying");

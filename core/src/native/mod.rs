@@ -1,145 +1,44 @@
-//! The native transport: redis-rs multiplexed connections on tokio, the pub/sub waker and the
-//! connect helpers behind [`Client::connect`] and [`Client::quorum`] (feature `native`).
+//! The native transports: redis-rs on tokio, for every deployment teams run (one node, a
+//! Redlock quorum, Redis Cluster, Sentinel; TLS on each), the pub/sub wakers, and the connect
+//! helpers behind [`Client::connect`], [`Client::quorum`] and [`Client::cluster`]
+//! (feature `native`). docs/deployments.md says what each deployment guarantees.
 
+mod builder;
+mod cluster;
+mod cluster_pubsub;
+mod connection;
+mod deployment;
+mod ifeq;
+mod node;
+mod probe;
 mod pubsub;
+mod redact;
+mod replication;
 mod runtime;
+mod sentinel;
+mod tls;
 mod transport;
+mod warnings;
 
+pub use builder::{ClientBuilder, DEFAULT_SYNC_TIMEOUT};
+pub use cluster::ClusterTransport;
+pub use replication::SyncReplicas;
 pub use runtime::TokioRuntime;
+pub use sentinel::SentinelAuth;
+pub use tls::TlsOptions;
 pub use transport::RedisTransport;
+pub use warnings::{Warning, WarningHandler};
+
+pub(crate) use transport::map_error;
 
 use crate::client::Client;
-use crate::driver::{Config, Transport};
-use crate::error::{Error, ErrorKind, NodeOutcome, Result};
-use crate::protocol::quorum;
-use std::sync::Arc;
-use std::time::Duration;
-
-/// Builds a [`Client`] with non-default settings. Made by [`Client::builder`] or
-/// [`Client::quorum_builder`].
-#[derive(Debug, Clone)]
-pub struct ClientBuilder {
-    urls: Vec<String>,
-    config: Config,
-    runtime: Option<tokio::runtime::Handle>,
-}
-
-impl ClientBuilder {
-    /// Lease of locks acquired without one (watchdog mode), renewed every third of it.
-    /// Default 30 s (Redisson `lockWatchdogTimeout`). Must be at least 3 ms.
-    pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
-        self.config.watchdog_timeout = timeout;
-        self
-    }
-
-    /// Timeout of each command on a single node and of each connection attempt; also how
-    /// long consecutive errors are retried while waiting. Default 3 s.
-    pub fn network_timeout(mut self, timeout: Duration) -> Self {
-        self.config.network_timeout = timeout;
-        self
-    }
-
-    /// Quorum mode: per-node timeout. Default `min(lease / 20, 250 ms)`.
-    pub fn node_timeout(mut self, timeout: Duration) -> Self {
-        self.config.node_timeout = Some(timeout);
-        self
-    }
-
-    /// Longest pause between attempts while waiting for a busy lock (pub/sub usually wakes
-    /// waiters sooner). Default 50 ms.
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.config.poll_interval = interval;
-        self
-    }
-
-    /// How long this client holds back from re-acquiring a lock it just handed to a waiter
-    /// (anti-barging). Default 2 ms; `Duration::ZERO` disables.
-    pub fn handoff_grace(mut self, grace: Duration) -> Self {
-        self.config.handoff_grace = grace;
-        self
-    }
-
-    /// Runs the watchdog and background releases on this runtime instead of the current one.
-    pub fn runtime(mut self, handle: tokio::runtime::Handle) -> Self {
-        self.runtime = Some(handle);
-        self
-    }
-
-    fn validate(&self) -> Result<()> {
-        if self.urls.is_empty() {
-            return Err(Error::invalid("at least one Redis URL is required"));
-        }
-        self.config.validate()
-    }
-
-    /// Connects. A single node must answer `PING`; in quorum mode a majority must, and the
-    /// others are connected lazily when they come back.
-    ///
-    /// # Errors
-    /// `InvalidArgument` for bad URLs or settings; `Connection` (single node) or `Quorum`
-    /// when too few nodes answer within the network timeout.
-    pub async fn connect(self) -> Result<Client> {
-        self.validate()?;
-        let transports = self
-            .urls
-            .iter()
-            .map(|u| RedisTransport::new(u, self.config.network_timeout).map(Arc::new))
-            .collect::<Result<Vec<_>>>()?;
-        let timeout = self.config.network_timeout;
-        let pings = futures::future::join_all(transports.iter().map(|t| async move {
-            match tokio::time::timeout(timeout, t.ping()).await {
-                Ok(r) => r,
-                Err(_) => Err(Error::connection(format!(
-                    "no answer within {} ms",
-                    timeout.as_millis()
-                ))),
-            }
-        }))
-        .await;
-        let answered = pings.iter().filter(|p| p.is_ok()).count();
-        if answered < quorum::majority(transports.len()) {
-            // Each error named by its node (`host:port: why`).
-            let named = |t: &RedisTransport, e: &Error| format!("{}: {}", t.label(), e.message());
-            if transports.len() == 1 {
-                let e = pings.into_iter().find_map(|p| p.err());
-                let e = e.unwrap_or_else(|| Error::connection("unreachable"));
-                return Err(Error::new(e.kind(), named(&transports[0], &e)));
-            }
-            let detail: Vec<String> = transports
-                .iter()
-                .zip(&pings)
-                .filter_map(|(t, p)| p.as_ref().err().map(|e| named(t, e)))
-                .collect();
-            let nodes = transports
-                .iter()
-                .zip(&pings)
-                .map(|(t, p)| NodeOutcome {
-                    node: t.label().to_owned(),
-                    result: p.as_ref().map(|_| ()).map_err(|e| e.message().to_owned()),
-                })
-                .collect();
-            return Err(Error::new(
-                ErrorKind::Quorum,
-                format!(
-                    "only {answered} of {} nodes answered: {}",
-                    transports.len(),
-                    detail.join("; ")
-                ),
-            )
-            .with_nodes(nodes));
-        }
-        let runtime = match self.runtime {
-            Some(h) => TokioRuntime::with_handle(h),
-            None => TokioRuntime::current(),
-        };
-        let transports: Vec<Arc<dyn Transport>> =
-            transports.into_iter().map(|t| t as Arc<dyn Transport>).collect();
-        Client::from_transports(transports, Arc::new(runtime), self.config)
-    }
-}
+use crate::error::Result;
 
 impl Client {
-    /// Connects to one Redis node with default settings (`redis://host:port[/db]`).
+    /// Connects with default settings to the deployment `url` names: one node
+    /// (`redis://[user:pass@]host:port[/db]`, `rediss://` for TLS, `unix://`), a Cluster
+    /// (`redis+cluster://host:port,host:port`) or Sentinel
+    /// (`redis+sentinel://host:26379,host:26379/master[/db]`).
     ///
     /// # Errors
     /// `InvalidArgument` for a bad URL; `Connection` when the node does not answer.
@@ -147,13 +46,9 @@ impl Client {
         Self::builder(url).connect().await
     }
 
-    /// A builder for a single-node client.
+    /// A builder for the deployment `url` names (see [`Client::connect`]).
     pub fn builder(url: &str) -> ClientBuilder {
-        ClientBuilder {
-            urls: vec![url.to_owned()],
-            config: Config::default(),
-            runtime: None,
-        }
+        ClientBuilder::new(vec![url.to_owned()], false)
     }
 
     /// Connects to N independent Redis nodes (Redlock quorum; no replication between them).
@@ -166,10 +61,20 @@ impl Client {
 
     /// A builder for a quorum client.
     pub fn quorum_builder<S: AsRef<str>>(urls: &[S]) -> ClientBuilder {
-        ClientBuilder {
-            urls: urls.iter().map(|u| u.as_ref().to_owned()).collect(),
-            config: Config::default(),
-            runtime: None,
-        }
+        ClientBuilder::new(urls.iter().map(|u| u.as_ref().to_owned()).collect(), false)
+    }
+
+    /// Connects to a Redis Cluster through any of its nodes (`redis://` or `rediss://` seed
+    /// URLs); the client follows slot moves and failovers (`MOVED`/`ASK`).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad URLs; `Connection` when no seed node answers.
+    pub async fn cluster<S: AsRef<str>>(urls: &[S]) -> Result<Client> {
+        Self::cluster_builder(urls).connect().await
+    }
+
+    /// A builder for a Cluster client (see [`Client::cluster`]).
+    pub fn cluster_builder<S: AsRef<str>>(urls: &[S]) -> ClientBuilder {
+        ClientBuilder::new(urls.iter().map(|u| u.as_ref().to_owned()).collect(), true)
     }
 }

@@ -8,139 +8,97 @@
 //! waiter subscribes, the last one's drop unsubscribes. Subscribe and unsubscribe commands
 //! are serialized so an unsubscribe can never overtake a later subscribe.
 //!
-//! The connection is a `ConnectionManager` with automatic resubscription, so `CLIENT KILL`
-//! or a restart only interrupts it: on a disconnection every channel is bumped and waiters
-//! poll once, in case a message was missed.
+//! When the connection drops (`CLIENT KILL`, a restart, a Sentinel failover) every channel is
+//! bumped, so waiters poll once in case a message was missed, and the channels still wanted
+//! are subscribed again on a new connection (to the new master, for Sentinel). [`Channels`]
+//! is shared with the Cluster subscriber, whose connection resubscribes by itself.
 
+use super::connection::{Reconnecting, Settings, Source};
+use super::transport::map_error;
 use crate::driver::{BoxFut, Subscription};
 use crate::error::Result;
-use crate::native::transport::map_error;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ProtocolVersion, PushInfo, PushKind, Value};
+use redis::{PushInfo, PushKind, Value};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use tokio::sync::{Notify, OnceCell};
+use tokio::sync::Notify;
 
 struct Channel {
     notify: Arc<Notify>,
     refs: usize,
 }
 
-type Channels = Arc<Mutex<HashMap<String, Channel>>>;
+/// Channel name -> its waiters' `Notify` and reference count.
+#[derive(Clone, Default)]
+pub(crate) struct Channels(Arc<Mutex<HashMap<String, Channel>>>);
 
-fn lock(channels: &Channels) -> std::sync::MutexGuard<'_, HashMap<String, Channel>> {
-    channels.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-struct Inner {
-    client: redis::Client,
-    connect_timeout: Duration,
-    conn: OnceCell<ConnectionManager>,
-    channels: Channels,
-    /// Channels subscribed on the server; the async mutex serializes (un)subscribe commands.
-    subscribed: tokio::sync::Mutex<HashSet<String>>,
-}
-
-/// Shared subscriber of one node.
-pub(crate) struct Subscriber {
-    inner: Arc<Inner>,
-}
-
-impl Subscriber {
-    pub(crate) fn new(client: redis::Client, connect_timeout: Duration) -> Self {
-        let info = client.get_connection_info().clone();
-        let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
-        let client = redis::Client::open(info.set_redis_settings(settings)).unwrap_or(client);
-        Subscriber {
-            inner: Arc::new(Inner {
-                client,
-                connect_timeout,
-                conn: OnceCell::new(),
-                channels: Arc::default(),
-                subscribed: tokio::sync::Mutex::default(),
-            }),
-        }
+impl Channels {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Channel>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Subscribes to `channel` (confirmed by the server before this returns).
-    pub(crate) async fn subscribe(&self, channel: &str) -> Result<ChannelWaker> {
-        let notify = {
-            let mut map = lock(&self.inner.channels);
-            let entry = map.entry(channel.to_owned()).or_insert_with(|| Channel {
-                notify: Arc::default(),
-                refs: 0,
-            });
-            entry.refs += 1;
-            entry.notify.clone()
-        };
-        // From here on the waker's Drop undoes the reference, even if subscribing fails.
-        let waker = ChannelWaker {
-            inner: self.inner.clone(),
-            channel: channel.to_owned(),
-            notify,
-            runtime: tokio::runtime::Handle::current(),
-        };
-        let mut subscribed = self.inner.subscribed.lock().await;
-        if !subscribed.contains(channel) {
-            let mut conn = self.inner.connection().await?;
-            // Recorded before SUBSCRIBE is sent: if this future is dropped mid-way (a
-            // cancelled acquire), the waker's drop still sends the UNSUBSCRIBE, after it.
-            subscribed.insert(channel.to_owned());
-            if let Err(e) = conn.subscribe(channel).await {
-                subscribed.remove(channel);
-                return Err(map_error(e));
+    /// Counts one more waiter on `channel`; its `Notify`.
+    pub(crate) fn add(&self, channel: &str) -> Arc<Notify> {
+        let mut map = self.map();
+        let entry = map.entry(channel.to_owned()).or_insert_with(|| Channel {
+            notify: Arc::default(),
+            refs: 0,
+        });
+        entry.refs += 1;
+        entry.notify.clone()
+    }
+
+    /// Counts one waiter fewer; `true` when it was the last (unsubscribe now).
+    pub(crate) fn remove(&self, channel: &str) -> bool {
+        let mut map = self.map();
+        match map.get_mut(channel) {
+            Some(ch) if ch.refs > 1 => {
+                ch.refs -= 1;
+                false
             }
-        }
-        Ok(waker)
-    }
-}
-
-impl Inner {
-    async fn connection(&self) -> Result<ConnectionManager> {
-        let channels = self.channels.clone();
-        let conn = self
-            .conn
-            .get_or_try_init(|| async move {
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(self.connect_timeout))
-                    .set_response_timeout(None)
-                    .set_number_of_retries(1)
-                    .set_max_delay(Duration::from_millis(500))
-                    .set_push_sender(move |push: PushInfo| {
-                        on_push(&channels, push);
-                        Ok::<(), std::convert::Infallible>(())
-                    })
-                    .set_automatic_resubscription();
-                ConnectionManager::new_with_config(self.client.clone(), config)
-                    .await
-                    .map_err(map_error)
-            })
-            .await?;
-        Ok(conn.clone())
-    }
-}
-
-fn on_push(channels: &Channels, push: PushInfo) {
-    let map = lock(channels);
-    match push.kind {
-        PushKind::Message => {
-            let text = |v: Option<&Value>| match v {
-                Some(Value::BulkString(b)) => std::str::from_utf8(b).ok().map(str::to_owned),
-                _ => None,
-            };
-            let Some(ch) = text(push.data.first()).and_then(|n| map.get(&n)) else {
-                return;
-            };
-            if text(push.data.get(1)).as_deref() == Some("0") {
-                ch.notify.notify_one();
-            } else {
-                wake_all(&ch.notify);
+            Some(_) => {
+                map.remove(channel);
+                true
             }
+            None => false,
         }
-        // Messages may have been missed while the connection was down: everyone re-polls.
-        PushKind::Disconnection => map.values().for_each(|ch| wake_all(&ch.notify)),
-        _ => {}
+    }
+
+    pub(crate) fn wanted(&self, channel: &str) -> bool {
+        self.map().contains_key(channel)
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.map().keys().cloned().collect()
+    }
+
+    /// Everyone re-polls: messages may have been missed.
+    pub(crate) fn wake_all(&self) {
+        self.map().values().for_each(|ch| wake_all(&ch.notify));
+    }
+
+    /// Routes a push message: a release message wakes its channel's waiters; a
+    /// disconnection, or the server dropping a shard channel (its slot moved), wakes all.
+    pub(crate) fn on_push(&self, push: &PushInfo) {
+        let text = |v: Option<&Value>| match v {
+            Some(Value::BulkString(b)) => std::str::from_utf8(b).ok().map(str::to_owned),
+            _ => None,
+        };
+        match push.kind {
+            PushKind::Message | PushKind::SMessage => {
+                let map = self.map();
+                let Some(ch) = text(push.data.first()).and_then(|n| map.get(&n)) else {
+                    return;
+                };
+                if text(push.data.get(1)).as_deref() == Some("0") {
+                    ch.notify.notify_one();
+                } else {
+                    wake_all(&ch.notify);
+                }
+            }
+            PushKind::Disconnection | PushKind::SUnsubscribe => self.wake_all(),
+            _ => {}
+        }
     }
 }
 
@@ -149,12 +107,154 @@ fn wake_all(notify: &Notify) {
     notify.notify_one();
 }
 
+struct Subscribed {
+    /// The connection these subscriptions were made on.
+    conn_id: u64,
+    names: HashSet<String>,
+}
+
+struct Inner {
+    conn: Reconnecting,
+    channels: Channels,
+    /// Channels subscribed on the server; the async mutex serializes (un)subscribe commands.
+    subscribed: tokio::sync::Mutex<Subscribed>,
+}
+
+/// Shared subscriber of one node.
+pub(crate) struct Subscriber {
+    inner: Arc<Inner>,
+}
+
+impl Subscriber {
+    pub(crate) fn new(source: Source, timeout: Duration) -> Self {
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let weak = weak.clone();
+            let settings = Settings {
+                connect_timeout: timeout,
+                response_timeout: Some(timeout),
+                push: Some(Arc::new(move |id, push: PushInfo| {
+                    if let Some(inner) = weak.upgrade() {
+                        inner.on_push(id, &push);
+                    }
+                })),
+                checks: None,
+            };
+            Inner {
+                conn: Reconnecting::new(source, settings),
+                channels: Channels::default(),
+                subscribed: tokio::sync::Mutex::new(Subscribed {
+                    conn_id: 0,
+                    names: HashSet::new(),
+                }),
+            }
+        });
+        Subscriber { inner }
+    }
+
+    /// Subscribes to `channel` (confirmed by the server before this returns).
+    pub(crate) async fn subscribe(&self, channel: &str) -> Result<ChannelWaker> {
+        let notify = self.inner.channels.add(channel);
+        // From here on the waker's Drop undoes the reference, even if subscribing fails.
+        let waker = ChannelWaker {
+            unsubscribe: Some(Box::new(Unsubscribe(
+                self.inner.clone(),
+                tokio::runtime::Handle::current(),
+            ))),
+            channels: self.inner.channels.clone(),
+            channel: channel.to_owned(),
+            notify,
+        };
+        self.inner.ensure(&[channel.to_owned()]).await?;
+        Ok(waker)
+    }
+}
+
+impl Inner {
+    fn on_push(self: &Arc<Self>, id: u64, push: &PushInfo) {
+        self.channels.on_push(push);
+        if push.kind == PushKind::Disconnection {
+            self.conn.invalidate(id);
+            let inner = self.clone();
+            // Push messages are delivered on the connection's task, inside the runtime.
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move { inner.resubscribe().await });
+            }
+        }
+    }
+
+    /// Makes sure `names` are subscribed on the live connection (connecting, and
+    /// subscribing every wanted channel again, when it is a new one).
+    async fn ensure(&self, names: &[String]) -> Result<()> {
+        let mut sub = self.subscribed.lock().await;
+        let live = self.conn.get().await?;
+        let mut todo: Vec<String> = names.to_vec();
+        if sub.conn_id != live.id {
+            sub.conn_id = live.id;
+            sub.names.clear();
+            todo = self.channels.names();
+        }
+        let mut conn = live.conn.clone();
+        for name in todo {
+            if sub.names.contains(&name) || !self.channels.wanted(&name) {
+                continue;
+            }
+            // Recorded before SUBSCRIBE is sent: if this future is dropped mid-way (a
+            // cancelled acquire), the waker's drop still sends the UNSUBSCRIBE, after it.
+            sub.names.insert(name.clone());
+            if let Err(e) = conn.subscribe(&name).await {
+                sub.names.remove(&name);
+                if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+                    self.conn.invalidate(live.id);
+                }
+                return Err(map_error(&e, &[]));
+            }
+        }
+        Ok(())
+    }
+
+    /// After a disconnection: subscribes the wanted channels on a new connection, retrying
+    /// while some are wanted (waiters poll meanwhile).
+    async fn resubscribe(&self) {
+        let mut pause = Duration::from_millis(50);
+        for _ in 0..20 {
+            let wanted = self.channels.names();
+            if wanted.is_empty() || self.ensure(&wanted).await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+/// What a waker's last drop does on the server (differs for the Cluster subscriber).
+pub(crate) trait Unsubscriber: Send + Sync {
+    fn unsubscribe(&self, channel: String);
+}
+
+struct Unsubscribe(Arc<Inner>, tokio::runtime::Handle);
+
+impl Unsubscriber for Unsubscribe {
+    fn unsubscribe(&self, channel: String) {
+        let inner = self.0.clone();
+        self.1.spawn(async move {
+            let mut sub = inner.subscribed.lock().await;
+            // Someone may have subscribed again while this task waited for its turn.
+            if !inner.channels.wanted(&channel) && sub.names.remove(&channel) {
+                if let Some(live) = inner.conn.existing() {
+                    let _ = live.conn.clone().unsubscribe(&channel).await;
+                }
+            }
+        });
+    }
+}
+
 /// One waiter's subscription to one channel.
 pub(crate) struct ChannelWaker {
-    inner: Arc<Inner>,
-    channel: String,
-    notify: Arc<Notify>,
-    runtime: tokio::runtime::Handle,
+    pub(crate) unsubscribe: Option<Box<dyn Unsubscriber>>,
+    pub(crate) channels: Channels,
+    pub(crate) channel: String,
+    pub(crate) notify: Arc<Notify>,
 }
 
 impl Subscription for ChannelWaker {
@@ -169,33 +269,10 @@ impl Subscription for ChannelWaker {
 
 impl Drop for ChannelWaker {
     fn drop(&mut self) {
-        let last = {
-            let mut map = lock(&self.inner.channels);
-            match map.get_mut(&self.channel) {
-                Some(ch) if ch.refs > 1 => {
-                    ch.refs -= 1;
-                    false
-                }
-                Some(_) => {
-                    map.remove(&self.channel);
-                    true
-                }
-                None => false,
+        if self.channels.remove(&self.channel) {
+            if let Some(u) = self.unsubscribe.take() {
+                u.unsubscribe(std::mem::take(&mut self.channel));
             }
-        };
-        if last {
-            let inner = self.inner.clone();
-            let channel = std::mem::take(&mut self.channel);
-            self.runtime.spawn(async move {
-                let mut subscribed = inner.subscribed.lock().await;
-                // Someone may have subscribed again while this task waited for its turn.
-                let wanted = lock(&inner.channels).contains_key(&channel);
-                if !wanted && subscribed.remove(&channel) {
-                    if let Some(conn) = inner.conn.get() {
-                        let _ = conn.clone().unsubscribe(&channel).await;
-                    }
-                }
-            });
         }
     }
 }

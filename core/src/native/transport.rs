@@ -1,26 +1,63 @@
-//! [`RedisTransport`]: one Redis node over a redis-rs `ConnectionManager` (a multiplexed
-//! connection that reconnects by itself after `CLIENT KILL` or a restart).
+//! [`RedisTransport`]: one Redis node (a fixed address, or the master of a Sentinel
+//! deployment) over a [`Reconnecting`] multiplexed connection.
 //!
 //! Scripts go out as `EVALSHA`; on `NOSCRIPT` (after `SCRIPT FLUSH` or a node restart) the
-//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it. The connection is
-//! made on first use, so a quorum client can start while some nodes are down.
+//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it.
+//! On a server with `DELIFEQ` (Valkey 9) lease-lock requests run as plain commands instead
+//! (see `ifeq.rs`). With `sync_replicas`, grants and renewals are confirmed with `WAIT`
+//! (see `replication.rs`). A broken connection, a reply timeout or a `READONLY` answer (the
+//! node was demoted) drops the connection, so the next call reconnects, or asks the
+//! sentinels again. A `MOVED` answer means the node is in Cluster mode: an error at once,
+//! since no retry can help.
 
+use super::connection::{Live, Reconnecting, Settings, Source};
+use super::node::{node_spec, NodeSpec};
 use super::pubsub::Subscriber;
+use super::replication::{self, SyncReplicas};
+use super::tls::TlsOptions;
+use super::warnings::Warnings;
+use super::{ifeq, redact};
 use crate::driver::{BoxFut, Subscription, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionLike;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::OnceCell;
+
+/// Settings a transport shares with the client that made it.
+#[derive(Clone)]
+pub(crate) struct TransportOptions {
+    pub(crate) network_timeout: Duration,
+    pub(crate) sync_replicas: Option<SyncReplicas>,
+    pub(crate) warnings: Arc<Warnings>,
+}
+
+impl TransportOptions {
+    pub(crate) fn new(network_timeout: Duration) -> Self {
+        TransportOptions {
+            network_timeout,
+            sync_replicas: None,
+            warnings: Arc::default(),
+        }
+    }
+
+    fn command_settings(&self) -> Settings {
+        Settings {
+            connect_timeout: self.network_timeout,
+            response_timeout: Some(self.network_timeout),
+            push: None,
+            checks: Some(self.warnings.clone()),
+        }
+    }
+}
 
 /// One Redis node reached with redis-rs.
 pub struct RedisTransport {
-    client: redis::Client,
     label: String,
-    connect_timeout: Duration,
-    conn: OnceCell<ConnectionManager>,
+    conn: Reconnecting,
     subscriber: Subscriber,
+    options: TransportOptions,
 }
 
 impl std::fmt::Debug for RedisTransport {
@@ -31,83 +68,125 @@ impl std::fmt::Debug for RedisTransport {
     }
 }
 
-/// `host:port` of a connection info, never its credentials.
-fn label_of(info: &redis::ConnectionInfo) -> String {
-    info.addr().to_string()
-}
-
 impl RedisTransport {
-    /// Parses `url` (`redis://[user:pass@]host:port[/db]`, `rediss://`, `unix://`). Does not
-    /// connect yet. `connect_timeout` bounds each connection attempt.
+    /// Parses `url` (`redis://[user:pass@]host:port[/db]`, `rediss://`, `unix://`) with
+    /// default settings. Does not connect yet. `connect_timeout` bounds each connection
+    /// attempt and each reply.
     ///
     /// # Errors
     /// `InvalidArgument` for a malformed URL.
     pub fn new(url: &str, connect_timeout: Duration) -> Result<Self> {
-        let client = redis::Client::open(url)
-            .map_err(|e| Error::invalid(format!("bad Redis URL: {}", redact(&e.to_string(), url))))?;
-        let label = label_of(client.get_connection_info());
-        let subscriber = Subscriber::new(client.clone(), connect_timeout);
-        Ok(RedisTransport {
-            client,
-            label,
-            connect_timeout,
-            conn: OnceCell::new(),
-            subscriber,
-        })
+        let spec = node_spec(url, &TlsOptions::default())?;
+        Ok(Self::fixed(spec, TransportOptions::new(connect_timeout)))
     }
 
-    async fn connection(&self) -> Result<ConnectionManager> {
-        let conn = self
-            .conn
-            .get_or_try_init(|| async {
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(self.connect_timeout))
-                    // The driver bounds every call itself (network or per-node timeout).
-                    .set_response_timeout(None)
-                    .set_number_of_retries(1)
-                    .set_max_delay(Duration::from_millis(500));
-                ConnectionManager::new_with_config(self.client.clone(), config)
-                    .await
-                    .map_err(map_error)
-            })
-            .await?;
-        Ok(conn.clone())
+    pub(crate) fn fixed(spec: NodeSpec, options: TransportOptions) -> Self {
+        let label = spec.label.clone();
+        Self::from_source(label, Source::Fixed(Box::new(spec)), options)
+    }
+
+    pub(crate) fn from_source(label: String, source: Source, options: TransportOptions) -> Self {
+        RedisTransport {
+            conn: Reconnecting::new(source.clone(), options.command_settings()),
+            subscriber: Subscriber::new(source, options.network_timeout),
+            label,
+            options,
+        }
     }
 
     /// Connects now (if not yet) and checks the node answers `PING`.
     ///
     /// # Errors
-    /// `Connection` when the node cannot be reached.
+    /// `Connection` when the node cannot be reached (naming TLS failures).
     pub async fn ping(&self) -> Result<()> {
-        let mut conn = self.connection().await?;
+        let live = self.conn.get().await?;
+        let mut conn = live.conn.clone();
         redis::cmd("PING")
             .query_async::<()>(&mut conn)
             .await
-            .map_err(map_error)
+            .map_err(|e| self.failed(&live, &e, &[]))
     }
+
+    /// Maps `e` and drops the connection when it cannot be trusted any more.
+    fn failed(&self, live: &Live, e: &redis::RedisError, args: &[String]) -> Error {
+        use redis::ServerErrorKind as S;
+        let readonly = e.kind() == redis::ErrorKind::Server(S::ReadOnly);
+        if readonly || e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+            tracing::debug!(node = %live.node, error = %redact::server_error(&e.to_string(), args), "dropping the connection");
+            self.conn.invalidate(live.id);
+        }
+        if e.kind() == redis::ErrorKind::Server(S::Moved) {
+            return Error::invalid(format!(
+                "{} is a Redis Cluster node (it answered MOVED): connect with a Cluster client (Client::cluster, or a redis+cluster:// URL)",
+                live.node
+            ));
+        }
+        if readonly {
+            return Error::connection(format!(
+                "{} is a replica now (READONLY); the next call looks for the master again",
+                live.node
+            ));
+        }
+        map_error(e, args)
+    }
+
+    async fn run(
+        &self,
+        conn: &mut redis::aio::MultiplexedConnection,
+        ifeq: bool,
+        request: &Request,
+    ) -> redis::RedisResult<Reply> {
+        if ifeq && ifeq::handles(request) {
+            return ifeq::run(conn, request).await;
+        }
+        if let Some(plain) = &request.plain {
+            let mut cmd = redis::cmd(&plain[0]);
+            cmd.arg(&plain[1..]);
+            return cmd.query_async(conn).await.map(convert);
+        }
+        eval_script(conn, request).await
+    }
+}
+
+/// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`.
+pub(crate) async fn eval_script<C: ConnectionLike + Send>(
+    conn: &mut C,
+    request: &Request,
+) -> redis::RedisResult<Reply> {
+    let script = request.script;
+    match invoke(conn, "EVALSHA", script.sha1(), request).await {
+        // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
+        // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
+            invoke(conn, "EVAL", script.source(), request).await
+        }
+        other => other,
+    }
+    .map(convert)
 }
 
 impl Transport for RedisTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
-            let mut conn = self.connection().await?;
-            if let Some(plain) = &request.plain {
-                let mut cmd = redis::cmd(&plain[0]);
-                cmd.arg(&plain[1..]);
-                return cmd.query_async(&mut conn).await.map(convert).map_err(map_error);
-            }
-            let script = request.script;
-            match invoke(&mut conn, "EVALSHA", script.sha1(), request).await {
-                // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
-                // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
-                Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                    tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
-                    invoke(&mut conn, "EVAL", script.source(), request).await
+            let live = self.conn.get().await?;
+            let mut conn = live.conn.clone();
+            let reply = self
+                .run(&mut conn, live.facts.ifeq, request)
+                .await
+                .map_err(|e| self.failed(&live, &e, &request.args))?;
+            if let Some(sync) = self.options.sync_replicas {
+                if let Some(what) = replication::write_to_confirm(request, &reply) {
+                    let acks: i64 = replication::wait_command(sync)
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(|e| self.failed(&live, &e, &request.args))?;
+                    if acks < i64::from(sync.replicas) {
+                        return Err(replication::too_few(what, request, acks, sync, &live.node));
+                    }
                 }
-                other => other,
             }
-            .map(convert)
-            .map_err(map_error)
+            Ok(reply)
         })
     }
 
@@ -123,8 +202,8 @@ impl Transport for RedisTransport {
     }
 }
 
-async fn invoke(
-    conn: &mut ConnectionManager,
+async fn invoke<C: ConnectionLike + Send>(
+    conn: &mut C,
     command: &str,
     script: &str,
     request: &Request,
@@ -139,29 +218,20 @@ async fn invoke(
 
 /// Maps a redis-rs error onto the taxonomy: server error replies are `Redis`, everything
 /// about reaching the server is `Connection`, including a peer whose bytes are not the Redis
-/// protocol at all (redis-rs also answers such a parse error by reconnecting).
-pub(crate) fn map_error(e: redis::RedisError) -> Error {
+/// protocol at all (redis-rs also answers such a parse error by reconnecting). `args` (the
+/// request's arguments) are kept out of the message, as are the arguments a server echoes.
+pub(crate) fn map_error(e: &redis::RedisError, args: &[String]) -> Error {
     use redis::ErrorKind as K;
+    let text = redact::server_error(&e.to_string(), args);
     match e.kind() {
-        K::Parse => Error::connection(format!("the server's reply is not the Redis protocol ({e})")),
-        K::Server(_) | K::Extension | K::UnexpectedReturnType => Error::new(ErrorKind::Redis, e.to_string()),
-        K::InvalidClientConfig => Error::new(ErrorKind::InvalidArgument, e.to_string()),
-        _ => Error::connection(e.to_string()),
+        K::Parse => Error::connection(format!("the server's reply is not the Redis protocol ({text})")),
+        K::Server(_) | K::Extension | K::UnexpectedReturnType => Error::new(ErrorKind::Redis, text),
+        K::InvalidClientConfig => Error::new(ErrorKind::InvalidArgument, text),
+        _ => Error::connection(text),
     }
 }
 
-/// Removes the password of `url` from `text`, should a message echo the URL.
-fn redact(text: &str, url: &str) -> String {
-    match url.split_once("://").and_then(|(_, rest)| rest.split_once('@')) {
-        Some((userinfo, _)) => match userinfo.split_once(':') {
-            Some((_, pass)) if !pass.is_empty() => text.replace(pass, "***"),
-            _ => text.to_owned(),
-        },
-        None => text.to_owned(),
-    }
-}
-
-fn convert(value: redis::Value) -> Reply {
+pub(crate) fn convert(value: redis::Value) -> Reply {
     use redis::Value as V;
     match value {
         V::Nil => Reply::Nil,
@@ -178,15 +248,6 @@ fn convert(value: redis::Value) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact("cannot reach redis://u:s3cret@h", "redis://u:s3cret@h"),
-            "cannot reach redis://u:***@h"
-        );
-        assert_eq!(redact("x", "redis://h:1"), "x");
-    }
 
     #[test]
     fn labels_have_no_credentials() {

@@ -7,8 +7,9 @@ use super::reply::{self, AcquireReply, OwnershipReply, Reply};
 use super::scripts::{self, Script};
 use crate::error::Result;
 
-/// Publish command used by release scripts. Plain `PUBLISH` on a single node or a quorum of
-/// independent nodes (sharded `SPUBLISH` is for Redis Cluster 7+, not used here).
+/// Publish command used by release scripts: plain `PUBLISH` on a single node or a quorum of
+/// independent nodes; a Cluster transport swaps in `SPUBLISH` where the cluster has sharded
+/// pub/sub ([`Request::with_publish_command`]).
 pub const PUBLISH: &str = "publish";
 
 /// One script invocation.
@@ -30,6 +31,17 @@ impl Request {
     /// script's extra checks matter).
     pub fn script_only(mut self) -> Request {
         self.plain = None;
+        self
+    }
+
+    /// The same request publishing with `command` instead of [`PUBLISH`]: `spublish` for
+    /// sharded pub/sub on Redis Cluster 7+ (a per-client choice of the transport). Only the
+    /// publish argument can equal [`PUBLISH`]: tokens are hex, owner ids `uuid:n`, the rest
+    /// numbers or `L`/`R` specs.
+    pub fn with_publish_command(mut self, command: &str) -> Request {
+        for arg in self.args.iter_mut().filter(|a| *a == PUBLISH) {
+            command.clone_into(arg);
+        }
         self
     }
 }
@@ -289,6 +301,30 @@ mod tests {
         assert_eq!(r.script.name(), "rlock_abort");
         assert_eq!(r.keys[2], "redlatch_acquire_latch:{n}:req");
         assert_eq!(r.args, ["o:1", "publish"]);
+    }
+
+    #[test]
+    fn the_publish_command_is_replaceable() {
+        let lease = Holder::Lease { token: "t".into() };
+        let r = lease.release("n", 1, "", 0).with_publish_command("spublish");
+        assert_eq!(r.args, ["t", "spublish"]);
+        let rl = Holder::Reentrant { owner: "o:1".into() };
+        assert_eq!(
+            rl.release("n", 1, "r", 2).with_publish_command("spublish").args[2],
+            "spublish"
+        );
+        assert_eq!(
+            rl.abort("n", "r").with_publish_command("spublish").args[1],
+            "spublish"
+        );
+        assert_eq!(
+            force_unlock("n").with_publish_command("spublish").args,
+            ["spublish"]
+        );
+        assert_eq!(
+            lease.extend("n", 5).with_publish_command("spublish").args,
+            ["t", "5"]
+        );
     }
 
     #[test]

@@ -11,11 +11,7 @@ use std::time::Duration;
 /// Sends one inline command to 127.0.0.1:`port` and returns the reply's payload: the text
 /// of a `+simple` string or of a `$bulk` string, or an `InvalidData` error for `-ERR` and
 /// anything else. `timeout` bounds the connect, the write and each read separately.
-pub(crate) fn inline_command(port: u16, command: &str, timeout: Duration) -> io::Result<String> {
-    inline_command_as(port, None, command, timeout)
-}
-
-/// As [`inline_command`], logged in with `AUTH password` first when one is given.
+/// Logged in with `AUTH password` first when one is given.
 pub(crate) fn inline_command_as(
     port: u16,
     password: Option<&str>,

@@ -1,0 +1,298 @@
+//! [`ClusterTransport`]: a Redis Cluster as one transport, over redis-rs's async cluster
+//! client (slot routing, `MOVED`/`ASK` redirects, topology refresh after a failover).
+//!
+//! Every script of one lock touches keys of one slot: companion keys carry the lock name as
+//! a hash tag (`prefix:{N}`, shared/WIRE.md), so a script is routed by its first key. Two
+//! requests are adjusted here:
+//! - the watchdog's batch renewal names many locks; it is split into one call per slot,
+//!   sent concurrently, and the flags are put back in order;
+//! - release scripts publish with `SPUBLISH` when the cluster has sharded pub/sub (Redis and
+//!   Valkey 7+, detected with `PUBSUB SHARDNUMSUB`), as Redisson 4.7 does in Cluster, and
+//!   waiters `SSUBSCRIBE`; plain `PUBLISH`/`SUBSCRIBE` otherwise.
+//!
+//! `WAIT` (sync_replicas) goes to the master of the lock's slot, the node that ran the write.
+
+use super::cluster_pubsub::ClusterSubscriber;
+use super::node::NodeSpec;
+use super::probe::{self, Facts};
+use super::replication;
+use super::transport::{convert, eval_script, map_error, TransportOptions};
+use super::{ifeq, tls::TlsOptions};
+use crate::driver::{BoxFut, Subscription, Transport};
+use crate::error::{Error, Result};
+use crate::protocol::reply::Reply;
+use crate::protocol::request::{Request, PUBLISH};
+use crate::protocol::scripts;
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{
+    MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr,
+};
+use redis::{TlsMode, Value};
+use std::collections::HashMap;
+use tokio::sync::OnceCell;
+
+/// What the cluster supports, learned on the first connection.
+#[derive(Debug, Clone, Copy)]
+struct ClusterFacts {
+    facts: Facts,
+    sharded: bool,
+}
+
+/// A Redis Cluster reached with redis-rs.
+pub struct ClusterTransport {
+    label: String,
+    client: ClusterClient,
+    conn: OnceCell<(ClusterConnection, ClusterFacts)>,
+    subscriber: ClusterSubscriber,
+    options: TransportOptions,
+    sharded_override: Option<bool>,
+}
+
+impl std::fmt::Debug for ClusterTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterTransport")
+            .field("seeds", &self.label)
+            .finish()
+    }
+}
+
+/// The cluster client for `seeds` (RESP3 and a push handler for the subscriber's).
+pub(crate) fn cluster_client(
+    seeds: &[NodeSpec],
+    tls: &TlsOptions,
+    options: &TransportOptions,
+    push: Option<super::pubsub::Channels>,
+) -> Result<ClusterClient> {
+    let infos = seeds.iter().map(|s| s.info.clone());
+    let timeout = options.network_timeout;
+    let mut b = ClusterClientBuilder::new(infos)
+        .connection_timeout(timeout)
+        .response_timeout(timeout)
+        // A redirect after a failover or migration is retried at once, not after 1.28 s.
+        .retries(8)
+        .min_retry_wait(10)
+        .max_retry_wait(500);
+    if seeds.iter().any(|s| s.tls_name().is_some()) {
+        b = b.certs(tls.certificates()?);
+        if tls.insecure() {
+            b = b.tls(TlsMode::Insecure);
+        }
+    }
+    if let Some(channels) = push {
+        b = b
+            .use_protocol(redis::ProtocolVersion::RESP3)
+            .push_sender(move |push: redis::PushInfo| {
+                channels.on_push(&push);
+                Ok::<(), std::convert::Infallible>(())
+            });
+    }
+    b.build()
+        .map_err(|e| Error::invalid(format!("bad Cluster setup: {e}")))
+}
+
+impl ClusterTransport {
+    pub(crate) fn new(
+        seeds: Vec<NodeSpec>,
+        tls: &TlsOptions,
+        options: TransportOptions,
+        sharded_override: Option<bool>,
+    ) -> Result<Self> {
+        if tls.server_name_override().is_some() {
+            return Err(Error::invalid(
+                "the TLS server name option applies to single nodes; Cluster nodes are verified by the addresses they announce",
+            ));
+        }
+        let label = format!("cluster {}", seeds.first().map_or("", |s| s.label.as_str()));
+        Ok(ClusterTransport {
+            client: cluster_client(&seeds, tls, &options, None)?,
+            subscriber: ClusterSubscriber::new(&seeds, tls, &options)?,
+            conn: OnceCell::new(),
+            label,
+            options,
+            sharded_override,
+        })
+    }
+
+    async fn connection(&self) -> Result<(ClusterConnection, ClusterFacts)> {
+        let (conn, facts) = self
+            .conn
+            .get_or_try_init(|| async {
+                let mut conn = self.client.get_async_connection().await.map_err(|e| {
+                    Error::connection(format!("{}: {}", self.label, map_error(&e, &[]).message()))
+                })?;
+                let facts = self.probe(&mut conn).await?;
+                Ok::<_, Error>((conn, facts))
+            })
+            .await?;
+        Ok((conn.clone(), *facts))
+    }
+
+    /// Connect checks: the eviction policy of every master, `DELIFEQ`, sharded pub/sub.
+    async fn probe(&self, conn: &mut ClusterConnection) -> Result<ClusterFacts> {
+        let mut config = redis::cmd("CONFIG");
+        config.arg("GET").arg("maxmemory-policy");
+        let all_masters = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+        if let Ok(Value::Map(per_node)) = conn.route_command(config, all_masters).await {
+            for (node, reply) in per_node {
+                let node = match node {
+                    Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                    Value::SimpleString(s) => s,
+                    _ => continue,
+                };
+                probe::check_policy(&node, &reply, &self.options.warnings);
+            }
+        }
+        let facts = probe::probe(conn, &self.label, &Default::default())
+            .await
+            .map_err(|e| map_error(&e, &[]))?;
+        let sharded = match self.sharded_override {
+            Some(s) => s,
+            None => redis::cmd("PUBSUB")
+                .arg("SHARDNUMSUB")
+                .query_async::<Value>(conn)
+                .await
+                .is_ok(),
+        };
+        tracing::debug!(cluster = %self.label, sharded, ifeq = facts.ifeq, "connected to the cluster");
+        Ok(ClusterFacts { facts, sharded })
+    }
+
+    /// Connects now (if not yet) and checks the cluster answers `PING`.
+    ///
+    /// # Errors
+    /// `Connection` when no seed node can be reached.
+    pub async fn ping(&self) -> Result<()> {
+        let (mut conn, _) = self.connection().await?;
+        redis::cmd("PING")
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| map_error(&e, &[]))
+    }
+
+    async fn run_one(
+        &self,
+        conn: &mut ClusterConnection,
+        facts: ClusterFacts,
+        request: &Request,
+    ) -> Result<Reply> {
+        let result = if facts.facts.ifeq && ifeq::handles(request) {
+            ifeq::run(conn, request).await
+        } else if let Some(plain) = &request.plain {
+            let mut cmd = redis::cmd(&plain[0]);
+            cmd.arg(&plain[1..]);
+            cmd.query_async(conn).await.map(convert)
+        } else {
+            eval_script(conn, request).await
+        };
+        let reply = result.map_err(|e| self.failed(&e, request))?;
+        if let Some(sync) = self.options.sync_replicas {
+            if let Some(what) = replication::write_to_confirm(request, &reply) {
+                let route = Route::with_key(&request.keys[0], SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                let acks = conn
+                    .route_command(replication::wait_command(sync), routing)
+                    .await
+                    .map_err(|e| self.failed(&e, request))?;
+                let acks = if let Value::Int(n) = acks { n } else { 0 };
+                if acks < i64::from(sync.replicas) {
+                    return Err(replication::too_few(what, request, acks, sync, &self.label));
+                }
+            }
+        }
+        Ok(reply)
+    }
+
+    fn failed(&self, e: &redis::RedisError, request: &Request) -> Error {
+        if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::CrossSlot) {
+            let name = request.keys.first().map(String::as_str).unwrap_or("?");
+            return Error::invalid(format!(
+                "lock name {name:?}: its companion keys hash to another Cluster slot (a '{{' without a non-empty '{{...}}' tag after it); use a name without braces or with a tag such as {{order}}:42"
+            ));
+        }
+        let e = map_error(e, &request.args);
+        Error::new(e.kind(), format!("{}: {}", self.label, e.message()))
+    }
+
+    /// Renews a batch whose locks live in several slots: one call per slot.
+    async fn renew_by_slot(
+        &self,
+        conn: &ClusterConnection,
+        facts: ClusterFacts,
+        request: &Request,
+    ) -> Result<Reply> {
+        let mut groups: HashMap<Slot, Vec<usize>> = HashMap::new();
+        for (i, key) in request.keys.iter().enumerate() {
+            groups.entry(Slot::for_key(key)).or_default().push(i);
+        }
+        if groups.len() <= 1 {
+            return self.run_one(&mut conn.clone(), facts, request).await;
+        }
+        let calls = groups.into_values().map(|indices| {
+            let part = Request {
+                script: request.script,
+                keys: indices.iter().map(|&i| request.keys[i].clone()).collect(),
+                args: std::iter::once(request.args[0].clone())
+                    .chain(indices.iter().map(|&i| request.args[i + 1].clone()))
+                    .collect(),
+                plain: None,
+            };
+            let mut conn = conn.clone();
+            async move {
+                let reply = self.run_one(&mut conn, facts, &part).await;
+                (indices, reply)
+            }
+        });
+        let mut flags = vec![Reply::Int(0); request.keys.len()];
+        for (indices, reply) in futures::future::join_all(calls).await {
+            // A slot whose call failed fails the batch: the watchdog then retries it soon as a
+            // transient error (renewals are idempotent), as it does for a single node.
+            match reply {
+                Ok(Reply::Array(items)) if items.len() == indices.len() => {
+                    for (i, item) in indices.into_iter().zip(items) {
+                        flags[i] = item;
+                    }
+                }
+                Ok(other) => {
+                    return Err(Error::new(
+                        crate::ErrorKind::Redis,
+                        format!("unexpected reply to renew_batch: {other}"),
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Reply::Array(flags))
+    }
+}
+
+impl Transport for ClusterTransport {
+    fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
+        Box::pin(async move {
+            let (mut conn, facts) = self.connection().await?;
+            let sharded;
+            let request = if facts.sharded && request.args.iter().any(|a| a == PUBLISH) {
+                sharded = request.clone().with_publish_command("spublish");
+                &sharded
+            } else {
+                request
+            };
+            if std::ptr::eq(request.script, &scripts::RENEW_BATCH) {
+                return self.renew_by_slot(&conn, facts, request).await;
+            }
+            self.run_one(&mut conn, facts, request).await
+        })
+    }
+
+    fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
+        Box::pin(async move {
+            let (_, facts) = self.connection().await?;
+            let sub = self.subscriber.subscribe(channel, facts.sharded).await?;
+            Ok(Some(Box::new(sub) as Box<dyn Subscription>))
+        })
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+}

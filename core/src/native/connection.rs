@@ -1,0 +1,184 @@
+//! [`Reconnecting`]: one multiplexed redis-rs connection to a node, made on first use and
+//! made again after it broke, to the node a [`Source`] names *now*.
+//!
+//! Why not redis-rs's `ConnectionManager`: it reconnects to a fixed address with fixed
+//! options. A Sentinel client must ask the sentinels again after a failover, a TLS server name
+//! needs a DNS override the manager cannot take, and the connect checks (eviction policy,
+//! `DELIFEQ`) run once per connection. Callers report a broken connection with
+//! [`Reconnecting::invalidate`]; the next call connects again.
+
+use super::node::NodeSpec;
+use super::probe::{self, Facts};
+use super::sentinel::SentinelSource;
+use super::warnings::Warnings;
+use super::{map_error, tls};
+use crate::error::{Error, Result};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, PushInfo};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Where the node is: a fixed address, or the master a Sentinel deployment names.
+#[derive(Clone)]
+pub(crate) enum Source {
+    Fixed(Box<NodeSpec>),
+    Sentinel(Arc<SentinelSource>),
+}
+
+impl Source {
+    async fn resolve(&self, timeout: Duration) -> Result<NodeSpec> {
+        match self {
+            Source::Fixed(spec) => Ok((**spec).clone()),
+            Source::Sentinel(s) => s.resolve(timeout).await,
+        }
+    }
+}
+
+/// Called with every push message of connection `id` (subscriber connections only).
+pub(crate) type PushHandler = Arc<dyn Fn(u64, PushInfo) + Send + Sync>;
+
+/// A live connection and what was learned when it was made.
+#[derive(Clone)]
+pub(crate) struct Live {
+    pub(crate) conn: MultiplexedConnection,
+    /// Distinguishes connections, so a stale failure does not drop a newer one.
+    pub(crate) id: u64,
+    pub(crate) facts: Facts,
+    /// The node actually connected to (`host:port`; for Sentinel, the current master).
+    pub(crate) node: String,
+}
+
+/// Settings of a [`Reconnecting`].
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) connect_timeout: Duration,
+    /// Each reply's bound; a reply not coming within it breaks the connection (a node gone
+    /// without a reset, e.g. a dead host, is then reconnected, or re-resolved via Sentinel).
+    pub(crate) response_timeout: Option<Duration>,
+    /// RESP3 push messages go here (the subscriber); `None` for command connections.
+    pub(crate) push: Option<PushHandler>,
+    /// Run the connect checks ([`probe`]) and report warnings here (command connections).
+    pub(crate) checks: Option<Arc<Warnings>>,
+}
+
+/// See the module docs.
+pub(crate) struct Reconnecting {
+    source: Source,
+    settings: Settings,
+    live: Mutex<Option<Live>>,
+    connecting: tokio::sync::Mutex<()>,
+    next_id: AtomicU64,
+}
+
+impl Reconnecting {
+    pub(crate) fn new(source: Source, settings: Settings) -> Self {
+        Reconnecting {
+            source,
+            settings,
+            live: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    fn current(&self) -> Option<Live> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The live connection, connecting first if there is none.
+    ///
+    /// # Errors
+    /// `Connection` when the node (or, for Sentinel, every sentinel) cannot be reached,
+    /// naming TLS failures; `InvalidArgument` for a bad TLS setup.
+    pub(crate) async fn get(&self) -> Result<Live> {
+        if let Some(live) = self.current() {
+            return Ok(live);
+        }
+        let _one_at_a_time = self.connecting.lock().await;
+        if let Some(live) = self.current() {
+            return Ok(live);
+        }
+        let live = self.connect().await?;
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(live.clone());
+        Ok(live)
+    }
+
+    /// Forgets connection `id` (broken, timed out, or the node is no longer the master).
+    pub(crate) fn invalidate(&self, id: u64) {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if live.as_ref().is_some_and(|l| l.id == id) {
+            *live = None;
+        }
+    }
+
+    /// The connection if one is live (no connecting).
+    pub(crate) fn existing(&self) -> Option<Live> {
+        self.current()
+    }
+
+    async fn connect(&self) -> Result<Live> {
+        let s = &self.settings;
+        let spec = self.source.resolve(s.connect_timeout).await?;
+        let mut info = spec.info.clone();
+        if s.push.is_some() {
+            let settings = info
+                .redis_settings()
+                .clone()
+                .set_protocol(redis::ProtocolVersion::RESP3);
+            info = info.set_redis_settings(settings);
+        }
+        let client = redis::Client::open(info).map_err(|e| Error::invalid(e.to_string()))?;
+        let mut config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(s.connect_timeout))
+            .set_response_timeout(s.response_timeout);
+        if let Some(resolver) = &spec.resolver {
+            config = config.set_dns_resolver(SharedResolver(resolver.clone()));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Some(push) = &s.push {
+            let push = push.clone();
+            config = config.set_push_sender(move |info: PushInfo| {
+                push(id, info);
+                Ok::<(), std::convert::Infallible>(())
+            });
+        }
+        let connected = client.get_multiplexed_async_connection_with_config(&config).await;
+        let mut conn = connected.map_err(|e| connect_error(&e, &spec))?;
+        let facts = match &s.checks {
+            Some(warnings) => probe::probe(&mut conn, &spec.label, warnings)
+                .await
+                .map_err(|e| connect_error(&e, &spec))?,
+            None => Facts::default(),
+        };
+        Ok(Live {
+            conn,
+            id,
+            facts,
+            node: spec.label.clone(),
+        })
+    }
+}
+
+/// A connect failure, naming the TLS cause when it was one.
+fn connect_error(e: &redis::RedisError, spec: &NodeSpec) -> Error {
+    if let Some(name) = spec.tls_name() {
+        if let Some(why) = tls::describe_failure(e, name) {
+            return Error::connection(why);
+        }
+    }
+    map_error(e, &[])
+}
+
+/// `Arc<ServerNameResolver>` as the owned resolver redis-rs takes.
+struct SharedResolver(Arc<super::node::ServerNameResolver>);
+
+impl redis::io::AsyncDNSResolver for SharedResolver {
+    fn resolve<'a, 'b: 'a>(
+        &'a self,
+        host: &'b str,
+        port: u16,
+    ) -> redis::RedisFuture<'a, Box<dyn Iterator<Item = std::net::SocketAddr> + Send + 'a>> {
+        self.0.resolve(host, port)
+    }
+}

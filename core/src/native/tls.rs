@@ -1,0 +1,225 @@
+//! TLS (`rediss://`) through redis-rs's rustls support: [`TlsOptions`] (CA, client
+//! certificate for mutual TLS, server name, the insecure switch) and the messages a failed
+//! handshake gets.
+//!
+//! Why rustls: no OpenSSL is needed to build or run, and its verification errors are typed,
+//! so a wrong CA, a wrong host name and an expired certificate each get a message that says
+//! which (they fail closed: never a fallback to an unverified connection). Roots default to
+//! the system's (rustls-native-certs, which honours `SSL_CERT_FILE`); a CA option replaces them.
+
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+
+/// PEM bytes given inline or read from a file when the client is built.
+#[derive(Clone)]
+enum Pem {
+    File(PathBuf),
+    Bytes(Vec<u8>),
+}
+
+impl Pem {
+    fn load(&self, what: &str) -> Result<Vec<u8>> {
+        match self {
+            Pem::Bytes(b) => Ok(b.clone()),
+            Pem::File(path) => std::fs::read(path)
+                .map_err(|e| Error::invalid(format!("cannot read the {what} file {}: {e}", path.display()))),
+        }
+    }
+}
+
+/// TLS settings for `rediss://` URLs (and `rediss+cluster://`, `rediss+sentinel://`).
+///
+/// Default: verify the server against the system's root certificates and the URL's host
+/// name. Every failure is a `Connection` error naming the cause; there is no silent
+/// downgrade. Debug output never shows key material.
+#[derive(Clone, Default)]
+pub struct TlsOptions {
+    ca: Option<Pem>,
+    client_cert: Option<Pem>,
+    client_key: Option<Pem>,
+    server_name: Option<String>,
+    insecure: bool,
+}
+
+impl std::fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsOptions")
+            .field("ca", &self.ca.is_some())
+            .field("client_cert", &self.client_cert.is_some())
+            .field("server_name", &self.server_name)
+            .field("insecure", &self.insecure)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsOptions {
+    /// The defaults (system roots, host name from the URL).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Trust only the CA certificate(s) in this PEM file instead of the system roots. Read
+    /// when the client is built (`InvalidArgument` if unreadable or not PEM).
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca = Some(Pem::File(path.into()));
+        self
+    }
+
+    /// As [`ca_file`](Self::ca_file), from PEM text.
+    pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca = Some(Pem::Bytes(pem.into()));
+        self
+    }
+
+    /// Mutual TLS: present this certificate chain and private key (PEM files, read when the
+    /// client is built).
+    pub fn client_cert_files(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.client_cert = Some(Pem::File(cert.into()));
+        self.client_key = Some(Pem::File(key.into()));
+        self
+    }
+
+    /// As [`client_cert_files`](Self::client_cert_files), from PEM text.
+    pub fn client_cert_pem(mut self, cert: impl Into<Vec<u8>>, key: impl Into<Vec<u8>>) -> Self {
+        self.client_cert = Some(Pem::Bytes(cert.into()));
+        self.client_key = Some(Pem::Bytes(key.into()));
+        self
+    }
+
+    /// Verify the server's certificate against `name` (and send it as SNI) instead of the
+    /// URL's host, e.g. when connecting by IP address or through a tunnel. Single-node and
+    /// quorum clients only (Cluster and Sentinel nodes are reached by the addresses they
+    /// announce).
+    pub fn server_name(mut self, name: impl Into<String>) -> Self {
+        self.server_name = Some(name.into());
+        self
+    }
+
+    /// **Insecure**: accept any server certificate, for any name, signed by anyone. Traffic
+    /// is encrypted but anyone in the path can read and alter it. Never the default; meant
+    /// for throw-away test servers only.
+    pub fn insecure_skip_verify(mut self, insecure: bool) -> Self {
+        self.insecure = insecure;
+        self
+    }
+
+    /// `true` when no option differs from the default.
+    pub(crate) fn is_default(&self) -> bool {
+        self.ca.is_none() && self.client_cert.is_none() && self.server_name.is_none() && !self.insecure
+    }
+
+    pub(crate) fn server_name_override(&self) -> Option<&str> {
+        self.server_name.as_deref()
+    }
+
+    pub(crate) fn insecure(&self) -> bool {
+        self.insecure
+    }
+
+    /// The certificates for redis-rs, files read now.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unreadable file.
+    pub(crate) fn certificates(&self) -> Result<redis::TlsCertificates> {
+        let client_tls = match (&self.client_cert, &self.client_key) {
+            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+                client_cert: cert.load("client certificate")?,
+                client_key: key.load("client key")?,
+            }),
+            _ => None,
+        };
+        Ok(redis::TlsCertificates {
+            client_tls,
+            root_cert: self.ca.as_ref().map(|ca| ca.load("CA")).transpose()?,
+        })
+    }
+}
+
+/// Installs rustls's ring provider as the process default once (redis-rs's insecure mode
+/// asks for the default provider; an application that installed its own keeps it).
+pub(crate) fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The rustls error inside a redis-rs error, if the failure was a TLS one. redis-rs keeps
+/// the I/O error behind an `Arc<dyn Error>`, and `io::Error::source` skips its payload, so
+/// each layer is opened by downcasting rather than by walking `source()`.
+fn rustls_error(e: &redis::RedisError) -> Option<&rustls::Error> {
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = source {
+        let inner: &(dyn std::error::Error + 'static) = match s.downcast_ref::<Shared>() {
+            Some(shared) => shared.as_ref(),
+            None => s,
+        };
+        if let Some(r) = inner.downcast_ref::<rustls::Error>() {
+            return Some(r);
+        }
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            if let Some(r) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                return Some(r);
+            }
+        }
+        source = inner.source();
+    }
+    None
+}
+
+/// The I/O error kind inside a redis-rs error, if any.
+fn io_kind(e: &redis::RedisError) -> Option<std::io::ErrorKind> {
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    let s = std::error::Error::source(e)?;
+    let inner: &(dyn std::error::Error + 'static) = match s.downcast_ref::<Shared>() {
+        Some(shared) => shared.as_ref(),
+        None => s,
+    };
+    inner.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+}
+
+/// A message naming why a TLS connection to `host` failed, or `None` if `e` is not a TLS
+/// failure.
+pub(crate) fn describe_failure(e: &redis::RedisError, host: &str) -> Option<String> {
+    use rustls::{AlertDescription as A, CertificateError as C, Error as R};
+    let Some(tls_error) = rustls_error(e) else {
+        // TLS 1.3 servers check a client certificate after the client's side of the
+        // handshake is done: a refusal then shows as the connection closing.
+        use std::io::ErrorKind as K;
+        let why = match io_kind(e) {
+            Some(K::BrokenPipe | K::ConnectionReset | K::UnexpectedEof) => {
+                "the server closed the connection during the handshake: it may require a client certificate (mutual TLS) or refuse the one given"
+            }
+            _ if e.is_timeout() => "no answer to the TLS handshake (is this a plain-text port? use redis:// there)",
+            _ => return None,
+        };
+        return Some(format!("TLS: {why}"));
+    };
+    let why = match tls_error {
+        R::InvalidCertificate(C::UnknownIssuer | C::BadSignature) => {
+            "the server's certificate is not signed by a trusted CA (give the CA with the TLS CA option; system roots are used otherwise)".to_owned()
+        }
+        R::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => format!(
+            "the server's certificate is not valid for the name {host:?} (check the URL's host or the TLS server name option)"
+        ),
+        R::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
+            "the server's certificate has expired".to_owned()
+        }
+        R::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => {
+            "the server's certificate is not valid yet (check the clocks)".to_owned()
+        }
+        R::InvalidCertificate(C::InvalidPurpose | C::InvalidPurposeContext { .. }) => {
+            "the server's certificate is not meant for TLS servers (extended key usage)".to_owned()
+        }
+        R::InvalidCertificate(other) => format!("the server's certificate was refused ({other:?})"),
+        R::AlertReceived(alert @ (A::CertificateRequired | A::HandshakeFailure | A::BadCertificate | A::UnknownCA | A::CertificateUnknown | A::AccessDenied)) => format!(
+            "the server refused the handshake ({alert:?}): it may require a client certificate (mutual TLS) or not trust the one given"
+        ),
+        R::InvalidMessage(_) | R::InappropriateMessage { .. } | R::InappropriateHandshakeMessage { .. } => {
+            "the server did not answer with TLS (is this a plain-text port? use redis:// there)".to_owned()
+        }
+        other => format!("TLS handshake failed ({other})"),
+    };
+    Some(format!("TLS: {why}"))
+}

@@ -1,0 +1,181 @@
+//! TLS against `redis-server --tls-port` with a CA made by openssl at test time: the options
+//! work (CA, mutual TLS, server name, insecure), and every verification failure fails closed
+//! with a Connection error that says which.
+
+mod common;
+
+use common::within;
+use redlatch::{Client, ErrorKind, TlsOptions};
+use redlatch_fleet::{ClientAuth, RedisServer, ServerOptions, TestPki, TlsServer};
+use std::time::Duration;
+
+const BOUND: Duration = Duration::from_secs(30);
+
+fn tls_server(pki: &TestPki, expired: bool, client_auth: ClientAuth) -> RedisServer {
+    let (cert, key) = if expired {
+        (&pki.expired_cert, &pki.expired_key)
+    } else {
+        (&pki.server_cert, &pki.server_key)
+    };
+    RedisServer::start_with(&ServerOptions {
+        tls: Some(TlsServer {
+            cert: cert.clone(),
+            key: key.clone(),
+            ca: pki.ca.clone(),
+            client_auth,
+        }),
+        ..ServerOptions::default()
+    })
+    .expect("start a TLS redis-server")
+}
+
+fn trusted(pki: &TestPki) -> TlsOptions {
+    TlsOptions::new()
+        .ca_file(&pki.ca)
+        .client_cert_files(&pki.client_cert, &pki.client_key)
+}
+
+async fn connect(url: &str, tls: TlsOptions) -> redlatch::Result<Client> {
+    within(
+        BOUND,
+        Client::builder(url)
+            .tls(tls)
+            .network_timeout(Duration::from_secs(3))
+            .connect(),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_work_over_mutual_tls_with_a_ca_file() {
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Required);
+    let url = server.tls_url().unwrap();
+    let client = connect(&url, trusted(&pki)).await.expect("TLS connect");
+    let guard = client
+        .lock("tls-lock")
+        .lease(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    assert_eq!(server.cli(&["EXISTS", "tls-lock"]).unwrap(), "1");
+    // A waiter on a second TLS client is woken through the TLS pub/sub connection.
+    let other = connect(&url, trusted(&pki)).await.unwrap();
+    let waiter = tokio::spawn(async move {
+        other
+            .lock("tls-lock")
+            .wait(Duration::from_secs(10))
+            .acquire()
+            .await
+            .map(|_| ())
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    guard.release().await.unwrap();
+    within(BOUND, waiter)
+        .await
+        .unwrap()
+        .expect("the waiter acquires after the release");
+    // Inline PEM works the same as files.
+    let pem = TlsOptions::new()
+        .ca_pem(std::fs::read(&pki.ca).unwrap())
+        .client_cert_pem(
+            std::fs::read(&pki.client_cert).unwrap(),
+            std::fs::read(&pki.client_key).unwrap(),
+        );
+    connect(&url, pem).await.expect("TLS connect with inline PEM");
+}
+
+fn assert_tls_error(result: redlatch::Result<Client>, says: &str) {
+    let e = result.expect_err("must fail closed");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("TLS:"), "{e}");
+    assert!(e.message().contains(says), "expected {says:?} in: {e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_ca_a_wrong_name_and_an_expired_certificate_each_fail_closed() {
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Optional);
+    let url = server.tls_url().unwrap();
+
+    let wrong_ca = TlsOptions::new().ca_file(&pki.other_ca);
+    assert_tls_error(connect(&url, wrong_ca).await, "not signed by a trusted CA");
+
+    let wrong_name = TlsOptions::new().ca_file(&pki.ca).server_name("elsewhere.test");
+    assert_tls_error(
+        connect(&url, wrong_name).await,
+        "not valid for the name \"elsewhere.test\"",
+    );
+
+    let expired = tls_server(&pki, true, ClientAuth::Optional);
+    let expired_url = expired.tls_url().unwrap();
+    assert_tls_error(
+        connect(&expired_url, TlsOptions::new().ca_file(&pki.ca)).await,
+        "has expired",
+    );
+
+    // The name in the certificate, given as the server name while connecting by address.
+    let right_name = TlsOptions::new().ca_file(&pki.ca).server_name("redis.test");
+    connect(&url, right_name)
+        .await
+        .expect("the certificate is valid for redis.test");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_without_a_client_certificate_says_so() {
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Required);
+    let result = connect(&server.tls_url().unwrap(), TlsOptions::new().ca_file(&pki.ca)).await;
+    assert_tls_error(result, "client certificate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insecure_is_explicit_and_never_the_default() {
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Optional);
+    let url = server.tls_url().unwrap();
+    // Default: system roots, which do not include the test CA...
+    assert_tls_error(
+        connect(&url, TlsOptions::new()).await,
+        "not signed by a trusted CA",
+    );
+    // ...unless the system's trust store names it (rustls-native-certs reads SSL_CERT_FILE;
+    // no other test of this binary uses the system roots).
+    std::env::set_var("SSL_CERT_FILE", &pki.ca);
+    let system = connect(&url, TlsOptions::new()).await;
+    std::env::remove_var("SSL_CERT_FILE");
+    system.expect("the system roots are what a plain rediss:// URL trusts");
+    let insecure = TlsOptions::new().insecure_skip_verify(true);
+    let client = connect(&url, insecure)
+        .await
+        .expect("insecure accepts any certificate");
+    let g = client
+        .lock("insecure")
+        .lease(Duration::from_secs(1))
+        .acquire()
+        .await
+        .unwrap();
+    g.release().await.unwrap();
+    // The URL form of redis-rs (`#insecure`) is refused: the switch is an explicit option.
+    let e = Client::connect(&format!("{url}/#insecure")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_text_and_tls_mixed_up_are_connection_errors() {
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Optional);
+    // rediss:// to the plain-text port.
+    let plain_port = format!("rediss://127.0.0.1:{}", server.port());
+    assert_tls_error(
+        connect(&plain_port, TlsOptions::new().ca_file(&pki.ca)).await,
+        "plain-text port",
+    );
+    // TLS options on a redis:// URL are refused before connecting.
+    let e = Client::builder(&server.url())
+        .tls(TlsOptions::new().ca_file(&pki.ca))
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
