@@ -40,7 +40,10 @@ pub fn setuser_args(lock_keys: &str, valkey: bool) -> Vec<String> {
         args.extend(VALKEY_COMMANDS.split(' ').map(String::from));
     }
     args.push(format!("~{lock_keys}"));
-    args.extend(COMPANION_KEYS.split(' ').map(String::from));
+    // `~*` covers them (and Valkey refuses patterns after it).
+    if lock_keys != "*" {
+        args.extend(COMPANION_KEYS.split(' ').map(String::from));
+    }
     args.push(CHANNELS.to_owned());
     args
 }

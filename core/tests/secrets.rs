@@ -1,0 +1,105 @@
+//! Issue #14 item 7: no lock token, password or URL credential in any error message, log
+//! line or Debug output, including replies in which a server echoes the command's arguments
+//! (a sentinel answering `unknown command 'SET', with args beginning with: ... token ...`).
+
+mod common;
+
+use common::{logs, within};
+use redlatch::{Client, ErrorKind};
+use redlatch_fleet::{RedisServer, SentinelGroup, SentinelOptions, ServerOptions};
+use std::time::Duration;
+
+const BOUND: Duration = Duration::from_secs(30);
+const PASSWORD: &str = "pw-Zq81-secret";
+
+/// The longest run of hex digits in `text` (tokens are 32).
+fn longest_hex_run(text: &str) -> usize {
+    text.split(|c: char| !c.is_ascii_hexdigit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_echoing_arguments_never_shows_the_token() {
+    logs::capture();
+    let group = SentinelGroup::start(SentinelOptions::default()).unwrap();
+    // A plain client pointed at a sentinel by mistake.
+    let url = group.sentinels[0].url();
+    let client = within(BOUND, Client::connect(&url)).await.unwrap();
+    for lock in [
+        client.lock("s1").lease(Duration::from_secs(5)),
+        client.lock("s2").fenced().lease(Duration::from_secs(5)),
+    ] {
+        let e = within(BOUND, lock.wait(Duration::ZERO).acquire())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Redis, "{e}");
+        assert!(e.message().contains("unknown command"), "{e}");
+        assert!(!e.message().contains("with args beginning"), "{e}");
+        assert!(longest_hex_run(e.message()) < 32, "a token in: {e}");
+    }
+    assert!(longest_hex_run(&logs::text()) < 32, "a token in the logs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passwords_stay_out_of_errors_debug_output_and_logs() {
+    logs::capture();
+    let server = RedisServer::start_with(&ServerOptions {
+        password: Some("the-right-one".into()),
+        acl_user: Some(false),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let wrong = format!("redis://default:{PASSWORD}@127.0.0.1:{}", server.port());
+    let builder = Client::builder(&wrong);
+    assert!(!format!("{builder:?}").contains(PASSWORD));
+    let e = within(BOUND, builder.connect()).await.unwrap_err();
+    assert!(!e.to_string().contains(PASSWORD), "{e}");
+    assert!(!format!("{e:?}").contains(PASSWORD), "{e:?}");
+    // Unreachable, malformed, Sentinel and Cluster URLs with credentials.
+    for url in [
+        format!("redis://u:{PASSWORD}@127.0.0.1:1"),
+        format!("redis://u:{PASSWORD}@[bad"),
+        format!("redis+sentinel://u:{PASSWORD}@127.0.0.1:1/m"),
+        format!("redis+cluster://u:{PASSWORD}@127.0.0.1:1"),
+    ] {
+        let result = within(
+            BOUND,
+            Client::builder(&url)
+                .network_timeout(Duration::from_millis(500))
+                .connect(),
+        )
+        .await;
+        let e = result.unwrap_err();
+        assert!(!e.to_string().contains(PASSWORD), "{url}: {e}");
+    }
+    // A working client: its Debug output and its logs carry no password and no token.
+    let ok = format!("redis://default:the-right-one@127.0.0.1:{}", server.port());
+    let client = within(
+        BOUND,
+        Client::builder(&ok)
+            .watchdog_timeout(Duration::from_millis(300))
+            .connect(),
+    )
+    .await
+    .unwrap();
+    assert!(!format!("{client:?}").contains("the-right-one"));
+    let g = client.lock("secret-lock").acquire().await.unwrap();
+    let token = server.cli(&["GET", "secret-lock"]).unwrap();
+    assert_eq!(token.len(), 32);
+    tokio::time::sleep(Duration::from_millis(400)).await; // a renewal or two
+    g.extend(Duration::from_secs(2)).await.unwrap();
+    assert!(!format!("{g:?}").contains(&token));
+    server
+        .cli(&["SET", "secret-lock", "taken", "PX", "5000"])
+        .unwrap();
+    let e = g.release().await.unwrap_err();
+    assert!(!e.to_string().contains(&token), "{e}");
+    let text = logs::text();
+    assert!(!text.contains(&token), "the token was logged");
+    assert!(
+        !text.contains("the-right-one") && !text.contains(PASSWORD),
+        "a password was logged"
+    );
+}
