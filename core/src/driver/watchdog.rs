@@ -128,7 +128,10 @@ async fn run(weak: Weak<Engine>) {
             if st.closed {
                 return;
             }
-            st.entries.retain(|_, e| e.signal.is_held());
+            // A hold past its validity is lost (this fires its signal): renewing it would keep
+            // a key alive that its holder is told it lost.
+            st.entries
+                .retain(|_, e| !e.signal.is_lost_at(now) && e.signal.is_held());
             let horizon = now + period / 4;
             let due: Vec<Due> = st
                 .entries

@@ -33,6 +33,14 @@ impl Source {
             Source::Sentinel(s) => s.resolve(timeout).await,
         }
     }
+
+    /// Changes when the node the source names may have changed (a Sentinel failover).
+    fn generation(&self) -> u64 {
+        match self {
+            Source::Fixed(_) => 0,
+            Source::Sentinel(s) => s.generation(),
+        }
+    }
 }
 
 /// Called with every push message of connection `id` (subscriber connections only).
@@ -47,6 +55,8 @@ pub(crate) struct Live {
     pub(crate) facts: Facts,
     /// The node actually connected to (`host:port`; for Sentinel, the current master).
     pub(crate) node: String,
+    /// The source's generation when the node was resolved.
+    generation: u64,
 }
 
 /// Settings of a [`Reconnecting`].
@@ -82,8 +92,16 @@ impl Reconnecting {
         }
     }
 
+    /// The live connection, unless the source has moved on since it was made.
     fn current(&self) -> Option<Live> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if live
+            .as_ref()
+            .is_some_and(|l| l.generation != self.source.generation())
+        {
+            *live = None;
+        }
+        live.clone()
     }
 
     /// The live connection, connecting first if there is none.
@@ -119,6 +137,7 @@ impl Reconnecting {
 
     async fn connect(&self) -> Result<Live> {
         let s = &self.settings;
+        let generation = self.source.generation();
         let spec = self.source.resolve(s.connect_timeout).await?;
         let mut info = spec.info.clone();
         if s.push.is_some() {
@@ -156,6 +175,7 @@ impl Reconnecting {
             id,
             facts,
             node: spec.label.clone(),
+            generation,
         })
     }
 }

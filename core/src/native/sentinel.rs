@@ -1,9 +1,13 @@
 //! Sentinel: which node is the master now, asked of the sentinels (redis-rs's sentinel
 //! client, which also checks with `ROLE` that the node it names is a master).
 //!
-//! The transport asks again whenever its connection breaks or the node answers `READONLY`
-//! (it was demoted), which is how a client follows a failover: Sentinel closes the clients of
-//! a demoted master, and the next call resolves the new one.
+//! A client follows a failover three ways, whichever comes first: the sentinels announce it
+//! on their `+switch-master` channel (watched by a background task, which bumps a
+//! generation: connections made before it are dropped at their next use); the connection
+//! breaks (Sentinel closes the clients of a node it reconfigures); the node answers
+//! `READONLY` (it was demoted). The next call then asks the sentinels again. Watching the
+//! channel matters after a forced `SENTINEL FAILOVER`: the old master keeps accepting writes
+//! until Sentinel demotes it, seconds later.
 
 use super::node::NodeSpec;
 use super::redact;
@@ -11,6 +15,8 @@ use super::tls::TlsOptions;
 use crate::error::{Error, Result};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{ConnectionAddr, IntoConnectionInfo, TlsMode};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// A Sentinel deployment as a URL names it.
@@ -61,6 +67,12 @@ impl std::fmt::Debug for SentinelAuth {
 pub(crate) struct SentinelSource {
     client: tokio::sync::Mutex<SentinelClient>,
     master: String,
+    /// One client per sentinel, for the `+switch-master` watcher.
+    sentinels: Vec<redis::Client>,
+    /// Bumped on every `+switch-master` of this master (and when the watcher reconnects,
+    /// in case it missed one).
+    generation: AtomicU64,
+    watching: std::sync::Once,
 }
 
 impl SentinelSource {
@@ -78,18 +90,44 @@ impl SentinelSource {
                 "TLS options were given for a redis+sentinel:// URL; use rediss+sentinel://",
             ));
         }
-        let addrs = spec.sentinels.iter().map(|(host, port)| {
-            if spec.tls {
-                ConnectionAddr::TcpTls {
-                    host: host.clone(),
-                    port: *port,
-                    insecure: tls.insecure(),
-                    tls_params: None,
+        let addrs: Vec<ConnectionAddr> = spec
+            .sentinels
+            .iter()
+            .map(|(host, port)| {
+                if spec.tls {
+                    ConnectionAddr::TcpTls {
+                        host: host.clone(),
+                        port: *port,
+                        insecure: tls.insecure(),
+                        tls_params: None,
+                    }
+                } else {
+                    ConnectionAddr::Tcp(host.clone(), *port)
                 }
-            } else {
-                ConnectionAddr::Tcp(host.clone(), *port)
-            }
-        });
+            })
+            .collect();
+        let sentinels = addrs
+            .iter()
+            .map(|addr| {
+                let mut settings = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
+                if let Some(a) = auth {
+                    settings = settings.set_password(&a.password);
+                    if let Some(u) = &a.username {
+                        settings = settings.set_username(u);
+                    }
+                }
+                let info = addr
+                    .clone()
+                    .into_connection_info()
+                    .map(|i| i.set_redis_settings(settings));
+                match (spec.tls, info) {
+                    (true, Ok(info)) => redis::Client::build_with_tls(info, tls.certificates()?)
+                        .map_err(|e| Error::invalid(e.to_string())),
+                    (false, Ok(info)) => redis::Client::open(info).map_err(|e| Error::invalid(e.to_string())),
+                    (_, Err(e)) => Err(Error::invalid(e.to_string())),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
         let bad = |e: redis::RedisError| Error::invalid(format!("bad Sentinel setup: {e}"));
         let mut b =
             SentinelClientBuilder::new(addrs, &spec.master, SentinelServerType::Master).map_err(bad)?;
@@ -122,7 +160,23 @@ impl SentinelSource {
         Ok(SentinelSource {
             client: tokio::sync::Mutex::new(b.build().map_err(bad)?),
             master: spec.master.clone(),
+            sentinels,
+            generation: AtomicU64::new(0),
+            watching: std::sync::Once::new(),
         })
+    }
+
+    /// The failover generation (see the module docs).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Starts the `+switch-master` watcher (once; it ends with the last client).
+    fn watch(self: &Arc<Self>) {
+        self.watching.call_once(|| {
+            let weak = Arc::downgrade(self);
+            tokio::spawn(watch_switches(weak));
+        });
     }
 
     /// The master's connection info, asked of the sentinels now (bounded by `timeout` per
@@ -130,7 +184,8 @@ impl SentinelSource {
     ///
     /// # Errors
     /// `Connection` when no sentinel names a master that answers `ROLE` as master.
-    pub(crate) async fn resolve(&self, timeout: Duration) -> Result<NodeSpec> {
+    pub(crate) async fn resolve(self: &Arc<Self>, timeout: Duration) -> Result<NodeSpec> {
+        self.watch();
         let mut client = self.client.lock().await;
         let found = tokio::time::timeout(timeout * 2, client.async_get_client()).await;
         let fail =
@@ -154,5 +209,54 @@ impl SentinelSource {
             label,
             resolver: None,
         })
+    }
+}
+
+/// Listens on the sentinels' `+switch-master` channel (`<name> <old ip> <old port> <new ip>
+/// <new port>`) and bumps the generation for this master. Moves to the next sentinel when
+/// one is unreachable; exits when the source is gone.
+async fn watch_switches(weak: Weak<SentinelSource>) {
+    use futures::StreamExt;
+    let mut i = 0usize;
+    let mut first = true;
+    loop {
+        let Some(source) = weak.upgrade() else { return };
+        let client = source.sentinels[i % source.sentinels.len()].clone();
+        let master = source.master.clone();
+        drop(source);
+        i += 1;
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe("+switch-master").await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let Ok(Ok(pubsub)) = tokio::time::timeout(Duration::from_secs(5), subscribed).await else {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        };
+        // A switch may have happened while no sentinel was watched.
+        if !std::mem::take(&mut first) {
+            match weak.upgrade() {
+                Some(source) => source.generation.fetch_add(1, Ordering::SeqCst),
+                None => return,
+            };
+        }
+        let mut messages = pubsub.into_on_message();
+        loop {
+            // Wake up now and then to notice the source going away.
+            match tokio::time::timeout(Duration::from_secs(1), messages.next()).await {
+                Ok(Some(msg)) => {
+                    let payload: String = msg.get_payload().unwrap_or_default();
+                    if payload.split(' ').next() == Some(master.as_str()) {
+                        let Some(source) = weak.upgrade() else { return };
+                        source.generation.fetch_add(1, Ordering::SeqCst);
+                        tracing::debug!(master = %master, "Sentinel announced a failover");
+                    }
+                }
+                Ok(None) => break,
+                Err(_) if weak.strong_count() == 0 => return,
+                Err(_) => {}
+            }
+        }
     }
 }

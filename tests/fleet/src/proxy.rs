@@ -13,6 +13,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+/// Each read's bound, so a hold takes effect within it.
+const READ_TIMEOUT: Duration = Duration::from_millis(20);
+
 /// A proxy from a local port to `127.0.0.1:<upstream>`. Dropping it stops accepting; open
 /// connections end when either side closes.
 #[derive(Debug)]
@@ -43,9 +46,13 @@ impl HoldingProxy {
         self.port
     }
 
-    /// While `true`, bytes from the upstream server are held back (not read).
+    /// While `true`, bytes from the upstream server are held back (not read). Turning it on
+    /// returns once no read that started before is still in progress.
     pub fn hold(&self, on: bool) {
         self.hold.store(on, Ordering::SeqCst);
+        if on {
+            thread::sleep(READ_TIMEOUT * 3);
+        }
     }
 }
 
@@ -78,7 +85,7 @@ fn pipe(from: &TcpStream, to: &TcpStream, hold: Option<Arc<AtomicBool>>, stop: A
         return;
     };
     thread::spawn(move || {
-        let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
+        let _ = from.set_read_timeout(Some(READ_TIMEOUT));
         let mut buf = [0u8; 16 * 1024];
         loop {
             if stop.load(Ordering::SeqCst) {

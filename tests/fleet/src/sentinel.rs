@@ -30,6 +30,9 @@ pub struct SentinelOptions {
 }
 
 /// Master + replica + 3 sentinels. Dropping it stops them all.
+///
+/// `failover-timeout` is 60 s: Sentinel "fixes" a replica that replicates from another
+/// address than the master's (the proxy) after that long, and a test is over by then.
 #[derive(Debug)]
 pub struct SentinelGroup {
     /// Index 0 started as the master, 1 as its replica; [`SentinelGroup::master`] says which
@@ -83,7 +86,7 @@ impl SentinelGroup {
         let mut conf = format!(
             "sentinel monitor {MASTER_NAME} 127.0.0.1 {} 2\n\
              sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
-             sentinel failover-timeout {MASTER_NAME} 5000\n",
+             sentinel failover-timeout {MASTER_NAME} 60000\n",
             master.port()
         );
         if let Some(p) = &options.data_password {

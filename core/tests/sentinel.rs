@@ -1,0 +1,216 @@
+//! Issue #14 item 3: Sentinel (master resolution, sentinel auth, following a failover) and
+//! replication safety (`sync_replicas`), on a master + replica + 3 sentinels started by the
+//! harness, with `SENTINEL FAILOVER`.
+//!
+//! The failover double-ownership is reproduced, not assumed: the replica replicates through a
+//! proxy that holds the master's writes back, so a lock acquired meanwhile is lost in the
+//! failover. Without `sync_replicas` another client then takes the lock while the holder has
+//! not been told; with it, the acquire is refused, or the holder is told first.
+
+mod common;
+
+use common::within;
+use redlatch::{Client, ErrorKind, Guard};
+use redlatch_fleet::{SentinelGroup, SentinelOptions};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BOUND: Duration = Duration::from_secs(60);
+
+fn group(replica_via_proxy: bool) -> SentinelGroup {
+    SentinelGroup::start(SentinelOptions {
+        data_password: Some("data-pw".into()),
+        sentinel_password: Some("sentinel-pw".into()),
+        replica_via_proxy,
+    })
+    .expect("start the Sentinel group")
+}
+
+async fn client(group: &SentinelGroup, sync_replicas: u32) -> Client {
+    let builder = Client::builder(&group.url())
+        .sentinel_auth(None, "sentinel-pw")
+        .network_timeout(Duration::from_secs(2))
+        .watchdog_timeout(Duration::from_secs(3))
+        .sync_replicas(sync_replicas)
+        .sync_replicas_timeout(Duration::from_millis(300));
+    within(BOUND, builder.connect())
+        .await
+        .expect("connect through the sentinels")
+}
+
+/// `SENTINEL FAILOVER` on a thread (the harness is blocking).
+async fn failover(group: &Arc<SentinelGroup>) -> usize {
+    let g = group.clone();
+    tokio::task::spawn_blocking(move || g.failover().expect("failover"))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resolves_the_master_and_follows_a_failover() {
+    let group = Arc::new(group(false));
+    let client = client(&group, 0).await;
+    let g = client
+        .lock("s-lock")
+        .lease(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
+    let master = group.master().unwrap();
+    assert_eq!(group.data_cli(master, &["EXISTS", "s-lock"]).unwrap(), "1");
+    // Wait until the replica has it, so the failover keeps it.
+    let replica = 1 - master;
+    for _ in 0..100 {
+        if group.data_cli(replica, &["EXISTS", "s-lock"]).unwrap() == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let new_master = failover(&group).await;
+    assert_eq!(new_master, replica);
+    // The same client now talks to the new master: it sees its hold and releases it there.
+    assert!(within(BOUND, g.owned()).await.unwrap());
+    within(BOUND, g.release()).await.unwrap();
+    assert_eq!(group.data_cli(new_master, &["EXISTS", "s-lock"]).unwrap(), "0");
+    let g2 = within(
+        BOUND,
+        client.lock("s-lock2").lease(Duration::from_secs(5)).acquire(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(group.data_cli(new_master, &["EXISTS", "s-lock2"]).unwrap(), "1");
+    g2.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_credentials_are_checked_and_not_shown() {
+    let group = group(false);
+    let e = within(
+        BOUND,
+        Client::builder(&group.url())
+            .sentinel_auth(None, "wrong-sentinel-pw")
+            .connect(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("Sentinel"), "{e}");
+    assert!(
+        !e.to_string().contains("wrong-sentinel-pw") && !e.to_string().contains("data-pw"),
+        "{e}"
+    );
+    let e = within(
+        BOUND,
+        Client::connect(&group.url().replace("redlatch-master", "no-such-master")),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+}
+
+/// Watches `guard` and records when it was reported lost.
+fn lost_at(guard: &Guard) -> Arc<Mutex<Option<Instant>>> {
+    let at = Arc::new(Mutex::new(None));
+    let (a, lost) = (at.clone(), guard.lost());
+    tokio::spawn(async move {
+        lost.await;
+        *a.lock().unwrap() = Some(Instant::now());
+    });
+    at
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_sync_replicas_a_failover_can_give_the_lock_to_two_owners() {
+    // Documents the hazard that `sync_replicas` exists for.
+    let group = Arc::new(group(true));
+    let a = client(&group, 0).await;
+    let b = client(&group, 0).await;
+    group.hold_replication(true);
+    let held = within(BOUND, a.lock("hazard").lease(Duration::from_secs(15)).acquire())
+        .await
+        .unwrap();
+    failover(&group).await; // the promoted replica never received the key
+    let taken = within(
+        BOUND,
+        b.lock("hazard")
+            .lease(Duration::from_secs(15))
+            .wait(Duration::from_secs(10))
+            .acquire(),
+    )
+    .await
+    .expect("the other client acquires on the new master");
+    assert!(
+        !held.is_lost(),
+        "the first holder has not been told: two owners at once"
+    );
+    // The holder finds out only by asking Redis (the client follows the new master).
+    assert!(!within(BOUND, held.owned()).await.unwrap());
+    taken.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_sync_replicas_an_unreplicated_acquire_is_refused_and_rolled_back() {
+    let group = Arc::new(group(true));
+    let a = client(&group, 1).await;
+    // Replication flowing: granted and confirmed.
+    let g = within(BOUND, a.lock("sync-ok").lease(Duration::from_secs(5)).acquire())
+        .await
+        .unwrap();
+    g.release().await.unwrap();
+    group.hold_replication(true);
+    let e = within(
+        BOUND,
+        a.lock("sync-held").lease(Duration::from_secs(15)).acquire(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}");
+    assert!(e.message().contains("replica(s) confirmed"), "{e}");
+    let master = group.master().unwrap();
+    // The grant was rolled back on the master (in the background, right after the error).
+    let mut rolled_back = false;
+    for _ in 0..100 {
+        if group.data_cli(master, &["EXISTS", "sync-held"]).unwrap() == "0" {
+            rolled_back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(rolled_back, "the unconfirmed grant was not rolled back");
+    group.hold_replication(false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_sync_replicas_the_holder_is_told_before_another_client_can_take_the_lock() {
+    let group = Arc::new(group(true));
+    let a = client(&group, 1).await;
+    let b = client(&group, 1).await;
+    // Watchdog mode (lease 3 s, renewed every second, each renewal confirmed by WAIT).
+    let held = within(BOUND, a.lock("sync-wd").acquire()).await.unwrap();
+    let lost = lost_at(&held);
+    group.hold_replication(true); // renewals stop reaching the replica
+    failover(&group).await;
+    let attempt = within(
+        BOUND,
+        b.lock("sync-wd")
+            .lease(Duration::from_secs(5))
+            .wait(Duration::from_secs(8))
+            .acquire(),
+    )
+    .await;
+    let now = Instant::now();
+    // Never two owners: either the other client got the lock after the holder was told, or
+    // it did not get it (its grants could not be confirmed, or the holder still held it).
+    match attempt {
+        Ok(taken) => {
+            let told = lost
+                .lock()
+                .unwrap()
+                .expect("the other client took the lock before the holder was told");
+            assert!(told <= now, "the holder was told only after the takeover");
+            assert!(held.is_lost());
+            taken.release().await.unwrap();
+        }
+        Err(e) => assert_eq!(e.kind(), ErrorKind::NotAcquired, "the takeover is refused: {e}"),
+    }
+}
