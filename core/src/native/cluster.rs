@@ -176,6 +176,13 @@ impl ClusterTransport {
         facts: ClusterFacts,
         request: &Request,
     ) -> Result<Reply> {
+        // Checked before sending: a plain `SET` would succeed where its script could not.
+        if let Some(first) = request.keys.first() {
+            let slot = Slot::for_key(first);
+            if request.keys.iter().any(|k| Slot::for_key(k) != slot) {
+                return Err(cross_slot(request));
+            }
+        }
         let result = if facts.facts.ifeq && ifeq::handles(request) {
             ifeq::run(conn, request).await
         } else if let Some(plain) = &request.plain {
@@ -205,10 +212,7 @@ impl ClusterTransport {
 
     fn failed(&self, e: &redis::RedisError, request: &Request) -> Error {
         if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::CrossSlot) {
-            let name = request.keys.first().map(String::as_str).unwrap_or("?");
-            return Error::invalid(format!(
-                "lock name {name:?}: its companion keys hash to another Cluster slot (a '{{' without a non-empty '{{...}}' tag after it); use a name without braces or with a tag such as {{order}}:42"
-            ));
+            return cross_slot(request);
         }
         let e = map_error(e, &request.args);
         Error::new(e.kind(), format!("{}: {}", self.label, e.message()))
@@ -264,6 +268,14 @@ impl ClusterTransport {
         }
         Ok(Reply::Array(flags))
     }
+}
+
+/// The error for a lock whose keys do not share a slot.
+fn cross_slot(request: &Request) -> Error {
+    let name = request.keys.first().map(String::as_str).unwrap_or("?");
+    Error::invalid(format!(
+        "lock name {name:?}: its companion keys hash to another Cluster slot (a '{{' without a non-empty '{{...}}' tag after it); use a name without braces or with a tag such as {{order}}:42"
+    ))
 }
 
 impl Transport for ClusterTransport {

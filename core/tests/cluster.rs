@@ -1,0 +1,232 @@
+//! Issue #14 item 2: Redis Cluster (3 masters + 3 replicas started by the harness): slot
+//! routing, sharded pub/sub wake-ups, the watchdog across slots, waiters and renewals
+//! surviving a slot migration and a `CLUSTER FAILOVER`, and a plain client on a Cluster node
+//! failing at once.
+
+mod common;
+
+use common::within;
+use redlatch::{Client, ErrorKind};
+use redlatch_fleet::RedisCluster;
+use std::sync::Arc;
+use std::time::Duration;
+
+const BOUND: Duration = Duration::from_secs(60);
+
+async fn cluster_client(cluster: &RedisCluster) -> Client {
+    cluster_client_with(cluster, Duration::from_millis(900)).await
+}
+
+async fn cluster_client_with(cluster: &RedisCluster, watchdog: Duration) -> Client {
+    let builder = Client::cluster_builder(&cluster.urls()).watchdog_timeout(watchdog);
+    within(BOUND, builder.connect())
+        .await
+        .expect("connect to the cluster")
+}
+
+fn stat(cluster: &RedisCluster, command: &str) -> u64 {
+    cluster
+        .nodes()
+        .iter()
+        .map(|n| {
+            let stats = n.cli(&["INFO", "commandstats"]).unwrap();
+            let prefix = format!("cmdstat_{command}:calls=");
+            stats
+                .lines()
+                .find_map(|l| l.strip_prefix(&prefix)?.split(',').next()?.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// Names whose slots fall on each of the three masters.
+fn names_on_every_master(cluster: &RedisCluster) -> Vec<String> {
+    let mut by_master = std::collections::BTreeMap::new();
+    for i in 0..200 {
+        let name = format!("order:{i}");
+        let master = cluster.master_of(cluster.slot_of(&name).unwrap()).unwrap().port();
+        by_master.entry(master).or_insert(name);
+    }
+    assert_eq!(by_master.len(), 3);
+    by_master.into_values().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_of_every_kind_work_on_every_shard() {
+    let cluster = RedisCluster::start().unwrap();
+    let client = cluster_client(&cluster).await;
+    let url = format!(
+        "redis+cluster://{}",
+        cluster
+            .nodes()
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let by_url = within(BOUND, Client::connect(&url))
+        .await
+        .expect("redis+cluster:// URL");
+    for name in names_on_every_master(&cluster) {
+        let g = within(BOUND, client.lock(&name).lease(Duration::from_secs(5)).acquire())
+            .await
+            .unwrap();
+        let busy = within(BOUND, by_url.lock(&name).wait(Duration::ZERO).try_acquire())
+            .await
+            .unwrap();
+        assert!(busy.is_none(), "{name} excludes across clients");
+        g.extend(Duration::from_secs(6)).await.unwrap();
+        assert!(g.owned().await.unwrap());
+        g.release().await.unwrap();
+        let f1 = client
+            .lock(&name)
+            .fenced()
+            .lease(Duration::from_secs(5))
+            .acquire()
+            .await
+            .unwrap();
+        let t1 = f1.fencing_token().unwrap();
+        f1.release().await.unwrap();
+        let f2 = client
+            .lock(&name)
+            .fenced()
+            .lease(Duration::from_secs(5))
+            .acquire()
+            .await
+            .unwrap();
+        assert!(f2.fencing_token().unwrap() > t1);
+        f2.release().await.unwrap();
+        let rl = client.rlock(format!("r{{{name}}}"));
+        let a = rl.clone().acquire().await.unwrap();
+        let b = rl.acquire().await.unwrap();
+        b.release().await.unwrap();
+        a.release().await.unwrap();
+        assert!(!client.force_unlock(&name).await.unwrap());
+    }
+    // A name whose companion keys would land in another slot is refused clearly, before
+    // anything is written.
+    for name in ["a{}b", "a{b"] {
+        let e = within(BOUND, client.lock(name).lease(Duration::from_secs(1)).acquire())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.message().contains("slot"), "{e}");
+        let owner = cluster.master_of(cluster.slot_of(name).unwrap()).unwrap();
+        assert_eq!(owner.cli(&["EXISTS", name]).unwrap(), "0");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_use_sharded_pubsub_and_the_watchdog_renews_across_slots() {
+    let cluster = RedisCluster::start().unwrap();
+    let client = cluster_client(&cluster).await;
+    let names = names_on_every_master(&cluster);
+    // Watchdog holds on three shards, renewed for three periods.
+    let mut guards = Vec::new();
+    for n in &names {
+        guards.push(within(BOUND, client.lock(n).acquire()).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        guards.iter().all(|g| !g.is_lost()),
+        "renewals reached every shard"
+    );
+    // A waiter subscribes to the shard channel of its lock and is woken by SPUBLISH.
+    let other = cluster_client(&cluster).await;
+    let name = names[0].clone();
+    let waiter = tokio::spawn(async move { other.lock(&name).wait(Duration::from_secs(20)).acquire().await });
+    let channel = format!("redisson_lock__channel:{{{}}}", names[0]);
+    let owner = cluster.master_of(cluster.slot_of(&channel).unwrap()).unwrap();
+    let mut subscribed = false;
+    for _ in 0..200 {
+        let reply = owner.cli(&["PUBSUB", "SHARDNUMSUB", &channel]).unwrap();
+        if reply.lines().nth(1) == Some("1") {
+            subscribed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        subscribed,
+        "the waiter SSUBSCRIBEd on the shard that owns the lock"
+    );
+    let before = stat(&cluster, "spublish");
+    for g in guards {
+        g.release().await.unwrap();
+    }
+    let g = within(BOUND, waiter).await.unwrap().unwrap();
+    assert!(
+        stat(&cluster, "spublish") > before,
+        "releases published with SPUBLISH"
+    );
+    g.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_and_its_waiter_survive_a_slot_migration_and_a_failover() {
+    let cluster = Arc::new(RedisCluster::start().unwrap());
+    // A manual failover pauses writes on the old master until the replica caught up: the
+    // lease must outlast that (in production it is 30 s).
+    let client = cluster_client_with(&cluster, Duration::from_secs(6)).await;
+    let waiters = cluster_client(&cluster).await;
+    let name = "moving-lock".to_owned();
+    let slot = cluster.slot_of(&name).unwrap();
+    let held = within(BOUND, client.lock(&name).acquire()).await.unwrap();
+    let n = name.clone();
+    let waiter = tokio::spawn(async move { waiters.lock(&n).wait(Duration::from_secs(40)).acquire().await });
+
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let to = c.other_master(slot).unwrap();
+        c.migrate_slot(slot, to).unwrap();
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(4500)).await; // two renewal periods on the new owner
+    assert!(!held.is_lost(), "renewals followed the slot");
+    assert!(within(BOUND, held.owned()).await.unwrap());
+
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        c.failover(slot).unwrap();
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    assert!(!held.is_lost(), "renewals followed the failover");
+    assert!(within(BOUND, held.owned()).await.unwrap());
+    assert!(!waiter.is_finished(), "the waiter still waits");
+
+    within(BOUND, held.release()).await.unwrap();
+    let g = within(BOUND, waiter)
+        .await
+        .unwrap()
+        .expect("the waiter acquires after the release");
+    g.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_client_on_a_cluster_node_fails_at_once_saying_so() {
+    let cluster = RedisCluster::start().unwrap();
+    let node = &cluster.nodes()[0];
+    // A name served by another node answers MOVED.
+    let name = (0..100)
+        .map(|i| format!("elsewhere:{i}"))
+        .find(|n| cluster.master_of(cluster.slot_of(n).unwrap()).unwrap().port() != node.port())
+        .unwrap();
+    let plain = Client::builder(&node.url())
+        .network_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap();
+    // Retrying a MOVED until the wait (60 s) or the errors' bound (20 s) ends would trip the guard.
+    let e = within(
+        Duration::from_secs(10),
+        plain.lock(&name).wait(Duration::from_secs(60)).acquire(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("Cluster"), "{e}");
+    assert!(e.message().contains("redis+cluster://"), "{e}");
+}
