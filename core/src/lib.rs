@@ -57,6 +57,6 @@ pub use lock::Lock;
 
 #[cfg(feature = "native")]
 pub use native::{
-    ClientBuilder, ClusterTransport, RedisTransport, SentinelAuth, SyncReplicas, TlsOptions, TokioRuntime,
-    Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
+    ClientBuilder, ClusterTransport, DeploymentOptions, RedisTransport, SentinelAuth, SyncReplicas,
+    TlsOptions, TokioRuntime, Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
 };

@@ -148,3 +148,23 @@ pub(crate) fn thread_owner() -> u64 {
         c.get()
     })
 }
+
+/// PEM text given as `str` or `bytes`.
+pub(crate) struct Pem(pub(crate) Vec<u8>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Pem {
+    type Error = PyErr;
+
+    fn extract(ob: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = ob.extract::<String>() {
+            return Ok(Pem(s.into_bytes()));
+        }
+        if let Ok(b) = ob.extract::<Vec<u8>>() {
+            return Ok(Pem(b));
+        }
+        Err(PyTypeError::new_err(format!(
+            "PEM must be str or bytes, not {}",
+            ob.get_type().name()?
+        )))
+    }
+}

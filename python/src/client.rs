@@ -1,9 +1,12 @@
 //! `_native.Client`: the Redis node(s) and settings, with connections made lazily and remade
 //! in a forked child.
 //!
-//! The core client is built with `Client::from_transports` over `RedisTransport`s, which
-//! connect on first use: constructing a Python `Client` touches no network (shared/API.md:
-//! "lazy connect"), so a client made at import time in a pre-fork server is cheap and safe.
+//! The core client is built with `ClientBuilder::build_lazy`, whose transports connect on
+//! first use: constructing a Python `Client` touches no network (shared/API.md: "lazy
+//! connect"), so a client made at import time in a pre-fork server is cheap and safe. The
+//! builder (URLs, settings, TLS, Sentinel, `sync_replicas`) is kept to build again.
+//! Deployment warnings (an evicting `maxmemory-policy`) go to `warnings.warn` with
+//! `redlatch.DeploymentWarning`.
 //! After `fork()` the child leaks the parent's core client (its connections belong to a
 //! runtime whose threads are gone) and builds a new one on the next call, with a new client
 //! id, so the child never owns or renews the parent's holds.
@@ -13,7 +16,7 @@ use crate::errors::IntoPy;
 use crate::lock::Lock;
 use crate::runtime::{self, pid};
 use pyo3::prelude::*;
-use redlatch::{Config, RedisTransport, TokioRuntime, Transport};
+use redlatch::{ClientBuilder, DeploymentOptions, Warning};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,22 +27,34 @@ struct Live {
 
 /// What every lock and hold of a client shares.
 pub(crate) struct Shared {
-    urls: Vec<String>,
-    config: Config,
+    builder: ClientBuilder,
+    node_count: usize,
+    watchdog_timeout: Duration,
     live: Mutex<Option<Live>>,
+}
+
+/// Reports a deployment warning through Python's `warnings` module (skipped while the
+/// interpreter is finalizing).
+fn warn(w: &Warning) {
+    let message = w.message.clone();
+    Python::try_attach(|py| {
+        let category = py
+            .import("redlatch")
+            .and_then(|m| m.getattr("DeploymentWarning"))
+            .unwrap_or_else(|_| py.get_type::<pyo3::exceptions::PyUserWarning>().into_any());
+        if let Err(e) = py
+            .import("warnings")
+            .and_then(|w| w.call_method1("warn", (message, category)))
+        {
+            // A filter turned warnings into errors: nothing can raise here; show it instead.
+            e.print(py);
+        }
+    });
 }
 
 impl Shared {
     fn connect(&self, rt: &tokio::runtime::Handle) -> redlatch::Result<redlatch::Client> {
-        let transports = self
-            .urls
-            .iter()
-            .map(|u| {
-                RedisTransport::new(u, self.config.network_timeout).map(|t| Arc::new(t) as Arc<dyn Transport>)
-            })
-            .collect::<redlatch::Result<Vec<_>>>()?;
-        let runtime = Arc::new(TokioRuntime::with_handle(rt.clone()));
-        redlatch::Client::from_transports(transports, runtime, self.config.clone())
+        self.builder.clone().runtime(rt.clone()).build_lazy()
     }
 
     /// The core client of this process and the runtime it runs on.
@@ -64,7 +79,7 @@ impl Shared {
     }
 
     pub(crate) fn is_quorum(&self) -> bool {
-        self.urls.len() > 1
+        self.node_count > 1
     }
 }
 
@@ -89,45 +104,87 @@ pub(crate) struct Client {
 impl Client {
     /// Validates the settings and URLs; does not connect (connections are made on first use).
     ///
-    /// Durations are float seconds. Raises `ValueError` for a bad URL, an empty URL list, or a
-    /// bad duration (watchdog_timeout must be at least 0.003 s).
+    /// Durations are float seconds. `cluster`: the URLs are seed nodes of a Redis Cluster.
+    /// TLS (`rediss://`): `tls_ca_file` or `tls_ca_pem` replace the system roots,
+    /// `tls_cert_file` + `tls_key_file` (or the `_pem` pair) present a client certificate,
+    /// `tls_server_name` is verified instead of the URL's host, `tls_insecure` accepts any
+    /// certificate. `sentinel_username` / `sentinel_password`: the sentinels' own
+    /// credentials. `sync_replicas`: replicas that must confirm each grant and renewal
+    /// (`WAIT`, within `sync_replicas_timeout` seconds, default 1). Raises `ValueError` for a
+    /// bad URL or setting, an unreadable certificate file, or an empty URL list.
     #[new]
-    #[pyo3(signature = (urls, *, watchdog_timeout=None, network_timeout=None, node_timeout=None, poll_interval=None))]
+    #[pyo3(signature = (urls, *, watchdog_timeout=None, network_timeout=None, node_timeout=None, poll_interval=None, cluster=false, tls_ca_file=None, tls_ca_pem=None, tls_cert_file=None, tls_key_file=None, tls_cert_pem=None, tls_key_pem=None, tls_server_name=None, tls_insecure=false, sentinel_username=None, sentinel_password=None, sync_replicas=0, sync_replicas_timeout=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         urls: Vec<String>,
         watchdog_timeout: Option<&Bound<'_, PyAny>>,
         network_timeout: Option<&Bound<'_, PyAny>>,
         node_timeout: Option<&Bound<'_, PyAny>>,
         poll_interval: Option<&Bound<'_, PyAny>>,
+        cluster: bool,
+        tls_ca_file: Option<std::path::PathBuf>,
+        tls_ca_pem: Option<args::Pem>,
+        tls_cert_file: Option<std::path::PathBuf>,
+        tls_key_file: Option<std::path::PathBuf>,
+        tls_cert_pem: Option<args::Pem>,
+        tls_key_pem: Option<args::Pem>,
+        tls_server_name: Option<String>,
+        tls_insecure: bool,
+        sentinel_username: Option<String>,
+        sentinel_password: Option<String>,
+        sync_replicas: u32,
+        sync_replicas_timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         if urls.is_empty() {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "at least one Redis URL is required",
             ));
         }
-        let mut config = Config::default();
+        let mut builder = if cluster {
+            redlatch::Client::cluster_builder(&urls)
+        } else {
+            redlatch::Client::quorum_builder(&urls)
+        };
+        let mut watchdog = redlatch::Config::default().watchdog_timeout;
         if let Some(d) = args::opt_seconds("watchdog_timeout", watchdog_timeout, false)? {
             if d < Duration::from_millis(3) {
                 return Err(pyo3::exceptions::PyValueError::new_err(
                     "watchdog_timeout must be at least 0.003 s",
                 ));
             }
-            config.watchdog_timeout = d;
+            watchdog = d;
+            builder = builder.watchdog_timeout(d);
         }
         if let Some(d) = args::opt_seconds("network_timeout", network_timeout, false)? {
-            config.network_timeout = d;
+            builder = builder.network_timeout(d);
         }
-        config.node_timeout = args::opt_seconds("node_timeout", node_timeout, false)?;
+        if let Some(d) = args::opt_seconds("node_timeout", node_timeout, false)? {
+            builder = builder.node_timeout(d);
+        }
         if let Some(d) = args::opt_seconds("poll_interval", poll_interval, false)? {
-            config.poll_interval = d;
+            builder = builder.poll_interval(d);
         }
-        for url in &urls {
-            RedisTransport::new(url, config.network_timeout).py()?;
-        }
+        let deployment = DeploymentOptions {
+            tls_ca_file,
+            tls_ca_pem: tls_ca_pem.map(|p| p.0),
+            tls_cert_file,
+            tls_key_file,
+            tls_cert_pem: tls_cert_pem.map(|p| p.0),
+            tls_key_pem: tls_key_pem.map(|p| p.0),
+            tls_server_name,
+            tls_insecure,
+            sentinel_username,
+            sentinel_password,
+            sync_replicas,
+            sync_replicas_timeout: args::opt_seconds("sync_replicas_timeout", sync_replicas_timeout, false)?,
+        };
+        let builder = deployment.apply(builder).py()?.on_warning(warn);
+        builder.check().py()?;
         Ok(Client {
             shared: Arc::new(Shared {
-                urls,
-                config,
+                node_count: builder.node_count(),
+                watchdog_timeout: watchdog,
+                builder,
                 live: Mutex::new(None),
             }),
         })
@@ -136,13 +193,13 @@ impl Client {
     /// The number of Redis nodes (1 = single node, more = quorum).
     #[getter]
     fn node_count(&self) -> usize {
-        self.shared.urls.len()
+        self.shared.node_count
     }
 
     /// The watchdog timeout in seconds (lease of locks acquired without one).
     #[getter]
     fn watchdog_timeout(&self) -> f64 {
-        self.shared.config.watchdog_timeout.as_secs_f64()
+        self.shared.watchdog_timeout.as_secs_f64()
     }
 
     /// This process's client id (a UUID; the first half of every reentrant owner id). A forked

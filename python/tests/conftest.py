@@ -105,10 +105,24 @@ def quorum_urls() -> Iterator[List[str]]:
             s.stop()
 
 
+def admin(url: str) -> str:
+    """The default user's URL of the fleet node behind ``url``: when the suite runs as the
+    least-privilege ACL user (``REDLATCH_FLEET_ACL=1``), test code that inspects or tampers
+    with keys uses this one."""
+    users = [os.environ.get("REDLATCH_TEST_URL", "")] + os.environ.get("REDLATCH_TEST_QUORUM_URLS", "").split(",")
+    admins = [os.environ.get("REDLATCH_TEST_ADMIN_URL", "")] + os.environ.get(
+        "REDLATCH_TEST_ADMIN_QUORUM_URLS", ""
+    ).split(",")
+    for user_url, admin_url in zip(users, admins):
+        if user_url == url and admin_url:
+            return admin_url
+    return url
+
+
 @pytest.fixture
 def r(redis_url: str) -> Iterator[redis.Redis]:
-    """A redis-py client on the single node, for inspecting keys."""
-    client = redis.Redis.from_url(redis_url)
+    """A redis-py client on the single node (default user), for inspecting keys."""
+    client = redis.Redis.from_url(admin(redis_url))
     yield client
     client.close()
 

@@ -12,6 +12,7 @@ from redis.exceptions import LockError as RedisPyLockError
 from redis.exceptions import LockNotOwnedError
 
 import redlatch
+from conftest import admin
 
 
 def test_redis_py_holder_excludes_redlatch(client: redlatch.Client, r: redis.Redis, name: str) -> None:
@@ -77,7 +78,7 @@ def test_mutual_exclusion_both_directions(client: redlatch.Client, redis_url: st
     ours = client.lock(name, lease=5.0)
 
     def redlatch_worker() -> None:
-        r = redis.Redis.from_url(redis_url)
+        r = redis.Redis.from_url(admin(redis_url))
         try:
             for _ in range(rounds):
                 with ours:
@@ -88,7 +89,7 @@ def test_mutual_exclusion_both_directions(client: redlatch.Client, redis_url: st
             errors.append(e)
 
     def redis_py_worker() -> None:
-        r = redis.Redis.from_url(redis_url)
+        r = redis.Redis.from_url(admin(redis_url))
         try:
             for _ in range(rounds):
                 with r.lock(name, timeout=5, sleep=0.001):
@@ -105,4 +106,4 @@ def test_mutual_exclusion_both_directions(client: redlatch.Client, redis_url: st
     for t in threads:
         t.join(120)
     assert not errors
-    assert int(redis.Redis.from_url(redis_url).get(counter) or 0) == 6 * rounds
+    assert int(redis.Redis.from_url(admin(redis_url)).get(counter) or 0) == 6 * rounds

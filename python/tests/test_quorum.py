@@ -12,7 +12,7 @@ import redis
 
 import redlatch
 import redlatch.asyncio
-from conftest import wait_until
+from conftest import admin, wait_until
 
 
 def dead_url() -> str:
@@ -25,7 +25,7 @@ def dead_url() -> str:
 def test_quorum_lock_on_every_node(quorum_urls: List[str], name: str) -> None:
     client = redlatch.Client.quorum(quorum_urls)
     assert client.node_count == 3
-    nodes = [redis.Redis.from_url(u) for u in quorum_urls]
+    nodes = [redis.Redis.from_url(admin(u)) for u in quorum_urls]
     lock = client.lock(name, lease=10.0)
     with lock:
         assert sum(bool(n.exists(name)) for n in nodes) >= 2
@@ -38,11 +38,11 @@ def test_quorum_lock_on_every_node(quorum_urls: List[str], name: str) -> None:
 def test_quorum_threads_exact(quorum_urls: List[str], redis_url: str, name: str) -> None:
     client = redlatch.Client.quorum(quorum_urls)
     lock = client.rlock(name)
-    r = redis.Redis.from_url(redis_url)
+    r = redis.Redis.from_url(admin(redis_url))
     counter = name + ":counter"
 
     def work() -> None:
-        rr = redis.Redis.from_url(redis_url)
+        rr = redis.Redis.from_url(admin(redis_url))
         for _ in range(10):
             with lock:
                 v = int(rr.get(counter) or 0)

@@ -10,6 +10,7 @@ import pytest
 import redis
 
 import redlatch
+from conftest import admin
 
 
 def _bump(r: redis.Redis, key: str) -> None:
@@ -27,7 +28,7 @@ def test_threads_on_one_counter_exact(client: redlatch.Client, redis_url: str, n
     errors: List[BaseException] = []
 
     def work() -> None:
-        r = redis.Redis.from_url(redis_url)
+        r = redis.Redis.from_url(admin(redis_url))
         try:
             for _ in range(rounds):
                 with lock:
@@ -43,7 +44,7 @@ def test_threads_on_one_counter_exact(client: redlatch.Client, redis_url: str, n
     for t in ts:
         t.join(60)
     assert not errors
-    assert int(redis.Redis.from_url(redis_url).get(counter) or 0) == threads * rounds
+    assert int(redis.Redis.from_url(admin(redis_url)).get(counter) or 0) == threads * rounds
 
 
 def test_other_thread_cannot_release_or_extend(client: redlatch.Client, name: str) -> None:
@@ -109,6 +110,6 @@ def test_thread_exit_releases_its_holds(client: redlatch.Client, name: str) -> N
     t = threading.Thread(target=lock.acquire)
     t.start()
     t.join()
-    from conftest import wait_until
+    from conftest import admin, wait_until
 
     assert wait_until(lambda: not lock.locked(), timeout=5.0)

@@ -287,6 +287,25 @@ impl ClientBuilder {
         }
     }
 
+    /// Checks the URLs and settings (certificate files are read) without connecting.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad URLs or settings.
+    pub fn check(&self) -> Result<()> {
+        self.validate()?;
+        self.transports().map(drop)
+    }
+
+    /// The number of transports the client will have: 1 for a single node, a Cluster or
+    /// Sentinel; N for a quorum of N nodes.
+    pub fn node_count(&self) -> usize {
+        if self.cluster {
+            1
+        } else {
+            self.urls.len()
+        }
+    }
+
     /// Builds the client without connecting: connections are made on first use (the Python
     /// binding's "lazy connect"). Needs [`runtime`](Self::runtime) or a current runtime.
     ///

@@ -10,6 +10,7 @@ mod connection;
 mod deployment;
 mod ifeq;
 mod node;
+mod options;
 mod probe;
 mod pubsub;
 mod redact;
@@ -22,6 +23,7 @@ mod warnings;
 
 pub use builder::{ClientBuilder, DEFAULT_SYNC_TIMEOUT};
 pub use cluster::ClusterTransport;
+pub use options::DeploymentOptions;
 pub use replication::SyncReplicas;
 pub use runtime::TokioRuntime;
 pub use sentinel::SentinelAuth;

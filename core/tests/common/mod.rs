@@ -23,7 +23,7 @@ pub async fn client(server: &RedisServer) -> Client {
 }
 
 pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(server.url())
+    redis::Client::open(server.admin_url())
         .unwrap()
         .get_multiplexed_async_connection()
         .await

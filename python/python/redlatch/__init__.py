@@ -8,7 +8,10 @@
 Lease locks (``lock``) use the redis-py / node-redlock format and exclude redis-py's own
 ``Lock`` on the same key; reentrant locks (``rlock``) use Redisson's RLock layout. Without a
 lease, a lock is renewed by a watchdog while held, and a loss is reported at once. Quorum
-(Redlock) over independent nodes: ``Client.quorum([...])``. The asyncio API is
+(Redlock) over independent nodes: ``Client.quorum([...])``; Redis Cluster:
+``Client.cluster([...])`` or a ``redis+cluster://`` URL; Sentinel: a
+``redis+sentinel://host:26379/master`` URL; TLS: ``rediss://`` with ``tls_*`` options
+(docs/deployments.md). The asyncio API is
 ``redlatch.asyncio.Client`` with the same names. Durations are float seconds.
 """
 
@@ -16,6 +19,7 @@ import atexit
 
 from . import _native
 from ._errors import (
+    DeploymentWarning,
     LockError,
     LockLostError,
     NotAcquiredError,
@@ -35,6 +39,7 @@ atexit.register(_native.shutdown_runtime)
 
 __all__ = [
     "Client",
+    "DeploymentWarning",
     "Lock",
     "LockError",
     "LockLostError",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Callable, List, Optional, Sequence, Type, TypeVar
+from typing import Callable, List, Optional, Sequence, Type, TypeVar, Union
 
 from . import _native
 from ._errors import INVALID_ARGUMENT, LockError, LockLostError, NotOwnedError
@@ -26,6 +26,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+PathLike = Union[str, "os.PathLike[str]"]
+Pem = Union[str, bytes]
+
+
 def native_client(
     urls: Sequence[str],
     *,
@@ -33,16 +37,47 @@ def native_client(
     network_timeout: float,
     node_timeout: Optional[float],
     poll_interval: float,
+    cluster: bool = False,
+    tls_ca_file: Optional[PathLike] = None,
+    tls_ca_pem: Optional[Pem] = None,
+    tls_cert_file: Optional[PathLike] = None,
+    tls_key_file: Optional[PathLike] = None,
+    tls_cert_pem: Optional[Pem] = None,
+    tls_key_pem: Optional[Pem] = None,
+    tls_server_name: Optional[str] = None,
+    tls_insecure: bool = False,
+    sentinel_username: Optional[str] = None,
+    sentinel_password: Optional[str] = None,
+    sync_replicas: int = 0,
+    sync_replicas_timeout: Optional[float] = None,
 ) -> _native.Client:
     """Checks the URL list and builds the native client (no connection is made yet)."""
     if isinstance(urls, (str, bytes)) or not all(isinstance(u, str) for u in urls):
         raise TypeError("urls must be a sequence of str, e.g. ['redis://h1:6379', ...]")
+    if isinstance(sync_replicas, bool) or not isinstance(sync_replicas, int) or sync_replicas < 0:
+        raise ValueError(f"sync_replicas must be a non-negative int, not {sync_replicas!r}")
+    for what, flag in (("tls_insecure", tls_insecure), ("cluster", cluster)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{what} must be a bool, not {type(flag).__name__}")
     return _native.Client(
         list(urls),
         watchdog_timeout=watchdog_timeout,
         network_timeout=network_timeout,
         node_timeout=node_timeout,
         poll_interval=poll_interval,
+        cluster=cluster,
+        tls_ca_file=None if tls_ca_file is None else os.fspath(tls_ca_file),
+        tls_ca_pem=tls_ca_pem,
+        tls_cert_file=None if tls_cert_file is None else os.fspath(tls_cert_file),
+        tls_key_file=None if tls_key_file is None else os.fspath(tls_key_file),
+        tls_cert_pem=tls_cert_pem,
+        tls_key_pem=tls_key_pem,
+        tls_server_name=tls_server_name,
+        tls_insecure=tls_insecure,
+        sentinel_username=sentinel_username,
+        sentinel_password=sentinel_password,
+        sync_replicas=sync_replicas,
+        sync_replicas_timeout=sync_replicas_timeout,
     )
 
 
@@ -149,6 +184,18 @@ class ClientBase:
         watchdog_timeout: float = 30.0,
         network_timeout: float = 3.0,
         poll_interval: float = 0.05,
+        tls_ca_file: Optional[PathLike] = None,
+        tls_ca_pem: Optional[Pem] = None,
+        tls_cert_file: Optional[PathLike] = None,
+        tls_key_file: Optional[PathLike] = None,
+        tls_cert_pem: Optional[Pem] = None,
+        tls_key_pem: Optional[Pem] = None,
+        tls_server_name: Optional[str] = None,
+        tls_insecure: bool = False,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
+        sync_replicas: int = 0,
+        sync_replicas_timeout: Optional[float] = None,
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"url must be str, not {type(url).__name__}")
@@ -158,6 +205,18 @@ class ClientBase:
             network_timeout=network_timeout,
             node_timeout=None,
             poll_interval=poll_interval,
+            tls_ca_file=tls_ca_file,
+            tls_ca_pem=tls_ca_pem,
+            tls_cert_file=tls_cert_file,
+            tls_key_file=tls_key_file,
+            tls_cert_pem=tls_cert_pem,
+            tls_key_pem=tls_key_pem,
+            tls_server_name=tls_server_name,
+            tls_insecure=tls_insecure,
+            sentinel_username=sentinel_username,
+            sentinel_password=sentinel_password,
+            sync_replicas=sync_replicas,
+            sync_replicas_timeout=sync_replicas_timeout,
         ))
 
     @classmethod
@@ -169,10 +228,21 @@ class ClientBase:
         network_timeout: float = 3.0,
         node_timeout: Optional[float] = None,
         poll_interval: float = 0.05,
+        tls_ca_file: Optional[PathLike] = None,
+        tls_ca_pem: Optional[Pem] = None,
+        tls_cert_file: Optional[PathLike] = None,
+        tls_key_file: Optional[PathLike] = None,
+        tls_cert_pem: Optional[Pem] = None,
+        tls_key_pem: Optional[Pem] = None,
+        tls_server_name: Optional[str] = None,
+        tls_insecure: bool = False,
+        sync_replicas: int = 0,
+        sync_replicas_timeout: Optional[float] = None,
     ) -> _C:
         """A Redlock client over independent nodes (no replication between them).
 
         :param node_timeout: per-node timeout in seconds (default ``min(lease / 20, 0.25)``)
+        :param tls_*: as for ``Client(url)``, applied to every ``rediss://`` node
         :raises ValueError: an empty list, a malformed URL or a bad duration
         """
         self = cls.__new__(cls)
@@ -182,6 +252,61 @@ class ClientBase:
             network_timeout=network_timeout,
             node_timeout=node_timeout,
             poll_interval=poll_interval,
+            tls_ca_file=tls_ca_file,
+            tls_ca_pem=tls_ca_pem,
+            tls_cert_file=tls_cert_file,
+            tls_key_file=tls_key_file,
+            tls_cert_pem=tls_cert_pem,
+            tls_key_pem=tls_key_pem,
+            tls_server_name=tls_server_name,
+            tls_insecure=tls_insecure,
+            sync_replicas=sync_replicas,
+            sync_replicas_timeout=sync_replicas_timeout,
+        ))
+        return self
+
+    @classmethod
+    def cluster(
+        cls: Type[_C],
+        urls: Sequence[str],
+        *,
+        watchdog_timeout: float = 30.0,
+        network_timeout: float = 3.0,
+        poll_interval: float = 0.05,
+        tls_ca_file: Optional[PathLike] = None,
+        tls_ca_pem: Optional[Pem] = None,
+        tls_cert_file: Optional[PathLike] = None,
+        tls_key_file: Optional[PathLike] = None,
+        tls_cert_pem: Optional[Pem] = None,
+        tls_key_pem: Optional[Pem] = None,
+        tls_insecure: bool = False,
+        sync_replicas: int = 0,
+        sync_replicas_timeout: Optional[float] = None,
+    ) -> _C:
+        """A Redis Cluster client from seed node URLs (``redis://`` or ``rediss://``; any of
+        the cluster's nodes). ``Client("redis+cluster://h1:7000,h2:7001")`` is the same.
+        Slot moves and failovers are followed (``MOVED``/``ASK``); waiters use sharded
+        pub/sub where the cluster has it.
+
+        :raises ValueError: an empty list, a malformed URL or a bad setting
+        """
+        self = cls.__new__(cls)
+        self._adopt(native_client(
+            urls,
+            watchdog_timeout=watchdog_timeout,
+            network_timeout=network_timeout,
+            node_timeout=None,
+            poll_interval=poll_interval,
+            cluster=True,
+            tls_ca_file=tls_ca_file,
+            tls_ca_pem=tls_ca_pem,
+            tls_cert_file=tls_cert_file,
+            tls_key_file=tls_key_file,
+            tls_cert_pem=tls_cert_pem,
+            tls_key_pem=tls_key_pem,
+            tls_insecure=tls_insecure,
+            sync_replicas=sync_replicas,
+            sync_replicas_timeout=sync_replicas_timeout,
         ))
         return self
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 __all__ = [
+    "DeploymentWarning",
     "LockError",
     "NotAcquiredError",
     "NotOwnedError",
@@ -92,3 +93,9 @@ class RedisConnectionError(LockError, ConnectionError):
     (``code == 5``)."""
 
     code = CONNECTION
+
+
+class DeploymentWarning(UserWarning):
+    """A deployment setting that weakens what locks guarantee, reported once per node with
+    ``warnings.warn`` when a connection is made: today a ``maxmemory-policy`` other than
+    ``noeviction`` (Redis may then evict lock keys and hand a held lock to someone else)."""

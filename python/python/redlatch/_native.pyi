@@ -1,7 +1,7 @@
 # Type stubs of the private native module (python/src/*.rs). Checked against the built
 # module by `make py-check` (mypy stubtest), so it cannot drift.
 import asyncio
-from typing import Awaitable, Optional, Sequence, final
+from typing import Awaitable, Optional, Sequence, Union, final
 
 __all__ = ["Client", "Lock", "Hold", "new_owner", "thread_owner", "shutdown_runtime", "__version__"]
 
@@ -23,6 +23,19 @@ class Client:
         network_timeout: Optional[float] = None,
         node_timeout: Optional[float] = None,
         poll_interval: Optional[float] = None,
+        cluster: bool = False,
+        tls_ca_file: Optional[str] = None,
+        tls_ca_pem: Optional[Union[str, bytes]] = None,
+        tls_cert_file: Optional[str] = None,
+        tls_key_file: Optional[str] = None,
+        tls_cert_pem: Optional[Union[str, bytes]] = None,
+        tls_key_pem: Optional[Union[str, bytes]] = None,
+        tls_server_name: Optional[str] = None,
+        tls_insecure: bool = False,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
+        sync_replicas: int = 0,
+        sync_replicas_timeout: Optional[float] = None,
     ) -> Client: ...
     @property
     def node_count(self) -> int: ...

@@ -32,11 +32,29 @@ _WHO = "thread"
 class Client(ClientBase):
     """Connection(s) to Redis and the locks made from them.
 
-    ``Client(url)`` uses one node; ``Client.quorum([url, ...])`` runs Redlock over N
-    independent nodes. Connections are made lazily, on first use, and remade in a forked
-    child. Durations are float seconds.
+    ``Client(url)`` uses the deployment ``url`` names; ``Client.quorum([url, ...])`` runs
+    Redlock over N independent nodes; ``Client.cluster([url, ...])`` uses a Redis Cluster.
+    Connections are made lazily, on first use, and remade in a forked child. Durations are
+    float seconds. docs/deployments.md says what each deployment guarantees.
 
-    :param url: ``redis://[user:password@]host:port[/db]``, ``rediss://...`` or ``unix://...``
+    :param url: one node: ``redis://[user:password@]host:port[/db]``, ``rediss://...`` (TLS)
+        or ``unix://...``; a Cluster: ``redis+cluster://host:port,host:port``; Sentinel:
+        ``redis+sentinel://[[user]:password@]host:26379[,host:26379]/master[/db]`` (the
+        credentials are the data nodes')
+    :param tls_ca_file: PEM file of the CA(s) to trust instead of the system roots
+        (``tls_ca_pem``: the same as str or bytes)
+    :param tls_cert_file: mutual TLS: client certificate chain (PEM file), with
+        ``tls_key_file``; or ``tls_cert_pem`` / ``tls_key_pem`` as text
+    :param tls_server_name: verify the server certificate against this name instead of
+        the URL's host (single nodes only)
+    :param tls_insecure: accept any server certificate (encrypted, not authenticated); never
+        the default. TLS failures raise ``RedisConnectionError`` naming the cause
+    :param sentinel_username: the sentinels' own ACL user (with ``sentinel_password``)
+    :param sync_replicas: replicas that must confirm each acquire and renewal (``WAIT``,
+        Redisson's ``checkLockSyncedSlaves``): too few make an acquire fail
+        (``NotAcquiredError``, rolled back) and a renewal not count; 0 (default) = off
+    :param sync_replicas_timeout: how long each ``WAIT`` may take (default 1 s; below
+        ``network_timeout``)
     :param watchdog_timeout: lease of locks acquired without one, renewed every third of it
         while held (default 30 s, at least 0.003 s)
     :param network_timeout: timeout of one command and of each connection attempt; also how

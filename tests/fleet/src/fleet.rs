@@ -12,6 +12,11 @@ use crate::server::RedisServer;
 pub const ENV_URL: &str = "REDLATCH_TEST_URL";
 /// Environment variable holding the quorum nodes' URLs, comma-separated (empty if none).
 pub const ENV_QUORUM_URLS: &str = "REDLATCH_TEST_QUORUM_URLS";
+/// The single node's URL for the default (unrestricted) user, for test code that inspects
+/// keys; differs from [`ENV_URL`] when the suite runs as the ACL user.
+pub const ENV_ADMIN_URL: &str = "REDLATCH_TEST_ADMIN_URL";
+/// The quorum nodes' default-user URLs, comma-separated.
+pub const ENV_ADMIN_QUORUM_URLS: &str = "REDLATCH_TEST_ADMIN_QUORUM_URLS";
 
 /// One single node plus N independent quorum nodes. Dropping the fleet stops them all.
 #[derive(Debug)]
@@ -45,14 +50,18 @@ impl Fleet {
         self.quorum.iter().map(RedisServer::url).collect()
     }
 
-    /// The environment a child process needs to use this fleet: [`ENV_URL`] (when there is a
-    /// single node) and [`ENV_QUORUM_URLS`] (always; empty when there are no quorum nodes).
+    /// The environment a child process needs to use this fleet: [`ENV_URL`] and
+    /// [`ENV_ADMIN_URL`] (when there is a single node), [`ENV_QUORUM_URLS`] and
+    /// [`ENV_ADMIN_QUORUM_URLS`] (always; empty when there are no quorum nodes).
     pub fn env_vars(&self) -> Vec<(&'static str, String)> {
         let mut vars = Vec::new();
-        if let Some(url) = self.single_url() {
-            vars.push((ENV_URL, url));
+        if let Some(s) = &self.single {
+            vars.push((ENV_URL, s.url()));
+            vars.push((ENV_ADMIN_URL, s.admin_url()));
         }
         vars.push((ENV_QUORUM_URLS, self.quorum_urls().join(",")));
+        let admin: Vec<String> = self.quorum.iter().map(RedisServer::admin_url).collect();
+        vars.push((ENV_ADMIN_QUORUM_URLS, admin.join(",")));
         vars
     }
 }

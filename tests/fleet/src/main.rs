@@ -1,8 +1,10 @@
-//! `redlatch-fleet [--quorum N] [--verbose] -- <command> [args...]`
+//! `redlatch-fleet [--quorum N] [--deployments] [--verbose] -- <command> [args...]`
 //!
 //! Starts a fleet (one single node plus N quorum nodes, N = 3 by default), runs `<command>`
 //! with `REDLATCH_TEST_URL` and `REDLATCH_TEST_QUORUM_URLS` set, stops every server it
-//! started, and exits with the command's exit code. This is how the Python, Node and C suites
+//! started, and exits with the command's exit code. With `--deployments` it also starts a TLS
+//! server, a Cluster, a Sentinel group and an evicting server (`REDLATCH_TEST_TLS_URL`, ...,
+//! see `Deployments`). `REDLATCH_FLEET_SERVER` / `REDLATCH_FLEET_ACL` change every node. This is how the Python, Node and C suites
 //! get their Redis servers without each re-implementing port picking and cleanup.
 //!
 //! Exit codes: the command's own; 128 + signal if it died of a signal; 2 for a usage error;
@@ -19,9 +21,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use redlatch_fleet::Fleet;
+use redlatch_fleet::{Deployments, Fleet};
 
-const USAGE: &str = "usage: redlatch-fleet [--quorum N] [--verbose] -- <command> [args...]\n\
+const USAGE: &str = "usage: redlatch-fleet [--quorum N] [--deployments] [--verbose] -- <command> [args...]\n\
     Starts redis-server on free 127.0.0.1 ports (one single node + N quorum nodes, default 3),\n\
     runs <command> with REDLATCH_TEST_URL and REDLATCH_TEST_QUORUM_URLS set, stops the servers\n\
     and exits with the command's exit code.";
@@ -31,6 +33,7 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 struct Args {
     quorum: usize,
+    deployments: bool,
     verbose: bool,
     command: Vec<String>,
 }
@@ -38,6 +41,7 @@ struct Args {
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args {
         quorum: 3,
+        deployments: false,
         verbose: false,
         command: Vec::new(),
     };
@@ -47,6 +51,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-h" | "--help" => return Err(String::new()),
             "-v" | "--verbose" => {
                 parsed.verbose = true;
+                continue;
+            }
+            "--deployments" => {
+                parsed.deployments = true;
                 continue;
             }
             "-q" | "--quorum" => args.next().ok_or("--quorum needs a value")?,
@@ -156,20 +164,35 @@ fn main() {
             exit(125);
         }
     };
+    let deployments = if args.deployments {
+        match Deployments::start() {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!("redlatch-fleet: cannot start the deployments: {e}");
+                drop(fleet);
+                exit(125);
+            }
+        }
+    } else {
+        None
+    };
+    let mut env = fleet.env_vars();
+    env.extend(deployments.iter().flat_map(Deployments::env_vars));
     if args.verbose {
-        for (name, value) in fleet.env_vars() {
+        for (name, value) in &env {
             eprintln!("redlatch-fleet: {name}={value}");
         }
     }
     let early_signal = SIGNAL.load(Ordering::SeqCst);
     if early_signal != 0 {
+        drop(deployments);
         drop(fleet);
         exit(128 + early_signal);
     }
 
     let spawned = Command::new(&args.command[0])
         .args(&args.command[1..])
-        .envs(fleet.env_vars())
+        .envs(env)
         .spawn();
     let code = match spawned {
         Ok(mut child) => match supervise(&mut child) {
@@ -186,6 +209,7 @@ fn main() {
             127
         }
     };
+    drop(deployments);
     drop(fleet); // stops every server by pid; exit() would skip destructors
     exit(code);
 }
