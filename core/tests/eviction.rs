@@ -13,7 +13,7 @@ use std::time::Duration;
 const BOUND: Duration = Duration::from_secs(30);
 
 fn server_with_policy(policy: &str) -> RedisServer {
-    RedisServer::start_with(&ServerOptions {
+    RedisServer::start_with_options(&ServerOptions {
         args: vec!["--maxmemory-policy".into(), policy.into()],
         acl_user: Some(false),
         ..ServerOptions::default()

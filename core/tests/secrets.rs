@@ -45,7 +45,7 @@ async fn a_server_echoing_arguments_never_shows_the_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passwords_stay_out_of_errors_debug_output_and_logs() {
     logs::capture();
-    let server = RedisServer::start_with(&ServerOptions {
+    let server = RedisServer::start_with_options(&ServerOptions {
         password: Some("the-right-one".into()),
         acl_user: Some(false),
         ..ServerOptions::default()

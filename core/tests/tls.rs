@@ -17,7 +17,7 @@ fn tls_server(pki: &TestPki, expired: bool, client_auth: ClientAuth) -> RedisSer
     } else {
         (&pki.server_cert, &pki.server_key)
     };
-    RedisServer::start_with(&ServerOptions {
+    RedisServer::start_with_options(&ServerOptions {
         tls: Some(TlsServer {
             cert: cert.clone(),
             key: key.clone(),

@@ -21,7 +21,7 @@ fn valkey() -> Option<RedisServer> {
             return None;
         }
     };
-    let server = RedisServer::start_with(&ServerOptions {
+    let server = RedisServer::start_with_options(&ServerOptions {
         exe: Some(exe),
         acl_user: Some(false),
         ..ServerOptions::default()

@@ -51,7 +51,7 @@ impl Deployments {
     /// The first part that fails to start.
     pub fn start() -> io::Result<Self> {
         let pki = TestPki::generate()?;
-        let tls = RedisServer::start_with(&ServerOptions {
+        let tls = RedisServer::start_with_options(&ServerOptions {
             tls: Some(TlsServer {
                 cert: pki.server_cert.clone(),
                 key: pki.server_key.clone(),
@@ -61,7 +61,7 @@ impl Deployments {
             acl_user: Some(false),
             ..ServerOptions::default()
         })?;
-        let evicting = RedisServer::start_with(&ServerOptions {
+        let evicting = RedisServer::start_with_options(&ServerOptions {
             args: vec!["--maxmemory-policy".into(), "allkeys-lru".into()],
             acl_user: Some(false),
             ..ServerOptions::default()
