@@ -6,6 +6,12 @@
 //! needs a DNS override the manager cannot take, and the connect checks (eviction policy,
 //! `DELIFEQ`) run once per connection. Callers report a broken connection with
 //! [`Reconnecting::invalidate`]; the next call connects again.
+//!
+//! A call its caller abandons while the request is in flight (the driver's timeout, a quorum
+//! node's timeout, a cancelled task) also drops the connection ([`InFlight`]): the reply may
+//! never come (a flow a firewall dropped, a host gone without a reset), and every later
+//! call would queue behind it on that connection until the kernel gives up on TCP
+//! (~15 min). Its other calls still finish on the old connection; new ones get a new one.
 
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
@@ -130,6 +136,16 @@ impl Reconnecting {
         }
     }
 
+    /// Marks a call on `live` as in flight until [`InFlight::done`]; dropped before that,
+    /// the connection is dropped too (see the module docs).
+    pub(crate) fn in_flight(&self, live: &Live) -> InFlight<'_> {
+        InFlight {
+            conn: self,
+            id: live.id,
+            done: false,
+        }
+    }
+
     /// The connection if one is live (no connecting).
     pub(crate) fn existing(&self) -> Option<Live> {
         self.current()
@@ -177,6 +193,29 @@ impl Reconnecting {
             node: spec.label.clone(),
             generation,
         })
+    }
+}
+
+/// A call on one connection, from sending to its reply (see [`Reconnecting::in_flight`]).
+pub(crate) struct InFlight<'a> {
+    conn: &'a Reconnecting,
+    id: u64,
+    done: bool,
+}
+
+impl InFlight<'_> {
+    /// The reply (or an error) came: the connection answered.
+    pub(crate) fn done(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            tracing::debug!("a call was abandoned before its reply: dropping its connection");
+            self.conn.invalidate(self.id);
+        }
     }
 }
 

@@ -5,9 +5,9 @@
 //! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it.
 //! On a server with `DELIFEQ` (Valkey 9) lease-lock requests run as plain commands instead
 //! (see `ifeq.rs`). With `sync_replicas`, grants and renewals are confirmed with `WAIT`
-//! (see `replication.rs`). A broken connection, a reply timeout or a `READONLY` answer (the
-//! node was demoted) drops the connection, so the next call reconnects, or asks the
-//! sentinels again. A `MOVED` answer means the node is in Cluster mode: an error at once,
+//! (see `replication.rs`). A broken connection, a reply timeout, a call abandoned before its
+//! reply or a `READONLY` answer (the node was demoted) drops the connection, so the next
+//! call reconnects, or asks the sentinels again. A `MOVED` answer means the node is in Cluster mode: an error at once,
 //! since no retry can help.
 
 use super::connection::{Live, Reconnecting, Settings, Source};
@@ -101,10 +101,10 @@ impl RedisTransport {
     pub async fn ping(&self) -> Result<()> {
         let live = self.conn.get().await?;
         let mut conn = live.conn.clone();
-        redis::cmd("PING")
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(|e| self.failed(&live, &e, &[]))
+        let in_flight = self.conn.in_flight(&live);
+        let pong = redis::cmd("PING").query_async::<()>(&mut conn).await;
+        in_flight.done();
+        pong.map_err(|e| self.failed(&live, &e, &[]))
     }
 
     /// Maps `e` and drops the connection when it cannot be trusted any more.
@@ -171,22 +171,25 @@ impl Transport for RedisTransport {
         Box::pin(async move {
             let live = self.conn.get().await?;
             let mut conn = live.conn.clone();
-            let reply = self
-                .run(&mut conn, live.facts.ifeq, request)
-                .await
-                .map_err(|e| self.failed(&live, &e, &request.args))?;
-            if let Some(sync) = self.options.sync_replicas {
-                if let Some(what) = replication::write_to_confirm(request, &reply) {
-                    let acks: i64 = replication::wait_command(sync)
-                        .query_async(&mut conn)
-                        .await
-                        .map_err(|e| self.failed(&live, &e, &request.args))?;
-                    if acks < i64::from(sync.replicas) {
-                        return Err(replication::too_few(what, request, acks, sync, &live.node));
-                    }
-                }
+            let in_flight = self.conn.in_flight(&live);
+            let reply = self.run(&mut conn, live.facts.ifeq, request).await;
+            let confirm = match (&reply, self.options.sync_replicas) {
+                (Ok(r), Some(sync)) => replication::write_to_confirm(request, r).map(|w| (w, sync)),
+                _ => None,
+            };
+            let Some((what, sync)) = confirm else {
+                in_flight.done();
+                return reply.map_err(|e| self.failed(&live, &e, &request.args));
+            };
+            let acks = replication::wait_command(sync)
+                .query_async::<i64>(&mut conn)
+                .await;
+            in_flight.done();
+            let acks = acks.map_err(|e| self.failed(&live, &e, &request.args))?;
+            if acks < i64::from(sync.replicas) {
+                return Err(replication::too_few(what, request, acks, sync, &live.node));
             }
-            Ok(reply)
+            reply.map_err(|e| self.failed(&live, &e, &request.args))
         })
     }
 

@@ -233,13 +233,10 @@ async fn slow_replies_within_the_lease_still_grant() {
 
 /// A connection that dies silently (a firewall or NAT drops the flow, a host vanishes without
 /// a RST) never answers again, while a new connection would work. The calls on it time out;
-/// the client must then give up on that connection instead of queueing on it forever.
-/// Today it never does: the transport's redis-rs `ConnectionManager` runs with no response
-/// timeout (`set_response_timeout(None)`, core/src/native/transport.rs), so a call that times
-/// out in the driver leaves the connection in place and the next call queues on it too, until
-/// the kernel gives up on the TCP connection (~15 min with Linux defaults).
+/// the client must then give up on that connection instead of queueing on it until the
+/// kernel gives up on the TCP connection (~15 min with Linux defaults). Fixed in the native
+/// layer: a call abandoned in flight drops its connection (core/src/native/connection.rs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "defect outside issue 10: a connection whose calls time out is never replaced (reported)"]
 async fn a_silently_dead_connection_is_replaced() {
     let server = server();
     let proxy = FaultProxy::start(server.port()).unwrap();
@@ -264,6 +261,38 @@ async fn a_silently_dead_connection_is_replaced() {
         &outcomes[..outcomes.len().min(3)],
         proxy.stats().accepted
     );
+}
+
+/// The deterministic form of the case above: the caller abandons a call on a silent connection
+/// long before the network timeout could break it (its own timeout, a quorum node's
+/// timeout, a cancelled task). The next call must not queue behind it on that connection:
+/// with a 20 s network timeout it would wait 20 s; on a new connection it takes milliseconds.
+/// The 5 s bound catches that queueing; it is not a timing claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_abandoned_on_a_silent_connection_is_not_followed_onto_it() {
+    let server = server();
+    let proxy = FaultProxy::start(server.port()).unwrap();
+    let client = via(&proxy, Duration::from_secs(20)).await;
+    let lock = name("abandoned");
+    let accepted = proxy.stats().accepted;
+    proxy.freeze_open();
+    let lease = Duration::from_secs(5);
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(200),
+        client.lock(&lock).lease(lease).try_acquire(),
+    )
+    .await;
+    assert!(abandoned.is_err(), "a frozen connection answered: {abandoned:?}");
+    let next = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.lock(&lock).lease(lease).try_acquire(),
+    )
+    .await
+    .expect("the next call queued on the silent connection")
+    .expect("acquire on a new connection");
+    let guard = next.expect("the lock is free (the abandoned SET never reached Redis)");
+    assert!(proxy.stats().accepted > accepted, "no new connection was made");
+    bounded(guard.release()).await.unwrap();
 }
 
 /// "No call hangs past its wait plus one network timeout" (shared/API.md), with the node
