@@ -9,11 +9,17 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** Connection(s) to Redis: one node or a Redlock quorum of independent nodes. */
+/**
+ * Connection(s) to Redis: one node (or a Sentinel master), a Redlock quorum of independent
+ * nodes, or a Redis Cluster.
+ */
 export declare class NativeClient {
   /** This client's id (a UUID, the first half of every reentrant owner id). */
   get id(): string
-  /** Number of Redis nodes (1 = single node, more = quorum). */
+  /**
+   * Number of Redis transports: 1 for a single node, a Cluster or Sentinel; N for a
+   * quorum of N nodes.
+   */
   get nodeCount(): number
   /** The watchdog timeout in ms (lease of locks acquired without `leaseMs`). */
   get watchdogTimeoutMs(): number
@@ -95,8 +101,8 @@ export declare class NativeLock {
 }
 
 /**
- * Settings of a client (`Client.connect(url, options)` / `Client.quorum(urls, options)`).
- * All durations are integer milliseconds.
+ * Settings of a client (`Client.connect(url, options)`, `Client.quorum(urls, options)`,
+ * `Client.cluster(urls, options)`). All durations are integer milliseconds.
  */
 export interface ClientOptions {
   /**
@@ -116,14 +122,45 @@ export interface ClientOptions {
    * sooner). Default 50 ms.
    */
   pollIntervalMs?: number
+  /** TLS settings of `rediss://` URLs (CA, client certificate, server name, insecure). */
+  tls?: TlsOptions
+  /**
+   * ACL user of the sentinels (`redis+sentinel://` URLs; the URL's credentials are the
+   * data nodes').
+   */
+  sentinelUsername?: string
+  /** Password of the sentinels. */
+  sentinelPassword?: string
+  /**
+   * Replicas that must confirm each grant and renewal (`WAIT`, Redisson's
+   * `checkLockSyncedSlaves`); too few make an acquire fail (rolled back) or a hold be
+   * reported lost. Default 0 (off).
+   */
+  syncReplicas?: number
+  /** How long each `WAIT` may block, below `networkTimeoutMs`. Default 1000 ms. */
+  syncReplicasTimeoutMs?: number
 }
 
 /**
- * Connects to `urls` (one URL = single node, several = quorum). A single node must answer
- * `PING`; in quorum mode a majority must. Rejects with `ERR_INVALID_ARGUMENT` for bad URLs
- * or options, `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
+ * Connects to `urls`: one URL = a single node, or the deployment a `redis+cluster://` /
+ * `redis+sentinel://` URL names; several = a quorum; with `cluster`, seed nodes of a Redis
+ * Cluster. A single node (the Cluster, the Sentinel master) must answer `PING`; in quorum
+ * mode a majority must. `onWarning` gets each deployment warning (an evicting
+ * `maxmemory-policy`), once per node, on the JavaScript thread. Rejects with
+ * `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` (TLS failures say which)
+ * / `ERR_QUORUM` when too few nodes answer.
  */
-export declare function connect(urls: Array<string>, options?: ClientOptions | undefined | null): Promise<NativeClient>
+export declare function connect(urls: Array<string>, options: ClientOptions | undefined | null, cluster: boolean, onWarning: (warning: DeploymentWarning) => void): Promise<NativeClient>
+
+/** One deployment warning, as the facade's callback receives it. */
+export interface DeploymentWarning {
+  /** What it is about, stable for matching: `"eviction"`. */
+  kind: string
+  /** The node (`host:port`, never credentials). */
+  node: string
+  /** The full text. */
+  message: string
+}
 
 /** Options of one lock handle (`client.lock(name, options)`). */
 export interface LockOptions {
@@ -138,4 +175,28 @@ export interface LockOptions {
   waitMs?: number
   /** Fenced lock: every acquire returns a fencing token (single node only). */
   fenced?: boolean
+}
+
+/**
+ * TLS settings of `rediss://` URLs (`options.tls`). Without them a `rediss://` URL is
+ * verified against the system roots. PEM text arrives as strings (the facade converts
+ * Buffers).
+ */
+export interface TlsOptions {
+  /** CA certificate(s) to trust instead of the system roots, as PEM text... */
+  ca?: string
+  /** ...or as a PEM file (not both). */
+  caFile?: string
+  /** Mutual TLS: the client certificate chain as PEM text (with `key`)... */
+  cert?: string
+  /** ...its private key as PEM text. */
+  key?: string
+  /** The client certificate chain as a PEM file (with `keyFile`). */
+  certFile?: string
+  /** Its private key as a PEM file. */
+  keyFile?: string
+  /** Name the server certificate must be valid for, instead of the URL's host. */
+  serverName?: string
+  /** Accept any server certificate (encrypted, not authenticated). Never the default. */
+  insecure?: boolean
 }

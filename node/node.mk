@@ -19,7 +19,7 @@ NODE_ROOT := $(abspath $(NODE_DIR)/..)
 CARGO ?= cargo
 NODE_TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(abspath $(CARGO_TARGET_DIR)),$(NODE_ROOT)/target)
 NODE_OUT := $(NODE_TARGET_DIR)/node
-NODE_FLEET := $(NODE_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --
+NODE_FLEET := $(NODE_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --deployments --
 NAPI := $(NODE_DIR)/node_modules/.bin/napi
 NAPI_GEN := --platform --js index.js --dts index.d.ts
 

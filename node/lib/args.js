@@ -5,6 +5,7 @@
 // keys are refused too: a misspelt `leaseMS` would otherwise silently mean "watchdog mode".
 
 const { InvalidArgumentError } = require('./errors')
+const { DEPLOYMENT_OPTIONS, deploymentOptions } = require('./deployment')
 
 const MAX_MS = Number.MAX_SAFE_INTEGER // 2^53 - 1 (shared/API.md "Durations")
 
@@ -106,7 +107,8 @@ function urls(value) {
   return value.map(url)
 }
 
-const CLIENT_OPTIONS = ['watchdogTimeoutMs', 'networkTimeoutMs', 'nodeTimeoutMs', 'pollIntervalMs']
+const CLIENT_DURATIONS = ['watchdogTimeoutMs', 'networkTimeoutMs', 'nodeTimeoutMs', 'pollIntervalMs', 'syncReplicasTimeoutMs']
+const CLIENT_OPTIONS = [...new Set([...CLIENT_DURATIONS, ...DEPLOYMENT_OPTIONS])]
 const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced']
 const ACQUIRE_OPTIONS = ['waitMs', 'signal']
 const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'waitMs', 'signal']
@@ -114,11 +116,11 @@ const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'waitMs', 'signal']
 function clientOptions(options) {
   const o = optionsObject('client options', options, CLIENT_OPTIONS)
   const out = {}
-  for (const key of CLIENT_OPTIONS) {
+  for (const key of CLIENT_DURATIONS) {
     const v = millis(key, o[key])
     if (v !== undefined) out[key] = v
   }
-  return out
+  return deploymentOptions(o, out)
 }
 
 /** Lock options, checked: `{ leaseMs, waitMs, fenced }` (waitMs: undefined = forever). */

@@ -12,6 +12,44 @@ export interface ClientOptions {
   nodeTimeoutMs?: number
   /** Longest pause between attempts while waiting (pub/sub usually wakes waiters sooner). Default 50. */
   pollIntervalMs?: number
+  /** TLS settings of `rediss://` URLs. Without them a `rediss://` URL is verified against the system roots. */
+  tls?: TlsOptions
+  /** ACL user of the sentinels (`redis+sentinel://` URLs; the URL's own credentials are the data nodes'). */
+  sentinelUsername?: string
+  /** Password of the sentinels. */
+  sentinelPassword?: string
+  /**
+   * Replicas that must confirm each grant and renewal (`WAIT`, Redisson's `checkLockSyncedSlaves`).
+   * Too few: the acquire fails with `NotAcquiredError` (the grant is rolled back) and a renewal
+   * does not count (the hold is reported lost when its validity runs out). Default 0 (off).
+   */
+  syncReplicas?: number
+  /** How long each `WAIT` of `syncReplicas` may block; below `networkTimeoutMs`. Default 1000. */
+  syncReplicasTimeoutMs?: number
+}
+
+/**
+ * TLS settings (`rediss://`). A wrong CA, a certificate not valid for the host name, an
+ * expired certificate or a refused client certificate rejects with `RedisConnectionError`
+ * saying which; there is never a plain-text fallback.
+ */
+export interface TlsOptions {
+  /** CA certificate(s) to trust instead of the system roots, as PEM text (string or Buffer). */
+  ca?: string | Uint8Array
+  /** ... or as a PEM file (not both). */
+  caFile?: string
+  /** Mutual TLS: the client certificate chain as PEM text, with `key`. */
+  cert?: string | Uint8Array
+  /** The client certificate's private key as PEM text. */
+  key?: string | Uint8Array
+  /** The client certificate chain as a PEM file, with `keyFile`. */
+  certFile?: string
+  /** Its private key as a PEM file. */
+  keyFile?: string
+  /** The name the server certificate must be valid for, instead of the URL's host (single nodes only). */
+  serverName?: string
+  /** Accept any server certificate: encrypted but not authenticated. Never the default. */
+  insecure?: boolean
 }
 
 /** Options of a lock handle (`client.lock(name, options)`). */
@@ -43,13 +81,20 @@ export interface WithLockOptions extends AcquireOptions {
 /** Connection(s) to Redis and the locks made from them. */
 export declare class Client {
   private constructor()
-  /** Connects to one Redis node (`redis://[:password@]host:port[/db]`, `rediss://` for TLS). */
+  /**
+   * Connects to the deployment `url` names: one node (`redis://[[user]:password@]host:port[/db]`,
+   * `rediss://` for TLS), a Cluster (`redis+cluster://h1:7000,h2:7001`) or the master of a
+   * Sentinel deployment (`redis+sentinel://h1:26379,h2:26379/mymaster`). An evicting
+   * `maxmemory-policy` is reported with `process.emitWarning` (type `DeploymentWarning`).
+   */
   static connect(url: string, options?: ClientOptions): Promise<Client>
   /** Connects to N independent Redis nodes (Redlock quorum); a majority must answer. */
   static quorum(urls: readonly string[], options?: ClientOptions): Promise<Client>
+  /** Connects to a Redis Cluster through any of its nodes (seed URLs); slot moves and failovers are followed. */
+  static cluster(urls: readonly string[], options?: ClientOptions): Promise<Client>
   /** This client's id (a UUID; the first half of every reentrant owner id). */
   readonly id: string
-  /** Number of Redis nodes (1 = single node, more = quorum). */
+  /** Number of Redis transports: 1 for a single node, a Cluster or Sentinel; N for a quorum. */
   readonly nodeCount: number
   /** `true` after `close()`. */
   readonly closed: boolean

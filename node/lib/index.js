@@ -11,6 +11,7 @@ const native = require('../index.js')
 const args = require('./args')
 const chain = require('./chain')
 const errors = require('./errors')
+const { emitWarning } = require('./deployment')
 
 const { fromNative, LockLostError, NotOwnedError, InvalidArgumentError } = errors
 
@@ -31,18 +32,33 @@ class Client {
     this.#native = nativeClient
   }
 
-  /** Connects to one Redis node (`redis://[:password@]host:port[/db]`); it must answer PING. */
+  /**
+   * Connects to the deployment `url` names: one node (`redis://[[user]:password@]host:port[/db]`,
+   * `rediss://` with `options.tls`), a Cluster (`redis+cluster://h1:7000,h2:7001`) or the
+   * master a Sentinel deployment names (`redis+sentinel://h1:26379,h2:26379/mymaster`); it
+   * must answer PING. See docs/deployments.md.
+   */
   static async connect(url, options) {
     const urls = [args.url(url)]
     const opts = args.clientOptions(options)
-    return new Client(await call(() => native.connect(urls, opts)))
+    return new Client(await call(() => native.connect(urls, opts, false, emitWarning)))
   }
 
   /** Connects to N independent Redis nodes (Redlock); a majority must answer. */
   static async quorum(urls, options) {
     const list = args.urls(urls)
     const opts = args.clientOptions(options)
-    return new Client(await call(() => native.connect(list, opts)))
+    return new Client(await call(() => native.connect(list, opts, false, emitWarning)))
+  }
+
+  /**
+   * Connects to a Redis Cluster through any of its nodes (`redis://` or `rediss://` seed
+   * URLs); slot moves and failovers are followed (MOVED/ASK).
+   */
+  static async cluster(urls, options) {
+    const list = args.urls(urls)
+    const opts = args.clientOptions(options)
+    return new Client(await call(() => native.connect(list, opts, true, emitWarning)))
   }
 
   /** This client's id (a UUID; the first half of every reentrant owner id in Redis). */
@@ -50,7 +66,7 @@ class Client {
     return this.#native.id
   }
 
-  /** Number of Redis nodes (1 = single node, more = quorum). */
+  /** Number of Redis transports: 1 for a single node, a Cluster or Sentinel; N for a quorum. */
   get nodeCount() {
     return this.#native.nodeCount
   }

@@ -10,6 +10,7 @@
 //! Holds are tracked weakly: a hold whose JavaScript object is garbage-collected without
 //! `release()` drops its core guard, which releases it in the background.
 
+use crate::deployment::WarningCallback;
 use crate::error::{closed, invalid, IntoNapi};
 use crate::held::HoldSlot;
 use crate::lock::NativeLock;
@@ -95,7 +96,8 @@ impl Shared {
     }
 }
 
-/// Connection(s) to Redis: one node or a Redlock quorum of independent nodes.
+/// Connection(s) to Redis: one node (or a Sentinel master), a Redlock quorum of independent
+/// nodes, or a Redis Cluster.
 #[napi]
 pub struct NativeClient {
     pub(crate) shared: Arc<Shared>,
@@ -104,20 +106,34 @@ pub struct NativeClient {
     watchdog_timeout_ms: f64,
 }
 
-/// Connects to `urls` (one URL = single node, several = quorum). A single node must answer
-/// `PING`; in quorum mode a majority must. Rejects with `ERR_INVALID_ARGUMENT` for bad URLs
-/// or options, `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
-#[napi]
-pub async fn connect(urls: Vec<String>, options: Option<ClientOptions>) -> napi::Result<NativeClient> {
-    let options = options.unwrap_or_default();
+/// Connects to `urls`: one URL = a single node, or the deployment a `redis+cluster://` /
+/// `redis+sentinel://` URL names; several = a quorum; with `cluster`, seed nodes of a Redis
+/// Cluster. A single node (the Cluster, the Sentinel master) must answer `PING`; in quorum
+/// mode a majority must. `onWarning` gets each deployment warning (an evicting
+/// `maxmemory-policy`), once per node, on the JavaScript thread. Rejects with
+/// `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` (TLS failures say which)
+/// / `ERR_QUORUM` when too few nodes answer.
+#[napi(
+    ts_args_type = "urls: Array<string>, options: ClientOptions | undefined | null, cluster: boolean, onWarning: (warning: DeploymentWarning) => void"
+)]
+pub async fn connect(
+    urls: Vec<String>,
+    options: Option<ClientOptions>,
+    cluster: bool,
+    on_warning: WarningCallback,
+) -> napi::Result<NativeClient> {
+    let mut options = options.unwrap_or_default();
     if urls.is_empty() {
         return Err(invalid("at least one Redis URL is required"));
     }
-    let mut builder = if urls.len() == 1 {
+    let builder = if cluster {
+        redlatch::Client::cluster_builder(&urls)
+    } else if urls.len() == 1 {
         redlatch::Client::builder(&urls[0])
     } else {
         redlatch::Client::quorum_builder(&urls)
     };
+    let mut builder = options.deployment().apply(builder, Some(on_warning))?;
     if let Some(d) = opt_millis("watchdogTimeoutMs", options.watchdog_timeout_ms, false)? {
         if d < Duration::from_millis(3) {
             return Err(invalid("watchdogTimeoutMs must be at least 3 ms"));
@@ -156,7 +172,8 @@ impl NativeClient {
         self.id.clone()
     }
 
-    /// Number of Redis nodes (1 = single node, more = quorum).
+    /// Number of Redis transports: 1 for a single node, a Cluster or Sentinel; N for a
+    /// quorum of N nodes.
     #[napi(getter)]
     pub fn node_count(&self) -> u32 {
         self.node_count

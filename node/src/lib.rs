@@ -15,12 +15,14 @@
 //! (integer, finite, in range: shared/API.md "Durations") before anything reaches Redis.
 
 mod client;
+mod deployment;
 mod error;
 mod held;
 mod lock;
 mod options;
 
 pub use client::{connect, NativeClient};
+pub use deployment::{DeploymentWarning, TlsOptions};
 pub use held::NativeHeld;
 pub use lock::NativeLock;
 pub use options::{ClientOptions, LockOptions};

@@ -4,15 +4,17 @@
 //! `0 / 1 ..= 2^53 - 1` ms (shared/API.md "Durations"). "Forever" (a wait of `Infinity` or no
 //! wait) is `null` by the time it gets here: the facade maps it.
 
+use crate::deployment::{Deployment, TlsOptions};
 use crate::error::invalid;
 use napi_derive::napi;
 use redlatch::protocol::timing::MAX_DURATION_MS;
 use std::time::Duration;
 
-/// Settings of a client (`Client.connect(url, options)` / `Client.quorum(urls, options)`).
-/// All durations are integer milliseconds.
+/// Settings of a client (`Client.connect(url, options)`, `Client.quorum(urls, options)`,
+/// `Client.cluster(urls, options)`). All durations are integer milliseconds.
+// No `Debug`: it carries passwords and private keys.
 #[napi(object)]
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub struct ClientOptions {
     /// Lease of locks acquired without `leaseMs` (watchdog mode), renewed every third of it.
     /// Default 30000 ms; at least 3 ms.
@@ -25,6 +27,32 @@ pub struct ClientOptions {
     /// Longest pause between two attempts while waiting (pub/sub usually wakes waiters
     /// sooner). Default 50 ms.
     pub poll_interval_ms: Option<f64>,
+    /// TLS settings of `rediss://` URLs (CA, client certificate, server name, insecure).
+    pub tls: Option<TlsOptions>,
+    /// ACL user of the sentinels (`redis+sentinel://` URLs; the URL's credentials are the
+    /// data nodes').
+    pub sentinel_username: Option<String>,
+    /// Password of the sentinels.
+    pub sentinel_password: Option<String>,
+    /// Replicas that must confirm each grant and renewal (`WAIT`, Redisson's
+    /// `checkLockSyncedSlaves`); too few make an acquire fail (rolled back) or a hold be
+    /// reported lost. Default 0 (off).
+    pub sync_replicas: Option<f64>,
+    /// How long each `WAIT` may block, below `networkTimeoutMs`. Default 1000 ms.
+    pub sync_replicas_timeout_ms: Option<f64>,
+}
+
+impl ClientOptions {
+    /// The deployment part (TLS, Sentinel, `syncReplicas`).
+    pub(crate) fn deployment(&mut self) -> Deployment {
+        Deployment {
+            tls: self.tls.take(),
+            sentinel_username: self.sentinel_username.take(),
+            sentinel_password: self.sentinel_password.take(),
+            sync_replicas: self.sync_replicas.take(),
+            sync_replicas_timeout_ms: self.sync_replicas_timeout_ms.take(),
+        }
+    }
 }
 
 /// Options of one lock handle (`client.lock(name, options)`).

@@ -1,0 +1,86 @@
+'use strict'
+// The deployment options of a client (TLS, Sentinel credentials, syncReplicas) checked for
+// their JavaScript types, and the deployment warnings turned into Node warnings. The values
+// themselves (a certificate without its key, a CA given twice, a bad syncReplicas) are
+// checked by the core, with the same messages in every binding.
+
+const { InvalidArgumentError } = require('./errors')
+
+const TLS_OPTIONS = ['ca', 'caFile', 'cert', 'certFile', 'key', 'keyFile', 'serverName', 'insecure']
+const PEM_OPTIONS = ['ca', 'cert', 'key']
+const TEXT_OPTIONS = ['caFile', 'certFile', 'keyFile', 'serverName']
+/** Client option keys handled here (the durations are checked by args.js). */
+const DEPLOYMENT_OPTIONS = ['tls', 'sentinelUsername', 'sentinelPassword', 'syncReplicas', 'syncReplicasTimeoutMs']
+
+function typeOf(value) {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value
+}
+
+/** PEM text from a string, a Buffer or a Uint8Array (PEM is ASCII). */
+function pem(what, value) {
+  if (typeof value === 'string') return value
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1')
+  throw new InvalidArgumentError(`tls.${what} must be PEM text (a string or a Buffer), not ${typeOf(value)}`)
+}
+
+function tlsOptions(tls) {
+  if (tls === undefined) return undefined
+  if (tls === null || typeof tls !== 'object' || Array.isArray(tls)) {
+    throw new InvalidArgumentError(`tls must be an object, not ${typeOf(tls)}`)
+  }
+  const out = {}
+  for (const key of Object.keys(tls)) {
+    if (!TLS_OPTIONS.includes(key)) {
+      throw new InvalidArgumentError(
+        `unknown option ${JSON.stringify(key)} in tls options (expected one of: ${TLS_OPTIONS.join(', ')})`,
+      )
+    }
+    const value = tls[key]
+    if (value === undefined) continue
+    if (PEM_OPTIONS.includes(key)) out[key] = pem(key, value)
+    else if (TEXT_OPTIONS.includes(key)) {
+      if (typeof value !== 'string') throw new InvalidArgumentError(`tls.${key} must be a string, not ${typeOf(value)}`)
+      out[key] = value
+    } else {
+      if (typeof value !== 'boolean') throw new InvalidArgumentError(`tls.insecure must be a boolean, not ${typeOf(value)}`)
+      out[key] = value
+    }
+  }
+  return out
+}
+
+/** Copies the checked deployment options of `options` into `out` (the addon's shape). */
+function deploymentOptions(options, out) {
+  const tls = tlsOptions(options.tls)
+  if (tls !== undefined) out.tls = tls
+  for (const key of ['sentinelUsername', 'sentinelPassword']) {
+    const value = options[key]
+    if (value === undefined) continue
+    if (typeof value !== 'string') throw new InvalidArgumentError(`${key} must be a string, not ${typeOf(value)}`)
+    out[key] = value
+  }
+  const n = options.syncReplicas
+  if (n !== undefined) {
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
+      throw new InvalidArgumentError(`syncReplicas must be a non-negative integer, not ${typeof n === 'number' ? n : typeOf(n)}`)
+    }
+    out.syncReplicas = n
+  }
+  return out
+}
+
+/**
+ * The addon's warning callback: a deployment warning (today: a `maxmemory-policy` that may
+ * evict lock keys) becomes `process.emitWarning` with type `DeploymentWarning` and code
+ * `REDLATCH_<KIND>` (e.g. `REDLATCH_EVICTION`), once per node and client.
+ */
+function emitWarning(warning) {
+  process.emitWarning(warning.message, {
+    type: 'DeploymentWarning',
+    code: `REDLATCH_${String(warning.kind).toUpperCase()}`,
+  })
+}
+
+module.exports = { DEPLOYMENT_OPTIONS, deploymentOptions, emitWarning }

@@ -1,0 +1,154 @@
+// Deployments (issue #14): TLS, Cluster, Sentinel with syncReplicas, eviction warnings, and
+// no token or password in error messages. The servers come from `redlatch-fleet
+// --deployments` (make node-test); without its variables these tests are skipped.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { inspect } from 'node:util'
+import { Client, InvalidArgumentError, LockError, RedisConnectionError, NotAcquiredError } from 'redlatch'
+import { key } from './helpers.mjs'
+
+const env = process.env
+const deployments = env.REDLATCH_TEST_TLS_URL ? {} : { skip: 'run under redlatch-fleet --deployments' }
+
+const tls = () => ({ caFile: env.REDLATCH_TEST_TLS_CA, certFile: env.REDLATCH_TEST_TLS_CERT, keyFile: env.REDLATCH_TEST_TLS_KEY })
+
+test('mutual TLS with a CA file, and with PEM text from Buffers', deployments, async () => {
+  const client = await Client.connect(env.REDLATCH_TEST_TLS_URL, { tls: tls() })
+  try {
+    const held = await client.lock(key('tls'), { leaseMs: 5000 }).acquire({ waitMs: 0 })
+    assert.equal(await held.owned(), true)
+    await held.release()
+  } finally {
+    await client.close()
+  }
+  const pem = await Client.connect(env.REDLATCH_TEST_TLS_URL, {
+    tls: {
+      ca: readFileSync(env.REDLATCH_TEST_TLS_CA),
+      cert: readFileSync(env.REDLATCH_TEST_TLS_CERT, 'utf8'),
+      key: readFileSync(env.REDLATCH_TEST_TLS_KEY),
+    },
+  })
+  await pem.close()
+})
+
+test('TLS failures fail closed and say which', deployments, async () => {
+  const url = env.REDLATCH_TEST_TLS_URL
+  await assert.rejects(
+    Client.connect(url, { tls: { ...tls(), caFile: env.REDLATCH_TEST_TLS_OTHER_CA } }),
+    (e) => e instanceof RedisConnectionError && /not signed by a trusted CA/.test(e.message),
+  )
+  await assert.rejects(
+    Client.connect(url, { tls: { ...tls(), serverName: 'elsewhere.test' } }),
+    (e) => e instanceof RedisConnectionError && /not valid for the name/.test(e.message),
+  )
+  await assert.rejects(
+    Client.connect(url, { tls: { caFile: env.REDLATCH_TEST_TLS_CA } }),
+    (e) => e instanceof RedisConnectionError && /client certificate/.test(e.message),
+  )
+  // Bad settings are refused before any connection.
+  await assert.rejects(Client.connect(url, { tls: { caFile: '/nonexistent/ca.pem' } }), InvalidArgumentError)
+  await assert.rejects(
+    Client.connect(url, { tls: { certFile: env.REDLATCH_TEST_TLS_CERT } }),
+    (e) => e instanceof InvalidArgumentError && /needs its key/.test(e.message),
+  )
+  await assert.rejects(Client.connect(url, { tls: { insecure: 'yes' } }), InvalidArgumentError)
+  await assert.rejects(Client.connect(url, { tls: { caFiles: 'x' } }), /unknown option "caFiles"/)
+})
+
+test('Client.cluster and redis+cluster:// reach every shard', deployments, async () => {
+  const urls = env.REDLATCH_TEST_CLUSTER_URLS.split(',')
+  const client = await Client.cluster(urls)
+  const byUrl = await Client.connect(`redis+cluster://${urls.map((u) => u.replace('redis://', '')).join(',')}`)
+  try {
+    assert.equal(client.nodeCount, 1)
+    for (let i = 0; i < 6; i++) {
+      const name = key(`cluster-${i}`)
+      const held = await client.lock(name, { leaseMs: 5000, fenced: true }).acquire({ waitMs: 0 })
+      assert.equal(typeof held.fencingToken, 'number')
+      await assert.rejects(byUrl.lock(name).acquire({ waitMs: 0 }), NotAcquiredError)
+      await held.release()
+    }
+    // A waiter on one client is woken by a release on the other (sharded pub/sub).
+    const name = key('cluster-wake')
+    const held = await client.lock(name, { leaseMs: 30000 }).acquire()
+    const waiter = byUrl.lock(name, { leaseMs: 5000 }).acquire({ waitMs: 10000 })
+    setTimeout(() => held.release(), 100)
+    await (await waiter).release()
+  } finally {
+    await client.close()
+    await byUrl.close()
+  }
+})
+
+test('Sentinel: sentinel password and syncReplicas', deployments, async () => {
+  const url = env.REDLATCH_TEST_SENTINEL_URL
+  const client = await Client.connect(url, { sentinelPassword: env.REDLATCH_TEST_SENTINEL_PASSWORD, syncReplicas: 1 })
+  try {
+    const held = await client.lock(key('sentinel'), { leaseMs: 5000 }).acquire({ waitMs: 0 })
+    assert.equal(await held.owned(), true)
+    for (const shown of [inspect(client), inspect(held), inspect(client, { showHidden: true })]) {
+      assert.doesNotMatch(shown, /fleet-data-pw|fleet-sentinel-pw/)
+    }
+    await held.release()
+  } finally {
+    await client.close()
+  }
+  const err = await Client.connect(url, { sentinelPassword: 'not-it' }).then(
+    () => assert.fail('connected with a wrong sentinel password'),
+    (e) => e,
+  )
+  assert.ok(err instanceof RedisConnectionError, String(err))
+  assert.doesNotMatch(err.message, /not-it|fleet-data-pw/)
+  await assert.rejects(Client.connect(url, { sentinelUsername: 'someone' }), /sentinel password/)
+  await assert.rejects(Client.connect(url, { syncReplicas: 1.5 }), InvalidArgumentError)
+})
+
+test('an evicting maxmemory-policy is a DeploymentWarning, once per node', deployments, async () => {
+  const seen = []
+  const onWarning = (w) => {
+    if (w.name === 'DeploymentWarning') seen.push(w)
+  }
+  process.on('warning', onWarning)
+  try {
+    const client = await Client.connect(env.REDLATCH_TEST_EVICTING_URL)
+    await (await client.lock(key('evict'), { leaseMs: 1000 }).acquire()).release()
+    // process.emitWarning delivers on a later tick.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.equal(seen.length, 1, seen.map((w) => w.message).join('\n'))
+    assert.match(seen[0].message, /maxmemory-policy is allkeys-lru/)
+    assert.equal(seen[0].code, 'REDLATCH_EVICTION')
+    await client.close()
+  } finally {
+    process.off('warning', onWarning)
+  }
+})
+
+test('no token or password in error messages or inspect output', deployments, async () => {
+  // A plain client pointed at a sentinel: it answers "unknown command 'SET', with args
+  // beginning with: ..." and would echo the token.
+  const sentinel = env.REDLATCH_TEST_SENTINEL_URL.split('@')[1].split(',')[0]
+  const client = await Client.connect(`redis://:${env.REDLATCH_TEST_SENTINEL_PASSWORD}@${sentinel}`)
+  try {
+    const err = await client.lock(key('secret'), { leaseMs: 1000 }).acquire({ waitMs: 0 }).then(
+      () => assert.fail('a sentinel granted a lock'),
+      (e) => e,
+    )
+    assert.ok(err instanceof LockError)
+    assert.match(err.message, /unknown command/)
+    assert.doesNotMatch(err.message, /[0-9a-f]{32}/)
+    assert.doesNotMatch(inspect(err), /[0-9a-f]{32}/)
+  } finally {
+    await client.close()
+  }
+  const secret = 'pw-Zq81-secret'
+  const err = await Client.connect(`redis://user:${secret}@127.0.0.1:1`, { networkTimeoutMs: 500 }).then(
+    () => assert.fail('connected to port 1'),
+    (e) => e,
+  )
+  assert.ok(err instanceof RedisConnectionError)
+  assert.ok(!err.message.includes(secret) && !inspect(err).includes(secret), err.message)
+  const bad = await Client.connect(`redis://user:${secret}@[bad`).catch((e) => e)
+  assert.ok(bad instanceof InvalidArgumentError, String(bad))
+  assert.ok(!bad.message.includes(secret), bad.message)
+})
