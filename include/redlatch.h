@@ -62,8 +62,15 @@ typedef struct redlatch_client redlatch_client;
 // A lock handle (opaque). Thread-safe except for `redlatch_lock_free`.
 typedef struct redlatch_lock redlatch_lock;
 
-// Client settings. Zero in a field means the default; a zero-initialised struct is all
-// defaults, as is passing NULL.
+// `void (*)(void *user_data, const char *kind, const char *message)`: called once per node
+// and condition with a deployment warning. `kind` is stable for matching (`"eviction"`);
+// `message` is the full text; both are valid only during the call. Runs on a runtime thread
+// (see `redlatch_client_options.on_warning`).
+typedef void (*redlatch_warning_callback)(void *user_data, const char *kind, const char *message);
+
+// Client settings. Zero (or NULL) in a field means the default; a zero-initialised struct
+// is all defaults, as is passing NULL. String fields are read during the call only.
+// docs/deployments.md describes each deployment.
 typedef struct redlatch_client_options {
     // Lease of locks acquired without one (watchdog mode), renewed every third of it.
     // 0 = 30000 ms. At least 3 ms.
@@ -73,6 +80,42 @@ typedef struct redlatch_client_options {
     uint64_t network_timeout_ms;
     // Quorum mode: timeout of one request to one node. 0 = min(lease / 20, 250 ms).
     uint64_t node_timeout_ms;
+    // TLS (`rediss://`): a PEM file of CA certificates to trust instead of the system roots.
+    const char *tls_ca_file;
+    // ... or the same as PEM text (not both).
+    const char *tls_ca_pem;
+    // Mutual TLS: the client certificate chain (PEM file), with `tls_key_file`.
+    const char *tls_cert_file;
+    // Its private key (PEM file).
+    const char *tls_key_file;
+    // The client certificate chain as PEM text, with `tls_key_pem` (instead of the files).
+    const char *tls_cert_pem;
+    // Its private key as PEM text.
+    const char *tls_key_pem;
+    // The name the server certificate must be valid for, instead of the URL's host (single
+    // nodes and Sentinel).
+    const char *tls_server_name;
+    // Accept any server certificate: encrypted but not authenticated. Never the default.
+    bool tls_insecure;
+    // ACL user of the sentinels (`redis+sentinel://` URLs; the URL's own credentials are the
+    // data nodes'). Needs `sentinel_password`.
+    const char *sentinel_username;
+    // Password of the sentinels.
+    const char *sentinel_password;
+    // Replicas that must confirm each grant and renewal (`WAIT`, Redisson's
+    // `checkLockSyncedSlaves`): too few make an acquire fail with `REDLATCH_NOT_ACQUIRED`
+    // (the grant rolled back) and a renewal not count (the hold is reported lost when its
+    // validity runs out). 0 = off.
+    uint32_t sync_replicas;
+    // How long each `WAIT` may block, below the network timeout. 0 = 1000 ms.
+    uint64_t sync_replicas_timeout_ms;
+    // Deployment warnings (an evicting `maxmemory-policy`), once per node: NULL prints them
+    // on stderr. Runs on a runtime thread with the lost-lock callback's rules
+    // (`redlatch_lock_set_lost_callback`); `warning_user_data` must be usable there and
+    // outlive the client and its locks.
+    redlatch_warning_callback on_warning;
+    // Passed back to `on_warning`.
+    void *warning_user_data;
 } redlatch_client_options;
 
 // Lock settings. Get defaults from `redlatch_lock_options_default()` and change fields;
@@ -106,15 +149,18 @@ typedef void (*redlatch_lost_callback)(void *user_data, const char *name);
 extern "C" {
 #endif // __cplusplus
 
-// Connects to one Redis node, e.g. `"redis://127.0.0.1:6379"` or
-// `"redis://:password@host:6379/2"`. Blocks until the node answers `PING` (at most the network
-// timeout).
+// Connects to the deployment `url` names: one Redis node, e.g. `"redis://127.0.0.1:6379"`,
+// `"redis://:password@host:6379/2"` or `"rediss://host:6380"` (TLS, see the `tls_*`
+// options); a Cluster (`"redis+cluster://h1:7000,h2:7001"`); or the master a Sentinel
+// deployment names (`"redis+sentinel://h1:26379,h2:26379/mymaster"`, followed across
+// failovers). Blocks until the node answers `PING` (at most the network timeout).
 //
 // `opts` may be NULL (all defaults). On success `*out` receives a new client, owned by the
 // caller and freed with `redlatch_client_free`; on failure `*out` is not written.
 //
-// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL, non-UTF-8 or malformed URL, bad option);
-// `REDLATCH_CONNECTION` (no answer).
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL, non-UTF-8 or malformed URL, bad option, an
+// unreadable certificate file); `REDLATCH_CONNECTION` (no answer; a TLS failure says which:
+// wrong CA, wrong name, expired, client certificate refused).
 //
 // # Safety
 // `url` must be NULL or a NUL-terminated string; `opts` NULL or valid; `out` NULL or writable.
@@ -139,6 +185,25 @@ enum redlatch_status redlatch_client_new_quorum(const char *const *urls,
                                                 size_t count,
                                                 const struct redlatch_client_options *opts,
                                                 struct redlatch_client **out);
+
+// Connects to a Redis Cluster through any of its nodes: `urls` is an array of `count` seed
+// URLs (`redis://host:port` or `rediss://`), e.g. three of the masters. Slot moves and
+// failovers are followed (`MOVED`/`ASK`); waiters use sharded pub/sub where the cluster has
+// it. `redlatch_client_new("redis+cluster://h1:7000,h2:7001", ...)` is the same.
+//
+// `opts`, `out`: as `redlatch_client_new` (`tls_server_name` is refused: Cluster nodes are
+// verified by the addresses they announce).
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL array or element, `count` 0, non-UTF-8 or
+// malformed URL, bad option); `REDLATCH_CONNECTION` (no seed node answered; TLS failures say
+// which).
+//
+// # Safety
+// As `redlatch_client_new_quorum`.
+enum redlatch_status redlatch_client_new_cluster(const char *const *urls,
+                                                 size_t count,
+                                                 const struct redlatch_client_options *opts,
+                                                 struct redlatch_client **out);
 
 // Frees a client. NULL is a no-op. Call it once, after every other call on the client has
 // returned. Locks made from it stay usable (they keep the connections alive) until freed.

@@ -103,18 +103,64 @@ std::uint64_t millis(const std::chrono::duration<Rep, Period> &d) {
 
 }  // namespace detail
 
-/// Client settings; zero means the library default.
+/// TLS settings of rediss:// URLs; an empty string means "not set". Without any, a rediss://
+/// URL is verified against the system roots. A wrong CA, a certificate not valid for the
+/// name, an expired one or a refused client certificate throws CONNECTION saying which.
+struct TlsOptions {
+    std::string ca_file;      ///< PEM file of CA certificates to trust instead of the system roots
+    std::string ca_pem;       ///< ... or the same as PEM text (not both)
+    std::string cert_file;    ///< mutual TLS: client certificate chain (PEM file), with key_file
+    std::string key_file;     ///< its private key (PEM file)
+    std::string cert_pem;     ///< the client certificate chain as PEM text, with key_pem
+    std::string key_pem;      ///< its private key as PEM text
+    std::string server_name;  ///< name to verify instead of the URL's host (single nodes, Sentinel)
+    bool insecure = false;    ///< accept any certificate: encrypted, not authenticated (never the default)
+};
+
+/// Client settings; zero (or an empty string) means the library default.
 struct ClientOptions {
+    /// Called with (kind, message) for each deployment warning (e.g. kind "eviction": a
+    /// maxmemory-policy that may evict lock keys), once per node, on a redlatch runtime
+    /// thread (the rules of Lock::on_lost apply). Empty: the library prints them on stderr.
+    using WarningHandler = std::function<void(const std::string &kind, const std::string &message)>;
+
     std::chrono::milliseconds watchdog_timeout{0};  ///< default 30 s
     std::chrono::milliseconds network_timeout{0};   ///< default 3 s
     std::chrono::milliseconds node_timeout{0};      ///< quorum only; default min(lease/20, 250 ms)
+    TlsOptions tls;                                 ///< rediss:// only
+    std::string sentinel_username;                  ///< the sentinels' ACL user (redis+sentinel://)
+    std::string sentinel_password;                  ///< the sentinels' password
+    /// Replicas that must confirm each grant and renewal (WAIT; Redisson's
+    /// checkLockSyncedSlaves): too few make lock() throw NOT_ACQUIRED (the grant rolled back)
+    /// and a renewal not count (the hold is reported lost). 0 = off.
+    unsigned sync_replicas = 0;
+    std::chrono::milliseconds sync_replicas_timeout{0};  ///< each WAIT's bound; default 1 s
+    WarningHandler on_warning;
 
+    /// The C struct; its strings point into this object (valid while it lives, unchanged).
     redlatch_client_options to_c() const {
         redlatch_client_options o{};
         o.watchdog_timeout_ms = detail::millis(watchdog_timeout);
         o.network_timeout_ms = detail::millis(network_timeout);
         o.node_timeout_ms = detail::millis(node_timeout);
+        o.tls_ca_file = opt(tls.ca_file, "tls.ca_file");
+        o.tls_ca_pem = opt(tls.ca_pem, "tls.ca_pem");
+        o.tls_cert_file = opt(tls.cert_file, "tls.cert_file");
+        o.tls_key_file = opt(tls.key_file, "tls.key_file");
+        o.tls_cert_pem = opt(tls.cert_pem, "tls.cert_pem");
+        o.tls_key_pem = opt(tls.key_pem, "tls.key_pem");
+        o.tls_server_name = opt(tls.server_name, "tls.server_name");
+        o.tls_insecure = tls.insecure;
+        o.sentinel_username = opt(sentinel_username, "sentinel_username");
+        o.sentinel_password = opt(sentinel_password, "sentinel_password");
+        o.sync_replicas = sync_replicas;
+        o.sync_replicas_timeout_ms = detail::millis(sync_replicas_timeout);
         return o;
+    }
+
+  private:
+    static const char *opt(const std::string &s, const char *what) {
+        return s.empty() ? nullptr : detail::c_str(s, what);
     }
 };
 
@@ -171,12 +217,13 @@ class Lock {
         if (this != &other) {
             handle_ = std::move(other.handle_);  // frees our handle first: no more callbacks
             on_lost_ = std::move(other.on_lost_);
+            client_state_ = std::move(other.client_state_);
         }
         return *this;
     }
     Lock(const Lock &) = delete;
     Lock &operator=(const Lock &) = delete;
-    ~Lock() = default;  // handle_ (declared last) is freed before on_lost_
+    ~Lock() = default;  // handle_ (declared last) is freed before on_lost_ and client_state_
 
     /// Acquires, waiting up to the lock's wait. Throws Error (NOT_ACQUIRED when it runs out).
     void lock() { detail::check(redlatch_lock_acquire(handle_.get())); }
@@ -288,7 +335,8 @@ class Lock {
         void operator()(redlatch_lock *l) const noexcept { redlatch_lock_free(l); }
     };
 
-    explicit Lock(redlatch_lock *handle) : handle_(handle) {}
+    Lock(redlatch_lock *handle, std::shared_ptr<const void> client_state)
+        : client_state_(std::move(client_state)), handle_(handle) {}
 
     static void trampoline(void *user_data, const char *name) noexcept {
         try {
@@ -297,36 +345,39 @@ class Lock {
         }
     }
 
+    // The client's warning handler: a lock keeps the connections (which may still warn) alive.
+    std::shared_ptr<const void> client_state_;
     std::unique_ptr<LostHandler> on_lost_;
     std::unique_ptr<redlatch_lock, Free> handle_;
 };
 
-/// Connection(s) to Redis: one node, or a quorum of independent nodes. Move-only; thread-safe.
+/// Connection(s) to Redis: one node (or a Sentinel master), a quorum of independent nodes, or
+/// a Redis Cluster. Move-only; thread-safe.
 class Client {
   public:
-    /// Connects to one node, e.g. "redis://127.0.0.1:6379".
+    /// Connects to the deployment `url` names: one node ("redis://127.0.0.1:6379",
+    /// "rediss://..." with ClientOptions::tls), a Cluster ("redis+cluster://h1:7000,h2:7001")
+    /// or a Sentinel master ("redis+sentinel://h1:26379,h2:26379/mymaster").
     explicit Client(const std::string &url, const ClientOptions &options = ClientOptions()) {
-        redlatch_client_options o = options.to_c();
+        auto handler = warning_handler(options);
+        redlatch_client_options o = to_c(options, handler);
         redlatch_client *c = nullptr;
         detail::check(redlatch_client_new(detail::c_str(url, "url"), &o, &c));
         handle_.reset(c);
+        state_ = std::move(handler);
     }
 
     /// Connects to independent nodes for Redlock quorum locking.
     static Client quorum(const std::vector<std::string> &urls,
                          const ClientOptions &options = ClientOptions()) {
-        if (urls.empty()) {  // (an empty vector's data() is NULL, which C reports as such)
-            throw Error(REDLATCH_INVALID_ARGUMENT, "InvalidArgument: a quorum client needs at least one URL");
-        }
-        std::vector<const char *> ptrs;
-        ptrs.reserve(urls.size());
-        for (const auto &u : urls) {
-            ptrs.push_back(detail::c_str(u, "url"));
-        }
-        redlatch_client_options o = options.to_c();
-        redlatch_client *c = nullptr;
-        detail::check(redlatch_client_new_quorum(ptrs.data(), ptrs.size(), &o, &c));
-        return Client(c);
+        return from_list(urls, options, "a quorum client", &redlatch_client_new_quorum);
+    }
+
+    /// Connects to a Redis Cluster through any of its nodes (seed URLs); slot moves and
+    /// failovers are followed.
+    static Client cluster(const std::vector<std::string> &urls,
+                          const ClientOptions &options = ClientOptions()) {
+        return from_list(urls, options, "a Cluster client", &redlatch_client_new_cluster);
     }
 
     /// A lease lock (not reentrant).
@@ -334,7 +385,7 @@ class Client {
         redlatch_lock *l = nullptr;
         detail::check(redlatch_lock_new(handle_.get(), detail::c_str(name, "name"),
                                         &options.c_options(), &l));
-        return Lock(l);
+        return Lock(l, state_);
     }
 
     /// A reentrant lock (per calling thread, or per LockOptions::owner_id).
@@ -342,7 +393,7 @@ class Client {
         redlatch_lock *l = nullptr;
         detail::check(redlatch_rlock_new(handle_.get(), detail::c_str(name, "name"),
                                          &options.c_options(), &l));
-        return Lock(l);
+        return Lock(l, state_);
     }
 
     /// Admin: deletes the lock whatever its owner; true when one was deleted.
@@ -360,8 +411,52 @@ class Client {
         void operator()(redlatch_client *c) const noexcept { redlatch_client_free(c); }
     };
 
-    explicit Client(redlatch_client *c) : handle_(c) {}
+    using Handler = ClientOptions::WarningHandler;
+    using NewFromList = redlatch_status (*)(const char *const *, size_t, const redlatch_client_options *,
+                                            redlatch_client **);
 
+    Client(redlatch_client *c, std::shared_ptr<const void> state) : state_(std::move(state)), handle_(c) {}
+
+    static std::shared_ptr<const Handler> warning_handler(const ClientOptions &options) {
+        return options.on_warning ? std::make_shared<const Handler>(options.on_warning) : nullptr;
+    }
+
+    static redlatch_client_options to_c(const ClientOptions &options, const std::shared_ptr<const Handler> &h) {
+        redlatch_client_options o = options.to_c();
+        if (h) {
+            o.on_warning = &Client::warning_trampoline;
+            o.warning_user_data = const_cast<Handler *>(h.get());
+        }
+        return o;
+    }
+
+    static void warning_trampoline(void *user_data, const char *kind, const char *message) noexcept {
+        try {
+            (*static_cast<const Handler *>(user_data))(std::string(kind), std::string(message));
+        } catch (...) {
+        }
+    }
+
+    static Client from_list(const std::vector<std::string> &urls, const ClientOptions &options,
+                            const char *what, NewFromList make) {
+        if (urls.empty()) {  // (an empty vector's data() is NULL, which C reports as such)
+            throw Error(REDLATCH_INVALID_ARGUMENT,
+                        std::string("InvalidArgument: ") + what + " needs at least one URL");
+        }
+        std::vector<const char *> ptrs;
+        ptrs.reserve(urls.size());
+        for (const auto &u : urls) {
+            ptrs.push_back(detail::c_str(u, "url"));
+        }
+        auto handler = warning_handler(options);
+        redlatch_client_options o = to_c(options, handler);
+        redlatch_client *c = nullptr;
+        detail::check(make(ptrs.data(), ptrs.size(), &o, &c));
+        return Client(c, std::move(handler));
+    }
+
+    // The warning handler, shared with every Lock (kept until the last of them is gone).
+    std::shared_ptr<const void> state_;
     std::unique_ptr<redlatch_client, Free> handle_;
 };
 

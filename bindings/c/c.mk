@@ -4,8 +4,9 @@
 #   c-header        regenerate include/redlatch.h with the pinned cbindgen
 #   c-header-check  regenerate into target/c and fail if include/redlatch.h differs
 #   c-install       PREFIX=/usr/local (and DESTDIR): libraries, headers, pkg-config, CMake config
-#   c-test          build, then run the C and C++ suites against a Redis fleet, the C suite again
-#                   under valgrind, and the install test (c-install-test)
+#   c-test          build, then run the C and C++ suites against a Redis fleet, the C deployments
+#                   suite against `redlatch-fleet --deployments` (TLS, Cluster, Sentinel), the C
+#                   suites again under valgrind, and the install test (c-install-test)
 #   c-install-test  install into a temporary prefix; build a C program with pkg-config and a C++
 #                   program (plus a static C one) with CMake find_package; run them on a fleet
 #   c-demo-worker   the C worker of `make demo` (target/c/c_worker)
@@ -28,6 +29,7 @@ C_BUILD := $(C_TARGET_DIR)/$(C_PROFILE)
 C_OUT := $(C_TARGET_DIR)/c
 C_STAGE := $(C_OUT)/stage
 C_FLEET := $(C_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --
+C_DEPLOYMENTS_FLEET := $(C_TARGET_DIR)/debug/redlatch-fleet --quorum 1 --deployments --
 C_HEADER := $(C_ROOT)/include/redlatch.h
 C_VERSION := $(shell sed -n 's/^\#define REDLATCH_VERSION_STRING "\(.*\)"/\1/p' $(C_HEADER))
 C_MAJOR := $(word 1,$(subst ., ,$(C_VERSION)))
@@ -107,6 +109,7 @@ c-test-build: c-setup-tools c-stage
 	printf '#include <redlatch.h>\nint main() { return redlatch_version() == nullptr; }\n' \
 		| $(C_CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -I$(C_STAGE)/include -fsyntax-only -x c++ -
 	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_redlatch $(C_DIR)/tests/c/test_redlatch.c $(C_TEST_LINK)
+	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_deployments $(C_DIR)/tests/c/test_deployments.c $(C_TEST_LINK)
 	$(C_CXX) $(C_CXXFLAGS) -o $(C_OUT)/tests/test_redlatch_cpp $(C_DIR)/tests/cpp/test_redlatch.cpp \
 		$(C_TEST_LINK)
 
@@ -114,7 +117,10 @@ c-test: c-header-check c-fleet c-test-build
 	@echo "== C suite"
 	$(C_FLEET) $(C_OUT)/tests/test_redlatch
 	@echo "== C++ suite"
-	$(C_FLEET) $(C_OUT)/tests/test_redlatch_cpp
+	$(C_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --deployments -- $(C_OUT)/tests/test_redlatch_cpp
+	@echo "== C deployments suite (TLS, Cluster, Sentinel, warnings), also under valgrind"
+	$(C_DEPLOYMENTS_FLEET) $(C_OUT)/tests/test_deployments
+	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_DEPLOYMENTS_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_deployments
 	@echo "== C suite under valgrind"
 	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_redlatch
 	@$(MAKE) --no-print-directory -f $(C_DIR)/c.mk c-install-test

@@ -32,9 +32,19 @@ thread_local! {
     static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
 }
 
-/// `true` while this thread runs a lost-lock callback.
+/// `true` while this thread runs a lost-lock or warning callback.
 pub(crate) fn in_callback() -> bool {
     IN_CALLBACK.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Marks this thread as running a callback (until [`leave_callback`]).
+pub(crate) fn enter_callback() {
+    IN_CALLBACK.with(|c| c.set(true));
+}
+
+/// Ends [`enter_callback`].
+pub(crate) fn leave_callback() {
+    IN_CALLBACK.with(|c| c.set(false));
 }
 
 struct Registered {
@@ -80,11 +90,11 @@ impl LostCallback {
     fn fire(&self) {
         let slot = self.slot();
         if let Some(r) = slot.as_ref() {
-            IN_CALLBACK.with(|c| c.set(true));
+            enter_callback();
             // SAFETY: a C function pointer with the documented signature, its user_data, and
             // a NUL-terminated name that outlives the call. C code cannot unwind into us.
             unsafe { (r.callback)(r.user_data, self.name.as_ptr()) };
-            IN_CALLBACK.with(|c| c.set(false));
+            leave_callback();
         }
     }
 }

@@ -10,7 +10,7 @@
 //! and duration checks; [`client`] and [`lock`] the two handles (acquiring is in `lock`); `hold`
 //! the holds of one lock handle per owner; `held` release, extend and the other operations on
 //! the caller's current hold; `inspect` locked, TTL and hold count; [`callback`] the lost-lock
-//! callback; `fork` what a forked child may do with inherited handles; [`version`] the library
+//! callback; [`deployment`] the TLS, Sentinel and `sync_replicas` options and the warning callback; `fork` what a forked child may do with inherited handles; [`version`] the library
 //! version.
 
 // C names (`redlatch_client`, `REDLATCH_OK`) are the public ABI, spelled the C way.
@@ -18,6 +18,7 @@
 
 pub mod callback;
 pub mod client;
+pub mod deployment;
 pub mod error;
 mod ffi;
 mod fork;
@@ -30,5 +31,6 @@ pub mod version;
 
 pub use callback::redlatch_lost_callback;
 pub use client::{redlatch_client, redlatch_client_options};
+pub use deployment::redlatch_warning_callback;
 pub use error::redlatch_status;
 pub use lock::{redlatch_lock, redlatch_lock_options};

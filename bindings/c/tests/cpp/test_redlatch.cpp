@@ -1,6 +1,6 @@
 // The C++ test suite: redlatch.hpp's RAII types, exceptions, and the Lockable/TimedLockable
 // requirements through std::lock_guard, std::unique_lock, std::scoped_lock and std::lock.
-// Run through the fleet: target/debug/redlatch-fleet --quorum 3 -- ./test_redlatch_cpp
+// Run through the fleet: target/debug/redlatch-fleet --quorum 3 --deployments -- ./test_redlatch_cpp
 // Prints one line per case and finally "N passed, N failed"; exits 1 if any case failed.
 #include <redlatch.hpp>
 
@@ -289,6 +289,62 @@ void test_quorum_lock_guard() {
 
 }  // namespace
 
+// Deployments (redlatch-fleet --deployments; skipped without it): mutual TLS, a Cluster,
+// Sentinel with the sentinels' password and sync_replicas, and the warning handler.
+std::string env(const char *name) {
+    const char *v = std::getenv(name);
+    return v ? v : "";
+}
+
+void test_deployments_tls_cluster_sentinel_and_warnings() {
+    if (env("REDLATCH_TEST_TLS_URL").empty()) {
+        std::cerr << "  skipped: not run under redlatch-fleet --deployments\n";
+        return;
+    }
+    redlatch::ClientOptions tls;
+    tls.tls.ca_file = env("REDLATCH_TEST_TLS_CA");
+    tls.tls.cert_file = env("REDLATCH_TEST_TLS_CERT");
+    tls.tls.key_file = env("REDLATCH_TEST_TLS_KEY");
+    {
+        redlatch::Client client(env("REDLATCH_TEST_TLS_URL"), tls);
+        redlatch::Lock lock = client.lock("cpp:tls", redlatch::LockOptions().lease(5s));
+        std::lock_guard<redlatch::Lock> held(lock);
+        CHECK(lock.owned());
+    }
+    tls.tls.server_name = "elsewhere.test";
+    EXPECT_ERROR(REDLATCH_CONNECTION, redlatch::Client(env("REDLATCH_TEST_TLS_URL"), tls));
+
+    std::vector<std::string> seeds;
+    std::stringstream ss(env("REDLATCH_TEST_CLUSTER_URLS"));
+    for (std::string item; std::getline(ss, item, ',');) seeds.push_back(item);
+    redlatch::Client cluster = redlatch::Client::cluster(seeds);
+    for (int i = 0; i < 4; i++) {
+        redlatch::Lock lock = cluster.lock("cpp:cluster:" + std::to_string(i), redlatch::LockOptions().lease(5s));
+        std::unique_lock<redlatch::Lock> held(lock, std::try_to_lock);
+        CHECK(held.owns_lock());
+    }
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, redlatch::Client::cluster({}));
+
+    redlatch::ClientOptions sentinel;
+    sentinel.sentinel_password = env("REDLATCH_TEST_SENTINEL_PASSWORD");
+    sentinel.sync_replicas = 1;
+    redlatch::Client via_sentinel(env("REDLATCH_TEST_SENTINEL_URL"), sentinel);
+    redlatch::Lock lock = via_sentinel.lock("cpp:sentinel", redlatch::LockOptions().lease(5s));
+    CHECK(lock.try_lock());
+    lock.release();
+
+    auto seen = std::make_shared<std::vector<std::string>>();
+    redlatch::ClientOptions warned;
+    warned.on_warning = [seen](const std::string &kind, const std::string &message) {
+        seen->push_back(kind + ": " + message);
+    };
+    redlatch::Lock evicting = redlatch::Client(env("REDLATCH_TEST_EVICTING_URL"), warned).lock("cpp:evict");
+    CHECK(evicting.try_lock());  // the Lock outlives its Client and keeps the handler
+    evicting.release();
+    CHECK(seen->size() == 1);
+    CHECK(!seen->empty() && (*seen)[0].rfind("eviction: ", 0) == 0);
+}
+
 int main() {
     const char *u = std::getenv("REDLATCH_TEST_URL");
     const char *q = std::getenv("REDLATCH_TEST_QUORUM_URLS");
@@ -308,6 +364,7 @@ int main() {
     RUN(test_fencing_tokens_increase);
     RUN(test_on_lost_runs_the_handler);
     RUN(test_quorum_lock_guard);
+    RUN(test_deployments_tls_cluster_sentinel_and_warnings);
     std::cout << passed << " passed, " << failed << " failed" << std::endl;
     return failed == 0 ? 0 : 1;
 }
