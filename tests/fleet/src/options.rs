@@ -12,9 +12,11 @@ use crate::launch::reserve_free_port;
 
 /// Environment variable naming the server executable every [`RedisServer`](crate::RedisServer)
 /// uses by default (e.g. a `valkey-server`), so a whole suite can run against another server.
+/// The value `valkey` means [`valkey_server_path`](crate::valkey_server_path) (the one
+/// `tests/setup.sh valkey` installed).
 pub const ENV_SERVER: &str = "REDLATCH_FLEET_SERVER";
 /// Environment variable that, set to `1`, gives every default server the least-privilege
-/// user ([`crate::acl::RECIPE`]) and makes [`RedisServer::url`](crate::RedisServer::url)
+/// user ([`crate::acl::setuser_args`]) and makes [`RedisServer::url`](crate::RedisServer::url)
 /// log in as it, so a whole suite runs under that user.
 pub const ENV_ACL: &str = "REDLATCH_FLEET_ACL";
 
@@ -53,7 +55,7 @@ pub struct ServerOptions {
     pub cluster: bool,
     /// Sentinel mode with this configuration file content (Sentinel rewrites the file).
     pub sentinel_conf: Option<String>,
-    /// Create the least-privilege user of [`crate::acl::RECIPE`]; `None` = [`ENV_ACL`].
+    /// Create the least-privilege user of [`crate::acl::setuser_args`]; `None` = [`ENV_ACL`].
     pub acl_user: Option<bool>,
     /// `requirepass` (and `masterauth`, for replicas); the harness's probes and
     /// [`cli`](crate::RedisServer::cli) log in with it.
@@ -68,6 +70,7 @@ impl ServerOptions {
             return Ok(exe.clone());
         }
         match std::env::var_os(ENV_SERVER) {
+            Some(p) if p == "valkey" => crate::paths::valkey_server_path(),
             Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
             _ => crate::paths::redis_server_path(),
         }

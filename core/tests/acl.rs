@@ -1,0 +1,124 @@
+//! Issue #14 item 4: the least-privilege user exactly as docs/deployments.md prints it (lock
+//! names `lock:*`, `tests/fleet/src/acl.rs`) runs every operation a client makes: lease and
+//! fenced locks, reentrant locks, watchdog renewal, a waiter woken through pub/sub, inspection,
+//! force unlock, the `EVAL` fallback after `SCRIPT FLUSH`, and `WAIT` for `sync_replicas`.
+//! (The rest of the suite runs under the same user with `~*` when `REDLATCH_FLEET_ACL=1`.)
+
+mod common;
+
+use common::{cmd, raw, within};
+use redlatch::{Client, ErrorKind};
+use redlatch_fleet::{RedisServer, ServerOptions};
+use std::time::Duration;
+
+const BOUND: Duration = Duration::from_secs(30);
+
+fn server() -> RedisServer {
+    let server = RedisServer::start_with_options(&ServerOptions {
+        acl_user: Some(false),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    server.create_acl_user("lock:*").unwrap();
+    server
+}
+
+async fn user_client(server: &RedisServer) -> Client {
+    let builder = Client::builder(&server.user_url()).watchdog_timeout(Duration::from_millis(600));
+    within(BOUND, builder.connect())
+        .await
+        .expect("connect as the ACL user")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_user_can_do_everything_a_client_does() {
+    let server = server();
+    let client = user_client(&server).await;
+    let lease = Duration::from_secs(5);
+
+    let fenced = within(BOUND, client.lock("lock:fenced").lease(lease).fenced().acquire())
+        .await
+        .unwrap();
+    assert!(fenced.fencing_token().is_some());
+    within(BOUND, fenced.extend(lease)).await.unwrap();
+    assert!(within(BOUND, client.lock("lock:fenced").locked()).await.unwrap());
+    assert!(within(BOUND, client.lock("lock:fenced").ttl())
+        .await
+        .unwrap()
+        .is_some());
+    within(BOUND, fenced.release()).await.unwrap();
+
+    // Reentrant, in watchdog mode: renewed across two watchdog timeouts.
+    let rlock = client.rlock("lock:re");
+    let outer = within(BOUND, rlock.acquire()).await.unwrap();
+    let inner = within(BOUND, rlock.acquire()).await.unwrap();
+    assert_eq!(within(BOUND, rlock.hold_count()).await.unwrap(), 2);
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert!(!outer.is_lost() && within(BOUND, outer.owned()).await.unwrap());
+    within(BOUND, inner.release()).await.unwrap();
+    within(BOUND, outer.release()).await.unwrap();
+
+    // A waiter parked on the unlock channel, woken by the release's publish.
+    let held = within(
+        BOUND,
+        client.lock("lock:wake").lease(Duration::from_secs(30)).acquire(),
+    )
+    .await
+    .unwrap();
+    let other = user_client(&server).await;
+    let waiter = tokio::spawn(async move {
+        other
+            .lock("lock:wake")
+            .lease(lease)
+            .wait(Duration::from_secs(20))
+            .acquire()
+            .await
+    });
+    let mut admin = raw(&server).await;
+    let channel = redlatch::protocol::keys::lock_channel("lock:wake");
+    for _ in 0..500 {
+        let subs: Vec<(String, i64)> = cmd(&mut admin, &["PUBSUB", "NUMSUB", &channel]).await;
+        if subs[0].1 > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    within(BOUND, held.release()).await.unwrap();
+    let woken = within(BOUND, waiter)
+        .await
+        .unwrap()
+        .expect("the waiter got the lock");
+    within(BOUND, woken.release()).await.unwrap();
+
+    // After SCRIPT FLUSH the scripts come back through EVAL.
+    let _: () = cmd(&mut admin, &["SCRIPT", "FLUSH"]).await;
+    let again = within(BOUND, client.rlock("lock:re").acquire()).await.unwrap();
+    within(BOUND, again.release()).await.unwrap();
+    let _taken = within(BOUND, client.lock("lock:forced").lease(lease).acquire())
+        .await
+        .unwrap();
+    assert!(within(BOUND, client.force_unlock("lock:forced")).await.unwrap());
+
+    // Outside the granted names: refused by Redis, with the permission error as its message.
+    let err = within(BOUND, client.lock("elsewhere").lease(lease).try_acquire())
+        .await
+        .unwrap_err();
+    assert!(err.message().to_lowercase().contains("perm"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_replicas_may_wait_under_the_documented_user() {
+    let server = server();
+    // No replica: WAIT runs (it is granted) and counts 0 acknowledgements.
+    let builder = Client::builder(&server.user_url())
+        .sync_replicas(1)
+        .sync_replicas_timeout(Duration::from_millis(100));
+    let client = within(BOUND, builder.connect()).await.unwrap();
+    let lock = client.lock("lock:sync").lease(Duration::from_secs(5));
+    let err = within(BOUND, lock.acquire()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotAcquired, "{err}");
+    assert!(!err.message().to_lowercase().contains("perm"), "{err}");
+    let mut admin = raw(&server).await;
+    let exists: i64 = cmd(&mut admin, &["EXISTS", "lock:sync"]).await;
+    assert_eq!(exists, 0, "the unconfirmed grant was not rolled back");
+}
