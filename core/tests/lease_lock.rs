@@ -216,8 +216,8 @@ async fn bad_input_is_refused_and_redis_is_untouched() {
     guard.release().await.unwrap();
     let dbsize: i64 = cmd(&mut conn, &["DBSIZE"]).await;
     assert_eq!(dbsize, 0);
-    // Only the valid acquire (SET NX PX) and release (script) reached Redis: nothing ran for
-    // the bad calls.
+    // Only the valid acquire (SET NX PX) and release (script; DELIFEQ on Valkey 9) reached
+    // Redis: nothing ran for the bad calls.
     let after: String = cmd(&mut conn, &["INFO", "commandstats"]).await;
     // NOSCRIPT answers count as failed calls; only successful script runs matter here.
     let field = |line: &str, name: &str| -> u64 {
@@ -228,7 +228,7 @@ async fn bad_input_is_refused_and_redis_is_untouched() {
     let evals = |info: &str| {
         info.lines()
             .filter(|l| {
-                ["cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_set:"]
+                ["cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_set:", "cmdstat_delifeq:"]
                     .iter()
                     .any(|p| l.starts_with(p))
             })

