@@ -228,9 +228,14 @@ async fn bad_input_is_refused_and_redis_is_untouched() {
     let evals = |info: &str| {
         info.lines()
             .filter(|l| {
-                ["cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_set:", "cmdstat_delifeq:"]
-                    .iter()
-                    .any(|p| l.starts_with(p))
+                [
+                    "cmdstat_evalsha:",
+                    "cmdstat_eval:",
+                    "cmdstat_set:",
+                    "cmdstat_delifeq:",
+                ]
+                .iter()
+                .any(|p| l.starts_with(p))
             })
             .map(|l| field(l, "calls=") - field(l, "failed_calls="))
             .sum::<u64>()

@@ -59,7 +59,10 @@ test('TLS failures fail closed and say which', deployments, async () => {
 test('Client.cluster and redis+cluster:// reach every shard', deployments, async () => {
   const urls = env.REDLATCH_TEST_CLUSTER_URLS.split(',')
   const client = await Client.cluster(urls)
-  const byUrl = await Client.connect(`redis+cluster://${urls.map((u) => u.replace('redis://', '')).join(',')}`)
+  // redis+cluster://[user:password@]h1:p1,h2:p2 (the seeds may carry a login).
+  const seeds = urls.map((u) => new URL(u))
+  const login = seeds[0].username || seeds[0].password ? `${seeds[0].username}:${seeds[0].password}@` : ''
+  const byUrl = await Client.connect(`redis+cluster://${login}${seeds.map((s) => s.host).join(',')}`)
   try {
     assert.equal(client.nodeCount, 1)
     for (let i = 0; i < 6; i++) {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 import warnings
 from typing import List
 
@@ -72,8 +73,11 @@ def cluster_urls() -> List[str]:
 def test_cluster_client_and_url(name: str) -> None:
     client = redlatch.Client.cluster(cluster_urls())
     assert client.node_count == 1
-    hosts = ",".join(u.removeprefix("redis://") for u in cluster_urls())
-    by_url = redlatch.Client(f"redis+cluster://{hosts}")
+    # redis+cluster://[user:password@]h1:p1,h2:p2 (the seeds may carry the ACL user's login).
+    seeds = [urllib.parse.urlsplit(u) for u in cluster_urls()]
+    login = seeds[0].netloc.rpartition("@")[0]
+    hosts = ",".join(s.netloc.rpartition("@")[2] for s in seeds)
+    by_url = redlatch.Client(f"redis+cluster://{login + '@' if login else ''}{hosts}")
     for i in range(6):  # names on several shards
         lock = client.lock(f"{name}:{i}", lease=5.0, fenced=True)
         with lock as held:
@@ -112,12 +116,15 @@ def test_no_token_or_password_in_messages_or_reprs(name: str) -> None:
     # A plain client pointed at a sentinel: it answers "unknown command 'SET', with args
     # beginning with: ..." and would echo the token.
     first_sentinel = env("REDLATCH_TEST_SENTINEL_URL").split("@", 1)[1].split(",")[0]
-    client = redlatch.Client(f"redis://{first_sentinel}")
+    sentinel_password = env("REDLATCH_TEST_SENTINEL_PASSWORD")
+    client = redlatch.Client(f"redis://:{sentinel_password}@{first_sentinel}")
+    assert sentinel_password not in repr(client)
     with pytest.raises(redlatch.LockError) as raised:
         client.lock(name, lease=1.0).acquire(blocking=False)
     message = str(raised.value)
     assert "unknown command" in message
     assert not re.search(r"[0-9a-f]{32}", message), message
+    assert sentinel_password not in message
     secret = "pw-Zq81-secret"
     url = f"redis://user:{secret}@127.0.0.1:1"
     c = redlatch.Client(url, network_timeout=0.5)

@@ -118,9 +118,13 @@ impl ClusterTransport {
         let (conn, facts) = self
             .conn
             .get_or_try_init(|| async {
-                let mut conn = self.client.get_async_connection().await.map_err(|e| {
-                    Error::connection(format!("{}: {}", self.label, map_error(&e, &[]).message()))
-                })?;
+                // A connection error (redis-rs says "Failed to create initial connections");
+                // the caller names the transport.
+                let mut conn = self
+                    .client
+                    .get_async_connection()
+                    .await
+                    .map_err(|e| Error::connection(map_error(&e, &[]).message().to_owned()))?;
                 let facts = self.probe(&mut conn).await?;
                 Ok::<_, Error>((conn, facts))
             })

@@ -89,7 +89,13 @@ async fn renew_batch<C: ConnectionLike + Send>(
     let mut pipe = redis::pipe();
     for (key, spec) in keys.iter().zip(specs) {
         let token = &spec[1..];
-        pipe.cmd("SET").arg(key).arg(token).arg("IFEQ").arg(token).arg("PX").arg(lease);
+        pipe.cmd("SET")
+            .arg(key)
+            .arg(token)
+            .arg("IFEQ")
+            .arg(token)
+            .arg("PX")
+            .arg(lease);
     }
     // Each reply on its own: a WRONGTYPE (another library's key) is "not ours" for that hold.
     let replies: Vec<Value> = pipe.ignore_errors().query_async(conn).await?;
