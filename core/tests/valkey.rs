@@ -130,3 +130,47 @@ async fn reentrant_locks_use_the_scripts_on_valkey() {
     a.release().await.unwrap();
     assert!(script_calls(&server) > 0);
 }
+
+/// The watchdog's batch renewal reaches the server as one unit, as the script does: a
+/// release of one of its holds sent while the batch is in flight (the driver's release racing
+/// a renewal on the same multiplexed connection) runs after that hold's renewal, so the
+/// renewal never finds a hold gone that its owner is just releasing. Commands sent one after
+/// the other interleaved with the release (renewal of `b` after `b`'s `DELIFEQ`: reported
+/// as not renewed, a released hold seen as lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_batch_is_not_overtaken_by_a_release() {
+    use redlatch::protocol::request::{self, Holder};
+    use redlatch::{RedisTransport, Transport};
+    let Some(server) = valkey() else { return };
+    let transport = RedisTransport::new(&server.url(), Duration::from_secs(5)).unwrap();
+    within(BOUND, transport.ping()).await.unwrap(); // connected, DELIFEQ detected
+    for round in 0..3 {
+        let (a, b) = (format!("vk-batch-a:{round}"), format!("vk-batch-b:{round}"));
+        let (ta, tb) = (
+            Holder::Lease { token: "ta".into() },
+            Holder::Lease { token: "tb".into() },
+        );
+        server.cli(&["SET", &a, "ta", "PX", "10000"]).unwrap();
+        server.cli(&["SET", &b, "tb", "PX", "10000"]).unwrap();
+        let batch = request::renew_batch(10_000, [(a.as_str(), &ta), (b.as_str(), &tb)]);
+        let release = tb.release(&b, 10_000, "", 0);
+        // Writes wait at the server for 300 ms, in the order they arrived, so the batch is
+        // surely unanswered when the release is sent after it.
+        server.cli(&["CLIENT", "PAUSE", "300", "WRITE"]).unwrap();
+        let mut renewing = Box::pin(transport.eval(&batch));
+        if let std::task::Poll::Ready(r) = futures::poll!(&mut renewing) {
+            panic!("the batch was answered during a write pause: {r:?}");
+        }
+        let mut releasing = Box::pin(transport.eval(&release));
+        let _ = futures::poll!(&mut releasing);
+        let (renewed, released) = within(BOUND, futures::future::join(renewing, releasing)).await;
+        let flags = redlatch::protocol::reply::decode_renew_batch(&renewed.unwrap(), 2).unwrap();
+        assert_eq!(
+            flags,
+            [true, true],
+            "round {round}: the release overtook the batch"
+        );
+        released.unwrap();
+    }
+    assert_eq!(script_calls(&server), 0);
+}
