@@ -52,22 +52,22 @@ unsafe impl Sync for Registered {}
 /// # Safety
 /// Every string field of `opts` must be NULL or a NUL-terminated string alive for the call.
 pub(crate) unsafe fn apply(builder: ClientBuilder, opts: &redlatch_client_options) -> Result<ClientBuilder> {
-    // SAFETY (each `field` call): the caller's contract above.
-    let options = unsafe {
-        DeploymentOptions {
-            tls_ca_file: field("tls_ca_file", opts.tls_ca_file)?.map(PathBuf::from),
-            tls_ca_pem: field("tls_ca_pem", opts.tls_ca_pem)?.map(String::into_bytes),
-            tls_cert_file: field("tls_cert_file", opts.tls_cert_file)?.map(PathBuf::from),
-            tls_key_file: field("tls_key_file", opts.tls_key_file)?.map(PathBuf::from),
-            tls_cert_pem: field("tls_cert_pem", opts.tls_cert_pem)?.map(String::into_bytes),
-            tls_key_pem: field("tls_key_pem", opts.tls_key_pem)?.map(String::into_bytes),
-            tls_server_name: field("tls_server_name", opts.tls_server_name)?,
-            tls_insecure: opts.tls_insecure,
-            sentinel_username: field("sentinel_username", opts.sentinel_username)?,
-            sentinel_password: field("sentinel_password", opts.sentinel_password)?,
-            sync_replicas: opts.sync_replicas,
-            sync_replicas_timeout: optional_millis("sync_replicas timeout", opts.sync_replicas_timeout_ms)?,
-        }
+    // SAFETY: every string field of `opts` is NULL or a live NUL-terminated string (the
+    // caller's contract above).
+    let text = |what: &str, ptr: *const c_char| unsafe { field(what, ptr) };
+    let options = DeploymentOptions {
+        tls_ca_file: text("tls_ca_file", opts.tls_ca_file)?.map(PathBuf::from),
+        tls_ca_pem: text("tls_ca_pem", opts.tls_ca_pem)?.map(String::into_bytes),
+        tls_cert_file: text("tls_cert_file", opts.tls_cert_file)?.map(PathBuf::from),
+        tls_key_file: text("tls_key_file", opts.tls_key_file)?.map(PathBuf::from),
+        tls_cert_pem: text("tls_cert_pem", opts.tls_cert_pem)?.map(String::into_bytes),
+        tls_key_pem: text("tls_key_pem", opts.tls_key_pem)?.map(String::into_bytes),
+        tls_server_name: text("tls_server_name", opts.tls_server_name)?,
+        tls_insecure: opts.tls_insecure,
+        sentinel_username: text("sentinel_username", opts.sentinel_username)?,
+        sentinel_password: text("sentinel_password", opts.sentinel_password)?,
+        sync_replicas: opts.sync_replicas,
+        sync_replicas_timeout: optional_millis("sync_replicas timeout", opts.sync_replicas_timeout_ms)?,
     };
     let builder = options.apply(builder)?;
     let registered = opts.on_warning.map(|callback| Registered {
