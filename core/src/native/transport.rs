@@ -137,14 +137,21 @@ async fn invoke(
     cmd.query_async(conn).await
 }
 
-/// Maps a redis-rs error onto the taxonomy: server error replies are `Redis`, everything
-/// about reaching the server is `Connection`, including a peer whose bytes are not the Redis
-/// protocol at all (redis-rs also answers such a parse error by reconnecting).
+/// Maps a redis-rs error onto the taxonomy: server error replies by their code, as the core
+/// classifies them ([`crate::error::redis_error_kind`]: `NOPERM`, `OOM`, `WRONGTYPE`, others
+/// `Redis`), everything about reaching the server is `Connection`, including a peer whose
+/// bytes are not the Redis protocol at all (redis-rs also answers such a parse error by
+/// reconnecting).
 pub(crate) fn map_error(e: redis::RedisError) -> Error {
     use redis::ErrorKind as K;
     match e.kind() {
         K::Parse => Error::connection(format!("the server's reply is not the Redis protocol ({e})")),
-        K::Server(_) | K::Extension | K::UnexpectedReturnType => Error::new(ErrorKind::Redis, e.to_string()),
+        K::Server(_) | K::Extension => match e.code() {
+            // The reply as Redis sent it: `CODE detail`.
+            Some(code) => Error::from_redis_reply(format!("{code} {}", e.detail().unwrap_or_default())),
+            None => Error::new(ErrorKind::Redis, e.to_string()),
+        },
+        K::UnexpectedReturnType => Error::new(ErrorKind::Redis, e.to_string()),
         K::InvalidClientConfig => Error::new(ErrorKind::InvalidArgument, e.to_string()),
         _ => Error::connection(e.to_string()),
     }

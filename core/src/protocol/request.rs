@@ -71,31 +71,33 @@ impl Holder {
         }
     }
 
-    /// Acquire request for lock `name` with `lease_ms`, optionally fenced. `request_id`
-    /// (random, one per `acquire()` call, reused by its retries) names the reentrant
-    /// acquire's idempotency latch, kept `latch_ttl_ms`; lease locks need none (their token
-    /// makes a retry idempotent).
+    /// Acquire request for lock `name` with `lease_ms`. `fence`: `None` = not fenced, `Some(ttl)`
+    /// = fenced, the counter key expiring `ttl` ms after this acquire (0 = it persists).
+    /// `request_id` (random, one per `acquire()` call, reused by its retries) names the
+    /// reentrant acquire's idempotency latch, kept `latch_ttl_ms`; lease locks need none
+    /// (their token makes a retry idempotent).
     pub fn acquire(
         &self,
         name: &str,
         lease_ms: u64,
-        fenced: bool,
+        fence: Option<u64>,
         request_id: &str,
         latch_ttl_ms: u64,
     ) -> Request {
         // An unfenced lease acquire is exactly `SET N token NX PX lease` (the redis-py /
         // node-redlock command) unless it is a retry, which needs the script's token check.
-        let plain = (!fenced).then(|| {
+        let plain = fence.is_none().then(|| {
             let lease = lease_ms.to_string();
             ["SET", name, "", "NX", "PX", &lease].map(str::to_owned).to_vec()
         });
-        let fenced = if fenced { "1" } else { "0" }.to_owned();
+        let fenced = if fence.is_some() { "1" } else { "0" }.to_owned();
+        let fence_ttl = fence.unwrap_or(0).to_string();
         let mut keys = vec![name.to_owned(), keys::fence_key(name)];
         match self {
             Holder::Lease { token } => Request {
                 script: &scripts::LEASE_ACQUIRE,
                 keys,
-                args: vec![token.clone(), lease_ms.to_string(), fenced],
+                args: vec![token.clone(), lease_ms.to_string(), fenced, fence_ttl],
                 plain: plain.map(|mut p| {
                     p[2] = token.clone();
                     p
@@ -111,6 +113,7 @@ impl Holder {
                         owner.clone(),
                         fenced,
                         latch_ttl_ms.to_string(),
+                        fence_ttl,
                     ],
                     plain: None,
                 }
@@ -120,30 +123,29 @@ impl Holder {
 
     /// Release request; `lease_ms` is restored on a partial reentrant release. `request_id`
     /// (random, one per logical release, reused by its retries) names the reentrant
-    /// release's idempotency latch, kept `latch_ttl_ms`.
+    /// release's idempotency latch, kept `latch_ttl_ms`. The unlock channel travels as an
+    /// argument (an ACL user needs a channel permission for it, not a key permission).
     pub fn release(&self, name: &str, lease_ms: u64, request_id: &str, latch_ttl_ms: u64) -> Request {
-        let mut keys = vec![name.to_owned(), keys::lock_channel(name)];
+        let channel = keys::lock_channel(name);
         match self {
             Holder::Lease { token } => Request {
                 script: &scripts::LEASE_RELEASE,
-                keys,
-                args: vec![token.clone(), PUBLISH.to_owned()],
+                keys: vec![name.to_owned()],
+                args: vec![token.clone(), PUBLISH.to_owned(), channel],
                 plain: None,
             },
-            Holder::Reentrant { owner } => {
-                keys.push(keys::unlock_latch(name, request_id));
-                Request {
-                    script: &scripts::RLOCK_RELEASE,
-                    keys,
-                    args: vec![
-                        lease_ms.to_string(),
-                        owner.clone(),
-                        PUBLISH.to_owned(),
-                        latch_ttl_ms.to_string(),
-                    ],
-                    plain: None,
-                }
-            }
+            Holder::Reentrant { owner } => Request {
+                script: &scripts::RLOCK_RELEASE,
+                keys: vec![name.to_owned(), keys::unlock_latch(name, request_id)],
+                args: vec![
+                    lease_ms.to_string(),
+                    owner.clone(),
+                    PUBLISH.to_owned(),
+                    latch_ttl_ms.to_string(),
+                    channel,
+                ],
+                plain: None,
+            },
         }
     }
 
@@ -155,12 +157,8 @@ impl Holder {
             Holder::Lease { .. } => self.release(name, 0, request_id, 0),
             Holder::Reentrant { owner } => Request {
                 script: &scripts::RLOCK_ABORT,
-                keys: vec![
-                    name.to_owned(),
-                    keys::lock_channel(name),
-                    keys::acquire_latch(name, request_id),
-                ],
-                args: vec![owner.clone(), PUBLISH.to_owned()],
+                keys: vec![name.to_owned(), keys::acquire_latch(name, request_id)],
+                args: vec![owner.clone(), PUBLISH.to_owned(), keys::lock_channel(name)],
                 plain: None,
             },
         }
@@ -225,18 +223,23 @@ pub fn renew_batch<'a>(lease_ms: u64, holds: impl IntoIterator<Item = (&'a str, 
 pub fn force_unlock(name: &str) -> Request {
     Request {
         script: &scripts::FORCE_UNLOCK,
-        keys: vec![name.to_owned(), keys::lock_channel(name)],
-        args: vec![PUBLISH.to_owned()],
+        keys: vec![name.to_owned()],
+        args: vec![PUBLISH.to_owned(), keys::lock_channel(name)],
         plain: None,
     }
 }
 
-/// Inspect request for `name`, asking about `holder` when given.
-pub fn inspect(name: &str, holder: Option<&Holder>) -> Request {
+/// Inspect request for `name`, a reentrant lock or not, asking about `holder` when given.
+pub fn inspect(name: &str, reentrant: bool, holder: Option<&Holder>) -> Request {
+    let spec = match holder {
+        Some(h) => h.spec(),
+        None if reentrant => "R".to_owned(),
+        None => "L".to_owned(),
+    };
     Request {
         script: &scripts::INSPECT,
         keys: vec![name.to_owned()],
-        args: vec![holder.map(Holder::spec).unwrap_or_default()],
+        args: vec![spec],
         plain: None,
     }
 }
@@ -248,17 +251,18 @@ mod tests {
     #[test]
     fn lease_requests_follow_script_argument_order() {
         let h = Holder::Lease { token: "tok".into() };
-        let r = h.acquire("order:42", 5000, true, "req", 9000);
+        let r = h.acquire("order:42", 5000, Some(0), "req", 9000);
         assert_eq!(r.script.name(), "lease_acquire");
         assert_eq!(r.keys, ["order:42", "redisson_lock_token:{order:42}"]);
-        assert_eq!(r.args, ["tok", "5000", "1"]);
+        assert_eq!(r.args, ["tok", "5000", "1", "0"]);
         assert_eq!(r.plain, None, "fenced acquires need the script");
-        let plain = h.acquire("k", 700, false, "", 0).plain.unwrap();
+        assert_eq!(h.acquire("k", 1, Some(86_400_000), "", 0).args[3], "86400000");
+        let plain = h.acquire("k", 700, None, "", 0).plain.unwrap();
         assert_eq!(plain, ["SET", "k", "tok", "NX", "PX", "700"]);
-        assert_eq!(h.acquire("k", 700, false, "", 0).script_only().plain, None);
+        assert_eq!(h.acquire("k", 700, None, "", 0).script_only().plain, None);
         let r = h.release("order:42", 5000, "req", 9000);
-        assert_eq!(r.keys, ["order:42", "redisson_lock__channel:{order:42}"]);
-        assert_eq!(r.args, ["tok", "publish"]);
+        assert_eq!(r.keys, ["order:42"], "the channel is not a key");
+        assert_eq!(r.args, ["tok", "publish", "redisson_lock__channel:{order:42}"]);
         assert_eq!(h.extend("a", 9).args, ["tok", "9"]);
     }
 
@@ -267,17 +271,17 @@ mod tests {
         let h = Holder::Reentrant {
             owner: "uuid:1".into(),
         };
-        let r = h.acquire("n", 30000, false, "req", 9000);
+        let r = h.acquire("n", 30000, None, "req", 9000);
         assert_eq!(r.script.name(), "rlock_acquire");
         assert_eq!(r.plain, None);
         assert_eq!(r.keys[2], "redlatch_acquire_latch:{n}:req");
-        assert_eq!(r.args, ["30000", "uuid:1", "0", "9000"]);
+        assert_eq!(r.args, ["30000", "uuid:1", "0", "9000", "0"]);
         let r = h.release("n", 30000, "req", 9000);
+        assert_eq!(r.keys, ["n", "redisson_unlock_latch:{n}:req"]);
         assert_eq!(
-            r.keys,
-            ["n", "redisson_lock__channel:{n}", "redisson_unlock_latch:{n}:req"]
+            r.args,
+            ["30000", "uuid:1", "publish", "9000", "redisson_lock__channel:{n}"]
         );
-        assert_eq!(r.args, ["30000", "uuid:1", "publish", "9000"]);
         assert_eq!(h.extend("n", 10).args, ["10", "uuid:1"]);
     }
 
@@ -287,8 +291,8 @@ mod tests {
         assert_eq!(lease.abort("n", "req").script.name(), "lease_release");
         let r = Holder::Reentrant { owner: "o:1".into() }.abort("n", "req");
         assert_eq!(r.script.name(), "rlock_abort");
-        assert_eq!(r.keys[2], "redlatch_acquire_latch:{n}:req");
-        assert_eq!(r.args, ["o:1", "publish"]);
+        assert_eq!(r.keys, ["n", "redlatch_acquire_latch:{n}:req"]);
+        assert_eq!(r.args, ["o:1", "publish", "redisson_lock__channel:{n}"]);
     }
 
     #[test]
@@ -298,8 +302,10 @@ mod tests {
         let r = renew_batch(30000, [("x", &a), ("y", &b)]);
         assert_eq!(r.keys, ["x", "y"]);
         assert_eq!(r.args, ["30000", "Lt", "Ro:2"]);
-        assert_eq!(force_unlock("x").keys[1], "redisson_lock__channel:{x}");
-        assert_eq!(inspect("x", None).args, [""]);
-        assert_eq!(inspect("x", Some(&b)).args, ["Ro:2"]);
+        assert_eq!(force_unlock("x").keys, ["x"]);
+        assert_eq!(force_unlock("x").args[1], "redisson_lock__channel:{x}");
+        assert_eq!(inspect("x", false, None).args, ["L"]);
+        assert_eq!(inspect("x", true, None).args, ["R"]);
+        assert_eq!(inspect("x", true, Some(&b)).args, ["Ro:2"]);
     }
 }
