@@ -80,11 +80,16 @@ impl Guard {
     /// A release whose outcome is unknown (`Connection`, a `Quorum` error with nodes that did
     /// not answer, or an error reply such as `NoPermission` / `OutOfMemory`, which the scripts
     /// raise before changing anything) leaves the guard held: call `release()` again to retry.
-    /// The retry sends the same request, so it is exact: a reentrant release replays its
-    /// idempotency latch (kept for a lease, at least twice the network timeout) instead of
-    /// decrementing twice, and a lease-lock release that finds its key gone or taken within
-    /// the validity counts as the earlier attempt's. The watchdog stops renewing at the first
-    /// attempt either way, so an unreleased key expires with its lease.
+    /// The retry sends the same request, so it is exact: the first attempt that applied left
+    /// an idempotency latch, and the retry gets its answer back, so a reentrant release never
+    /// decrements twice and a lease release that applied is `Ok`. `Ok` means Redis said so:
+    /// a retry that finds the key gone or another owner's, with no latch, is `NotOwned`
+    /// (the hold may have been lost meanwhile, e.g. to a restart without persistence, and the
+    /// next owner's section may have overlapped this one). A lease release's latch lives
+    /// twice the network timeout (at least 1 s); a retry later than that, after an attempt
+    /// that did apply, cannot tell and says so in its `NotOwned` message. A reentrant
+    /// release's latch lives a lease (at least as long). The watchdog stops renewing at the
+    /// first attempt either way, so an unreleased key expires with its lease.
     ///
     /// # Errors
     /// Reasons as in [`Reason`]: `NotOwned` (`deleted`, `taken`) when Redis says the hold is

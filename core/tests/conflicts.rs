@@ -182,6 +182,7 @@ async fn out_of_memory_is_its_own_error_at_once() {
     let client = client(&s).await;
     let mut conn = raw(&s).await;
     let held = one_try(client.rlock("oom:held")).acquire().await.unwrap();
+    let lease_held = one_try(client.lock("oom:lease")).acquire().await.unwrap();
     let _: () = cmd(&mut conn, &["CONFIG", "SET", "maxmemory", "1"]).await;
     for lock in [client.lock("oom"), client.rlock("oom")] {
         let err = within(
@@ -194,6 +195,14 @@ async fn out_of_memory_is_its_own_error_at_once() {
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{err}");
     }
+    // A lease lock's release works under OOM, as redis-py's does: its latch is written after
+    // the DEL, and Redis checks maxmemory only at a script's first write.
+    lease_held
+        .release()
+        .await
+        .expect("a lease release frees memory; OOM must not refuse it");
+    let gone: i64 = cmd(&mut conn, &["EXISTS", "oom:lease"]).await;
+    assert_eq!(gone, 0);
     // A release that needs no new memory still works (a full one deletes the key).
     let err = held.release().await;
     let _: () = cmd(&mut conn, &["CONFIG", "SET", "maxmemory", "0"]).await;

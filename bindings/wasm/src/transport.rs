@@ -191,7 +191,7 @@ impl Transport for JsTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
             let script = request.script;
-            if let Some(evalsha) = &self.evalsha {
+            if let Some(evalsha) = self.evalsha.as_ref().filter(|_| !request.by_source) {
                 match self.invoke(evalsha, script.sha1(), request).await {
                     Err(e) if is_noscript(&e) => {}
                     other => return other,

@@ -382,7 +382,7 @@ async fn drop_orphaned_counts(
             &spec.name,
             lease.as_millis() as u64,
             &request_id,
-            engine.release_latch_ttl_ms(lease),
+            engine.release_latch_ttl_ms(holder, lease),
         );
         let reply = engine.nodes.call(0, &req, engine.config.network_timeout).await;
         match reply.and_then(|r| holder.decode_release(&r)) {

@@ -11,9 +11,12 @@
 //!   released.
 //!
 //! A release whose outcome is unknown (a connection error or a timeout) leaves the hold held,
-//! with its request id kept: the next [`Hold::release`] sends the same request again, so a
-//! reentrant release replays its latch instead of decrementing twice, and a lease release
-//! that finds its key gone or taken (within the validity) counts as the earlier attempt's.
+//! with its request id kept: the next [`Hold::release`] sends the same request again, and its
+//! idempotency latch (written by the first attempt that applied) replays the first answer, so
+//! a reentrant release never decrements twice and a lease release that applied is never
+//! reported as "gone" or "taken". Released means Redis said so: a retry that finds the key
+//! gone or another owner's, with no latch, is a refusal (the hold may have been lost, e.g. to
+//! a restart without persistence, and another owner's section may have overlapped this one).
 
 use super::signal::{End, HoldSignal};
 use super::Engine;
@@ -129,8 +132,12 @@ impl Hold {
         // Redis answered: a re-acquire that removes counts of lost holds must not race it
         // (see `drop_orphaned_counts` in acquire.rs).
         let _in_flight = engine.in_flight(&self.name, &self.holder);
-        let latch_ttl = engine.release_latch_ttl_ms(self.lease);
-        let retrying = pending.is_some();
+        let latch_ttl = engine.release_latch_ttl_ms(&self.holder, self.lease);
+        // A lease release retried after its latch expired may find the key gone (or taken)
+        // although its first attempt released it: it then reports that, never a guess.
+        let unchecked = pending.as_ref().is_some_and(|p| {
+            started.saturating_sub(p.sent) + engine.config.network_timeout >= Duration::from_millis(latch_ttl)
+        });
         if let (Some(p), Holder::Reentrant { .. }) = (pending.as_ref(), &self.holder) {
             // The latch that makes the retry exact may be gone by the time it arrives.
             let window = Duration::from_millis(latch_ttl).saturating_sub(engine.config.network_timeout);
@@ -147,11 +154,14 @@ impl Hold {
         }
         let request_id = match pending.as_ref() {
             Some(p) => p.request_id.clone(),
-            None => self.holder.request_id()?,
+            None => self.holder.release_id()?,
         };
-        let req = self
+        let mut req = self
             .holder
             .release(&self.name, self.lease_ms(), &request_id, latch_ttl);
+        // A retry goes out as EVAL: on a slow node with an empty script cache the NOSCRIPT
+        // answer to an EVALSHA can come after the timeout, and the release would never land.
+        req.by_source = pending.is_some();
         if pending.is_none() {
             *pending = Some(Pending {
                 request_id,
@@ -170,21 +180,20 @@ impl Hold {
         let elapsed = engine.now() - started;
         let (mut yes, mut still_held, mut absent, mut taken, mut errors) = (0, 0, 0, 0, Vec::new());
         for (i, reply) in replies.into_iter().enumerate() {
-            let Some((r, retried)) = reply else { continue };
+            let Some((r, _)) = reply else { continue };
             let decoded = r.and_then(|r| self.holder.decode_release(&r));
             match decoded {
                 Ok(OwnershipReply::HandedOff) => engine.note_handoff(&self.name),
                 Ok(OwnershipReply::StillHeld) => still_held += 1,
                 _ => {}
             }
-            // A release repeated after a lost reply (inside this call, or by an earlier call
-            // whose outcome was unknown) that finds its key gone or already taken by the next
-            // waiter: the first attempt did it, as long as the hold was still valid. Reentrant
-            // releases replay their latch instead, inside one call.
-            let repeated = retrying || (retried && matches!(self.holder, Holder::Lease { .. }));
+            // Only Redis' word counts as released: this request applied now, or its latch
+            // says an earlier attempt did (a retry after a lost reply replays the first
+            // answer). A retry that finds the key gone or another owner's is a refusal: the
+            // hold may have been lost (expired, a restart without persistence) and the next
+            // owner's section may have overlapped this one.
             match decoded {
                 Ok(o) if o.was_owned() => yes += 1,
-                Ok(OwnershipReply::Absent | OwnershipReply::Taken) if repeated && still_valid => yes += 1,
                 Ok(OwnershipReply::Absent) => absent += 1,
                 Ok(OwnershipReply::Taken) => taken += 1,
                 Ok(_) => {}
@@ -239,7 +248,19 @@ impl Hold {
             (true, true) => Reason::Taken,
             (true, false) => Reason::Deleted,
         };
-        Err(self.refused("release", reason))
+        let err = self.refused("release", reason);
+        if !unchecked {
+            return Err(err);
+        }
+        Err(Error::not_owned(
+            err.kind() == ErrorKind::LockLost,
+            reason,
+            format!(
+                "{}; an earlier attempt, whose outcome was unknown, may have released it, but \
+                 its idempotency latch had expired, so that cannot be told from a loss",
+                err.message()
+            ),
+        ))
     }
 
     /// Resets the remaining lease to `lease` on every node (replace, never add).

@@ -148,13 +148,26 @@ impl Engine {
             .as_millis() as u64
     }
 
-    /// How long the latch of a reentrant release of a hold with `lease` lives: at least as
-    /// long as an acquire's latch, and a whole lease, because a release whose outcome is
-    /// unknown may be retried (by the caller, or in the background for a dropped guard) for
-    /// as long as the hold could still be valid, and the latch is what makes that retry exact.
-    pub(crate) fn release_latch_ttl_ms(&self, lease: Duration) -> u64 {
-        self.latch_ttl_ms()
-            .max(lease.as_millis().min(u128::from(timing::MAX_DURATION_MS)) as u64)
+    /// How long the latch of a release of `holder`'s hold with `lease` lives.
+    ///
+    /// Reentrant: at least as long as an acquire's latch, and a whole lease, because a release
+    /// whose outcome is unknown may be retried (by the caller, or in the background for a
+    /// dropped guard) for as long as the hold could still be valid, and without its latch a
+    /// retry could decrement a count twice (it is then refused instead).
+    ///
+    /// Lease: an acquire's latch (two network timeouts, at least 1 s), which covers the retry
+    /// inside one call and a prompt retry by the caller. A lease release is safe to repeat
+    /// whenever (compare-and-delete on the token); its latch only lets a retry tell "my first
+    /// attempt released it" from "it was lost", and a later retry that finds the key gone says
+    /// so instead. Kept short because every release writes one: a lease-long latch would hold
+    /// rate x lease keys (300,000 at 10,000 releases/s in 30 s watchdog mode).
+    pub(crate) fn release_latch_ttl_ms(&self, holder: &Holder, lease: Duration) -> u64 {
+        match holder {
+            Holder::Lease { .. } => self.latch_ttl_ms(),
+            Holder::Reentrant { .. } => self
+                .latch_ttl_ms()
+                .max(lease.as_millis().min(u128::from(timing::MAX_DURATION_MS)) as u64),
+        }
     }
 
     /// `now` on the runtime's monotonic clock.

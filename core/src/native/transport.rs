@@ -2,7 +2,8 @@
 //! connection that reconnects by itself after `CLIENT KILL` or a restart).
 //!
 //! Scripts go out as `EVALSHA`; on `NOSCRIPT` (after `SCRIPT FLUSH` or a node restart) the
-//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it. The connection is
+//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it
+//! (requests marked `by_source` go out as `EVAL` at once). The connection is
 //! made on first use, so a quorum client can start while some nodes are down.
 
 use super::pubsub::Subscriber;
@@ -97,6 +98,12 @@ impl Transport for RedisTransport {
                 return cmd.query_async(&mut conn).await.map(convert).map_err(map_error);
             }
             let script = request.script;
+            if request.by_source {
+                return invoke(&mut conn, "EVAL", script.source(), request)
+                    .await
+                    .map(convert)
+                    .map_err(map_error);
+            }
             match invoke(&mut conn, "EVALSHA", script.sha1(), request).await {
                 // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
                 // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.

@@ -23,6 +23,12 @@ pub struct Request {
     /// An equivalent plain command (no Lua) a transport may send instead of the script,
     /// saving the script's cost on the hot path. Its reply decodes to the same outcome.
     pub plain: Option<Vec<String>>,
+    /// Send the script's source (`EVAL`) at once instead of its digest (`EVALSHA`, then
+    /// `EVAL` on `NOSCRIPT`): for rare requests that must take effect in one round trip even
+    /// on a node whose script cache is empty, such as the undo of a failed acquire on a slow
+    /// node, where the `NOSCRIPT` answer could come after the call's timeout and the `EVAL`
+    /// would never be sent.
+    pub by_source: bool,
 }
 
 impl Request {
@@ -58,9 +64,9 @@ impl Holder {
         }
     }
 
-    /// A fresh request id for an acquire or release: random for reentrant locks (it names
-    /// their idempotency latches), empty for lease locks (their token already makes a retry
-    /// idempotent, so no random bytes are spent).
+    /// A fresh request id for an acquire: random for reentrant locks (it names their
+    /// idempotency latches), empty for lease locks (their token already makes a retried
+    /// acquire idempotent, so no random bytes are spent).
     ///
     /// # Errors
     /// `Panic` (internal) when the OS random source fails.
@@ -69,6 +75,16 @@ impl Holder {
             Holder::Lease { .. } => Ok(String::new()),
             Holder::Reentrant { .. } => super::token::new_token(),
         }
+    }
+
+    /// A fresh request id for a release, random for both kinds: it names the release's
+    /// idempotency latch, which tells a retry whose first attempt applied from one that finds
+    /// the hold lost (a lease lock's token alone cannot: both find the key gone or taken).
+    ///
+    /// # Errors
+    /// `Panic` (internal) when the OS random source fails.
+    pub fn release_id(&self) -> crate::error::Result<String> {
+        super::token::new_token()
     }
 
     /// Acquire request for lock `name` with `lease_ms`. `fence`: `None` = not fenced, `Some(ttl)`
@@ -102,6 +118,7 @@ impl Holder {
                     p[2] = token.clone();
                     p
                 }),
+                by_source: false,
             },
             Holder::Reentrant { owner } => {
                 keys.push(keys::acquire_latch(name, request_id));
@@ -116,27 +133,37 @@ impl Holder {
                         fence_ttl,
                     ],
                     plain: None,
+                    by_source: false,
                 }
             }
         }
     }
 
     /// Release request; `lease_ms` is restored on a partial reentrant release. `request_id`
-    /// (random, one per logical release, reused by its retries) names the reentrant
-    /// release's idempotency latch, kept `latch_ttl_ms`. The unlock channel travels as an
-    /// argument (an ACL user needs a channel permission for it, not a key permission).
+    /// (random, one per logical release, reused by its retries) names the release's
+    /// idempotency latch (`redisson_unlock_latch:{N}:<id>`), kept `latch_ttl_ms` (a lease
+    /// lock's release writes none when it is 0: the undo of a failed acquire). The unlock
+    /// channel travels as an argument (an ACL user needs a channel permission for it, not a
+    /// key permission).
     pub fn release(&self, name: &str, lease_ms: u64, request_id: &str, latch_ttl_ms: u64) -> Request {
         let channel = keys::lock_channel(name);
+        let latch = keys::unlock_latch(name, request_id);
         match self {
             Holder::Lease { token } => Request {
                 script: &scripts::LEASE_RELEASE,
-                keys: vec![name.to_owned()],
-                args: vec![token.clone(), PUBLISH.to_owned(), channel],
+                keys: vec![name.to_owned(), latch],
+                args: vec![
+                    token.clone(),
+                    PUBLISH.to_owned(),
+                    channel,
+                    latch_ttl_ms.to_string(),
+                ],
                 plain: None,
+                by_source: false,
             },
             Holder::Reentrant { owner } => Request {
                 script: &scripts::RLOCK_RELEASE,
-                keys: vec![name.to_owned(), keys::unlock_latch(name, request_id)],
+                keys: vec![name.to_owned(), latch],
                 args: vec![
                     lease_ms.to_string(),
                     owner.clone(),
@@ -145,6 +172,7 @@ impl Holder {
                     channel,
                 ],
                 plain: None,
+                by_source: false,
             },
         }
     }
@@ -152,15 +180,21 @@ impl Holder {
     /// Undo of an acquire whose outcome is unknown (cancelled, reply lost, quorum missed).
     /// Lease locks: the token-checked release. Reentrant locks: `rlock_abort`, which undoes
     /// only an acquire its latch proves applied.
+    /// Sent by source ([`Request::by_source`]): an undo must land in one round trip.
     pub fn abort(&self, name: &str, request_id: &str) -> Request {
-        match self {
+        let request = match self {
             Holder::Lease { .. } => self.release(name, 0, request_id, 0),
             Holder::Reentrant { owner } => Request {
                 script: &scripts::RLOCK_ABORT,
                 keys: vec![name.to_owned(), keys::acquire_latch(name, request_id)],
                 args: vec![owner.clone(), PUBLISH.to_owned(), keys::lock_channel(name)],
                 plain: None,
+                by_source: false,
             },
+        };
+        Request {
+            by_source: true,
+            ..request
         }
     }
 
@@ -173,12 +207,14 @@ impl Holder {
                 keys,
                 args: vec![token.clone(), lease_ms.to_string()],
                 plain: None,
+                by_source: false,
             },
             Holder::Reentrant { owner } => Request {
                 script: &scripts::RLOCK_EXTEND,
                 keys,
                 args: vec![lease_ms.to_string(), owner.clone()],
                 plain: None,
+                by_source: false,
             },
         }
     }
@@ -216,6 +252,7 @@ pub fn renew_batch<'a>(lease_ms: u64, holds: impl IntoIterator<Item = (&'a str, 
         keys,
         args,
         plain: None,
+        by_source: false,
     }
 }
 
@@ -226,6 +263,7 @@ pub fn force_unlock(name: &str) -> Request {
         keys: vec![name.to_owned()],
         args: vec![PUBLISH.to_owned(), keys::lock_channel(name)],
         plain: None,
+        by_source: false,
     }
 }
 
@@ -241,6 +279,7 @@ pub fn inspect(name: &str, reentrant: bool, holder: Option<&Holder>) -> Request 
         keys: vec![name.to_owned()],
         args: vec![spec],
         plain: None,
+        by_source: false,
     }
 }
 
@@ -261,8 +300,15 @@ mod tests {
         assert_eq!(plain, ["SET", "k", "tok", "NX", "PX", "700"]);
         assert_eq!(h.acquire("k", 700, None, "", 0).script_only().plain, None);
         let r = h.release("order:42", 5000, "req", 9000);
-        assert_eq!(r.keys, ["order:42"], "the channel is not a key");
-        assert_eq!(r.args, ["tok", "publish", "redisson_lock__channel:{order:42}"]);
+        assert_eq!(
+            r.keys,
+            ["order:42", "redisson_unlock_latch:{order:42}:req"],
+            "the channel is not a key"
+        );
+        assert_eq!(
+            r.args,
+            ["tok", "publish", "redisson_lock__channel:{order:42}", "9000"]
+        );
         assert_eq!(h.extend("a", 9).args, ["tok", "9"]);
     }
 
@@ -289,6 +335,9 @@ mod tests {
     fn aborts_undo_only_what_applied() {
         let lease = Holder::Lease { token: "t".into() };
         assert_eq!(lease.abort("n", "req").script.name(), "lease_release");
+        assert_eq!(lease.abort("n", "req").args[3], "0", "an undo writes no latch");
+        assert!(lease.abort("n", "req").by_source);
+        assert!(!lease.release("n", 1, "req", 9).by_source);
         let r = Holder::Reentrant { owner: "o:1".into() }.abort("n", "req");
         assert_eq!(r.script.name(), "rlock_abort");
         assert_eq!(r.keys, ["n", "redlatch_acquire_latch:{n}:req"]);

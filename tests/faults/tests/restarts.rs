@@ -289,15 +289,14 @@ fn aof_fsynced_always_keeps_the_lock_and_its_counter_across_a_crash() {
     drop(a);
 }
 
-/// A defect outside issue 10: a lease-lock release whose first attempt fails with a connection
-/// error is retried, and a retry that finds the key taken by another owner is counted as
-/// "released" (the rule assumes the first attempt deleted the key and a waiter took it at
-/// once; core/src/driver/hold.rs). After a restart the first attempt never reached Redis:
-/// the hold was lost with the restart, another client holds the lock, and the release still
-/// returns `Ok`, so the holder never learns that its section overlapped another. Reentrant
-/// releases settle the same question exactly with their idempotency latch.
+/// A lease-lock release whose first attempt fails with a connection error is retried. It
+/// used to count a retry that found the key taken by another owner as "released" (assuming the
+/// first attempt deleted the key and a waiter took it at once). After a restart the first
+/// attempt never reached Redis: the hold was lost with the restart, another client holds the
+/// lock, and the release returned `Ok`, so the holder never learned that its section
+/// overlapped another. Releases now leave an idempotency latch (core/src/driver/hold.rs): a
+/// retry is released only when it, or the latch of its first attempt, says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "defect outside issue 10: a release retried after a restart reports Ok for a hold that was lost (reported)"]
 async fn release_after_a_restart_says_the_hold_was_lost() {
     let server = server();
     let lock = name("release-after-restart");
