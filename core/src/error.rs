@@ -24,7 +24,7 @@ pub enum ErrorKind {
     Connection,
     /// Bad input, refused before anything was sent to Redis. Code 6.
     InvalidArgument,
-    /// Redis answered with an error reply (OOM, NOPERM, BUSY, WRONGTYPE, ...). Code 7.
+    /// Redis answered with an error reply not of a kind below (`BUSY`, `LOADING`, `ERR` ...). Code 7.
     Redis,
     /// Internal failure: a panic caught at a language boundary (C, Python, JS), or the OS
     /// random source was unavailable. Code 8.
