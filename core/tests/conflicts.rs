@@ -176,6 +176,79 @@ async fn acl_refusals_are_no_permission_and_change_nothing() {
     drop(r);
 }
 
+/// An ACL user that may write the lock's key but not its companion keys: the fencing counter
+/// (no INCR) or the latch (no SET). Every such acquire is refused with NoPermission, and the
+/// grant the script made on the lock's key before reaching them is undone, so nothing is left
+/// holding the lock for a lease that nobody knows of. (A missing key pattern for a companion
+/// key is refused by Redis before the script runs: the keys are declared.)
+#[tokio::test]
+async fn acl_refusals_of_the_counter_or_latch_undo_the_grant() {
+    let s = server();
+    let mut admin = raw(&s).await;
+    for (user, minus) in [("keysonly", "+ping"), ("noincr", "-incr"), ("noset", "-set")] {
+        let mut args = vec!["ACL", "SETUSER", user, "on", ">pw", "&*", "+@all", minus];
+        args.push(if user == "keysonly" { "~app:*" } else { "~*" });
+        let _: () = cmd(&mut admin, &args).await;
+    }
+    let connect = |user: &str| {
+        let url = format!("redis://{user}:pw@127.0.0.1:{}", s.port());
+        async move { Client::connect(&url).await.unwrap() }
+    };
+    let exists = |conn: &mut redis::aio::MultiplexedConnection, key: &'static str| {
+        let mut conn = conn.clone();
+        async move { cmd::<i64>(&mut conn, &["EXISTS", key]).await == 1 }
+    };
+
+    let keys_only = connect("keysonly").await;
+    let err = one_try(keys_only.rlock("app:k")).acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+    assert!(!exists(&mut admin, "app:k").await);
+
+    let no_set = connect("noset").await;
+    let err = one_try(no_set.rlock("app:r")).acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+    assert!(
+        !exists(&mut admin, "app:r").await,
+        "the reentrant grant was undone"
+    );
+    let no_incr = connect("noincr").await;
+    let err = one_try(no_incr.lock("app:f").fenced())
+        .acquire()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+    assert!(!exists(&mut admin, "app:f").await, "the fenced grant was undone");
+    let err = one_try(no_incr.rlock("app:g").fenced())
+        .acquire()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+    assert!(
+        !exists(&mut admin, "app:g").await,
+        "the fenced reentrant grant was undone"
+    );
+
+    // A re-entry refused at the counter leaves the outer hold's count and TTL as they were.
+    let no_fence = no_incr;
+    let lock = one_try(no_fence.rlock("app:n")).lease(Duration::from_secs(20));
+    let outer = lock.acquire().await.unwrap();
+    let _: () = cmd(&mut admin, &["PEXPIRE", "app:n", "60000"]).await;
+    let err = lock.clone().fenced().acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+    assert_eq!(
+        lock.hold_count().await.unwrap(),
+        1,
+        "the re-entry's count was undone"
+    );
+    let pttl: i64 = cmd(&mut admin, &["PTTL", "app:n"]).await;
+    assert!(
+        pttl > 50_000,
+        "the TTL went back ({pttl} ms), not to the 20 s lease"
+    );
+    outer.release().await.unwrap();
+    assert!(!exists(&mut admin, "app:n").await);
+}
+
 #[tokio::test]
 async fn out_of_memory_is_its_own_error_at_once() {
     let s = server();

@@ -4,7 +4,8 @@
 -- Reply: {1, fence} acquired (fence 0 when not fenced); {0, pttl} held by someone else.
 -- Errors: WRONGTYPE when the key holds another type, or a string without TTL that is not a
 -- lock token (see conflict.lua).
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+local created = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+if not created then
   local current = redis.call('GET', KEYS[1])
   -- A retry whose first reply was lost finds its own token: that is a grant, not a conflict.
   if current ~= ARGV[1] then
@@ -17,7 +18,15 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 if ARGV[3] == '1' then
-  local fence = redis.call('INCR', KEYS[2])
+  local fence = redis.pcall('INCR', KEYS[2])
+  if type(fence) == 'table' then
+    -- The counter may not be written (an ACL user without its key pattern): undo a grant
+    -- made here, so the NoPermission error means "nothing changed".
+    if created then
+      redis.call('DEL', KEYS[1])
+    end
+    return fence
+  end
   if ARGV[4] ~= '0' then
     redis.call('PEXPIRE', KEYS[2], ARGV[4])
   end

@@ -13,18 +13,44 @@ if replay and redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
   return {1, tonumber(string.sub(replay, 1, sep - 1)), tonumber(string.sub(replay, sep + 1))}
 end
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+  local before = redis.call('PTTL', KEYS[1])
   local count = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  -- The fencing counter and the latch are other keys, which an ACL user may not be allowed
+  -- to write: a refusal there undoes the grant above (exactly: a count of 1 means the key
+  -- was created here; the TTL goes back), so the caller's NoPermission error means "nothing
+  -- changed", never a hold it does not know of. (OOM cannot refuse them: Redis checks
+  -- maxmemory only at a script's first write, the HINCRBY.)
+  local function undo(err)
+    if count == 1 then
+      redis.call('DEL', KEYS[1])
+    else
+      redis.call('HINCRBY', KEYS[1], ARGV[2], -1)
+      if before > 0 then
+        redis.call('PEXPIRE', KEYS[1], before)
+      end
+    end
+    return err
+  end
   local fence = 0
   if ARGV[3] == '1' then
     -- Redisson increments on every acquire, re-entry included; the client keeps reporting
     -- the outer hold's token for a re-entry.
-    fence = redis.call('INCR', KEYS[2])
+    fence = redis.pcall('INCR', KEYS[2])
+    if type(fence) == 'table' then
+      return undo(fence)
+    end
     if ARGV[5] ~= '0' then
       redis.call('PEXPIRE', KEYS[2], ARGV[5])
     end
   end
-  redis.call('SET', KEYS[3], fence .. ':' .. count, 'PX', ARGV[4])
+  local latched = redis.pcall('SET', KEYS[3], fence .. ':' .. count, 'PX', ARGV[4])
+  if type(latched) == 'table' and latched.err then
+    if ARGV[3] == '1' then
+      redis.call('DECR', KEYS[2])
+    end
+    return undo(latched)
+  end
   return {1, fence, count}
 end
 local pttl = redis.call('PTTL', KEYS[1])
