@@ -58,14 +58,21 @@ export declare class NativeHeld {
   get leaseMs(): number
   /** `true` once the hold is known lost (read locally, never blocks). */
   get lost(): boolean
-  /** `true` until the hold is released through this handle or by `close()`. */
+  /**
+   * `true` until the hold is released (through this handle or by `close()`) or lost; a
+   * release whose outcome was unknown leaves it held.
+   */
   get held(): boolean
   /**
-   * Releases the hold (decrements the hold count of a reentrant lock). Rejects with
-   * `ERR_NOT_OWNED` when it expired, was taken or was already released, `ERR_LOCK_LOST`
-   * when the loss had already been seen, `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
+   * Releases the hold (decrements the hold count of a reentrant lock), at most once.
+   * Rejects with `ERR_NOT_OWNED` (reason `deleted`, `taken` or `never_held`) or
+   * `ERR_LOCK_LOST` (the loss was known before: its reason, or `expired`); with
+   * `ERR_CONNECTION`/`ERR_QUORUM`/`ERR_NO_PERMISSION`/`ERR_OUT_OF_MEMORY` the hold stays
+   * (`held`) and `release()` may be called again once Redis is back. `scopeEnd` (the end
+   * of `using`, `await using`): nobody can call again, so a hold still held after the
+   * attempt is handed to the core, which retries in the background while it is valid.
    */
-  release(): Promise<void>
+  release(scopeEnd?: boolean): Promise<void>
   /**
    * Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost
    * lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a bad lease.
@@ -85,13 +92,14 @@ export declare class NativeLock {
    * Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is the reentrant owner number (`null` for
    * lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`. `onLost`
    * is called (on the JavaScript thread, without keeping the process alive) if the hold
-   * is later lost (`false`) or released by `close()` (`true`); never after a release.
+   * is later lost (with the reason: `"expired"`, `"taken"`, `"deleted"`) or released by
+   * `close()` (`"closed"`); never after a release.
    *
    * Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(waitMs: number | null, owner: number | null, ticket: number, onLost: (closedByClient: boolean) => void): Promise<NativeHeld>
+  acquire(waitMs: number | null, owner: number | null, ticket: number, onLost: (why: string) => void): Promise<NativeHeld>
   /** `true` when anyone holds the lock (a majority of nodes in quorum mode). */
   locked(): Promise<boolean>
   /** Remaining lease in ms of whoever holds the lock; `null` when free. */
@@ -175,6 +183,11 @@ export interface LockOptions {
   waitMs?: number
   /** Fenced lock: every acquire returns a fencing token (single node only). */
   fenced?: boolean
+  /**
+   * Fenced locks: the fencing counter key expires this many ms after the last fenced
+   * acquire (absent: it persists). Tokens then restart at 1: see the README's hazard.
+   */
+  fenceTtlMs?: number
 }
 
 /**

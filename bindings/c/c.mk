@@ -109,6 +109,7 @@ c-test-build: c-setup-tools c-stage
 	printf '#include <redlatch.h>\nint main() { return redlatch_version() == nullptr; }\n' \
 		| $(C_CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -I$(C_STAGE)/include -fsyntax-only -x c++ -
 	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_redlatch $(C_DIR)/tests/c/test_redlatch.c $(C_TEST_LINK)
+	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_outcomes $(C_DIR)/tests/c/test_outcomes.c $(C_TEST_LINK)
 	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_deployments $(C_DIR)/tests/c/test_deployments.c $(C_TEST_LINK)
 	$(C_CXX) $(C_CXXFLAGS) -o $(C_OUT)/tests/test_redlatch_cpp $(C_DIR)/tests/cpp/test_redlatch.cpp \
 		$(C_TEST_LINK)
@@ -116,6 +117,8 @@ c-test-build: c-setup-tools c-stage
 c-test: c-header-check c-fleet c-test-build
 	@echo "== C suite"
 	$(C_FLEET) $(C_OUT)/tests/test_redlatch
+	@echo "== C outcomes suite (reasons, retryable release, key conflicts)"
+	$(C_FLEET) $(C_OUT)/tests/test_outcomes
 	@echo "== C++ suite"
 	$(C_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --deployments -- $(C_OUT)/tests/test_redlatch_cpp
 	@echo "== C deployments suite (TLS, Cluster, Sentinel, warnings), also under valgrind"

@@ -109,9 +109,9 @@ function urls(value) {
 
 const CLIENT_DURATIONS = ['watchdogTimeoutMs', 'networkTimeoutMs', 'nodeTimeoutMs', 'pollIntervalMs', 'syncReplicasTimeoutMs']
 const CLIENT_OPTIONS = [...new Set([...CLIENT_DURATIONS, ...DEPLOYMENT_OPTIONS])]
-const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced']
+const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced', 'fenceTtlMs']
 const ACQUIRE_OPTIONS = ['waitMs', 'signal']
-const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'waitMs', 'signal']
+const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'fenceTtlMs', 'waitMs', 'signal']
 
 function clientOptions(options) {
   const o = optionsObject('client options', options, CLIENT_OPTIONS)
@@ -130,6 +130,7 @@ function lockOptions(options) {
     leaseMs: millis('leaseMs', o.leaseMs),
     waitMs: wait(o.waitMs),
     fenced: boolean('fenced', o.fenced),
+    fenceTtlMs: millis('fenceTtlMs', o.fenceTtlMs),
   }
 }
 
@@ -143,7 +144,7 @@ function acquireOptions(options) {
 function withLockOptions(options) {
   const o = optionsObject('withLock options', options, WITH_LOCK_OPTIONS)
   return {
-    lock: { leaseMs: o.leaseMs, fenced: o.fenced },
+    lock: { leaseMs: o.leaseMs, fenced: o.fenced, fenceTtlMs: o.fenceTtlMs },
     acquire: { waitMs: o.waitMs, signal: o.signal },
   }
 }

@@ -2,6 +2,9 @@
 // The error tree (shared/API.md, "Errors"). Every error is an `Error` subclass with a stable
 // `name`, a stable string `code` (`ERR_<X>`, the C status `REDLATCH_<X>` without its prefix)
 // and the numeric `status` shared with C (`redlatch_status`) and Python (`.code`).
+// NotOwnedError / LockLostError carry `reason`, the core's word: 'expired', 'taken', 'deleted'
+// or 'never_held' (null on other errors), the same as Python's `.reason` and C's
+// `redlatch_last_error_reason()`.
 //
 // The native addon rejects with a JSON message built from the core's `ErrorKind`
 // (node/src/error.rs); `fromNative` turns it into the right class here, so the mapping from
@@ -17,13 +20,16 @@ const STATUS = Object.freeze({
   ERR_INVALID_ARGUMENT: 6,
   ERR_REDIS: 7,
   ERR_PANIC: 8,
+  ERR_NO_PERMISSION: 9,
+  ERR_OUT_OF_MEMORY: 10,
+  ERR_KEY_CONFLICT: 11,
 })
 
 /** Base class of every redlatch error. Used as such for `ERR_REDIS` and `ERR_PANIC`. */
 class LockError extends Error {
   /**
    * @param {string} message
-   * @param {{ code?: string, cause?: unknown }} [options]
+   * @param {{ code?: string, cause?: unknown, reason?: string | null }} [options]
    */
   constructor(message, options = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -32,6 +38,8 @@ class LockError extends Error {
     this.code = code
     /** Stable numeric code, equal to the C `redlatch_status` value. */
     this.status = STATUS[code] ?? STATUS.ERR_PANIC
+    /** Why a hold is not ours ('expired', 'taken', 'deleted', 'never_held'); null otherwise. */
+    this.reason = options.reason ?? null
   }
 }
 LockError.defaultCode = 'ERR_PANIC'
@@ -70,6 +78,18 @@ RedisConnectionError.defaultCode = 'ERR_CONNECTION'
 class InvalidArgumentError extends LockError {}
 InvalidArgumentError.defaultCode = 'ERR_INVALID_ARGUMENT'
 
+/** The ACL user may not run a command or use a key or channel (`NOPERM`). Nothing changed. */
+class NoPermissionError extends LockError {}
+NoPermissionError.defaultCode = 'ERR_NO_PERMISSION'
+
+/** Redis is out of memory (`OOM`: `maxmemory` reached under `noeviction`). Rejected at once. */
+class OutOfMemoryError extends LockError {}
+OutOfMemoryError.defaultCode = 'ERR_OUT_OF_MEMORY'
+
+/** The lock's name holds application data (another type, or a string / hash without TTL that is no lock). Rejected at once, whatever the wait. */
+class KeyConflictError extends LockError {}
+KeyConflictError.defaultCode = 'ERR_KEY_CONFLICT'
+
 for (const cls of [
   LockError,
   NotAcquiredError,
@@ -78,6 +98,9 @@ for (const cls of [
   QuorumError,
   RedisConnectionError,
   InvalidArgumentError,
+  NoPermissionError,
+  OutOfMemoryError,
+  KeyConflictError,
 ]) {
   Object.defineProperty(cls.prototype, 'name', { value: cls.name, writable: true, configurable: true })
 }
@@ -89,6 +112,9 @@ const CLASS_BY_CODE = {
   ERR_QUORUM: QuorumError,
   ERR_CONNECTION: RedisConnectionError,
   ERR_INVALID_ARGUMENT: InvalidArgumentError,
+  ERR_NO_PERMISSION: NoPermissionError,
+  ERR_OUT_OF_MEMORY: OutOfMemoryError,
+  ERR_KEY_CONFLICT: KeyConflictError,
 }
 
 /**
@@ -107,7 +133,7 @@ function fromNative(err) {
     }
     if (data) {
       const cls = CLASS_BY_CODE[data.code] ?? LockError
-      return new cls(data.message, { code: data.code, nodes: data.nodes })
+      return new cls(data.message, { code: data.code, nodes: data.nodes, reason: data.reason })
     }
   }
   // napi-rs's own argument conversion errors (a value the facade let through).
@@ -126,5 +152,8 @@ module.exports = {
   QuorumError,
   RedisConnectionError,
   InvalidArgumentError,
+  NoPermissionError,
+  OutOfMemoryError,
+  KeyConflictError,
   fromNative,
 }

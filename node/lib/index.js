@@ -125,6 +125,7 @@ function makeLock(client, reentrant, name, options) {
       leaseMs: o.leaseMs,
       waitMs: o.waitMs === Infinity ? undefined : o.waitMs,
       fenced: o.fenced,
+      fenceTtlMs: o.fenceTtlMs,
     })
   } catch (err) {
     throw fromNative(err)
@@ -190,7 +191,7 @@ class Lock {
     try {
       result = await (frame ? chain.run(frame, fn, held.signal) : fn(held.signal))
     } catch (err) {
-      await held.release().catch(() => {})
+      await held[RELEASE_AT_SCOPE_END]().catch(() => {})
       throw err
     }
     await releaseAtScopeEnd(held)
@@ -207,9 +208,11 @@ class Lock {
     const name = this.#native.name
     // Captures only the controller and the name, so an unreleased Held can still be
     // garbage-collected (and its hold released in the background).
-    const onLost = (closedByClient) => {
-      const why = closedByClient ? 'was released by client.close()' : 'was lost while held'
-      controller.abort(new LockLostError(`lock ${JSON.stringify(name)} ${why}`))
+    const onLost = (why) => {
+      const closed = why === 'closed'
+      const what = closed ? 'was released by client.close()' : `was lost while held (${why})`
+      // Released by close(): its key was deleted (by this client) while the holder held it.
+      controller.abort(new LockLostError(`lock ${JSON.stringify(name)} ${what}`, { reason: closed ? 'deleted' : why }))
     }
     const unwatch = signal ? watchSignal(signal, nativeClient, ticket) : undefined
     let nativeHeld
@@ -226,7 +229,7 @@ class Lock {
     const held = new Held(nativeHeld, controller, frame)
     if (signal?.aborted) {
       // Aborted just as the acquire succeeded: give it back.
-      await held.release().catch(() => {})
+      await held[RELEASE_AT_SCOPE_END]().catch(() => {})
       throw signal.reason
     }
     return held
@@ -258,6 +261,9 @@ class Lock {
  * One acquisition. Release it with `release()`, or let `await using` / `lock.using(fn)` do it.
  * A Held that is garbage-collected without a release is released in the background.
  */
+// The release of a scope's end (module-private: not part of Held's API).
+const RELEASE_AT_SCOPE_END = Symbol('releaseAtScopeEnd')
+
 class Held {
   #native
   #controller
@@ -306,7 +312,19 @@ class Held {
    */
   async release() {
     try {
-      await this.#native.release()
+      await this.#native.release(false)
+    } catch (err) {
+      throw fromNative(err)
+    } finally {
+      // An unknown outcome (RedisConnectionError, ...) leaves the hold held: release again.
+      if (!this.#native.held) this.#end()
+    }
+  }
+
+  /** @internal The release ending a scope: an unknown outcome is retried in the background. */
+  async [RELEASE_AT_SCOPE_END]() {
+    try {
+      await this.#native.release(true)
     } catch (err) {
       throw fromNative(err)
     } finally {
@@ -369,13 +387,14 @@ function watchSignal(signal, nativeClient, ticket) {
  */
 async function releaseAtScopeEnd(held) {
   try {
-    await held.release()
+    await held[RELEASE_AT_SCOPE_END]()
   } catch (err) {
     // Lost (or released by client.close()) while the block ran: that is what ended it.
     if (held.signal.reason instanceof LockLostError) throw held.signal.reason
     if (err instanceof NotOwnedError && !(err instanceof LockLostError)) {
       throw new LockLostError(`lock ${JSON.stringify(held.name)} was lost while the block held it: ${err.message}`, {
         cause: err,
+        reason: err.reason,
       })
     }
     throw err
@@ -402,5 +421,8 @@ module.exports = {
   QuorumError: errors.QuorumError,
   RedisConnectionError: errors.RedisConnectionError,
   InvalidArgumentError: errors.InvalidArgumentError,
+  NoPermissionError: errors.NoPermissionError,
+  OutOfMemoryError: errors.OutOfMemoryError,
+  KeyConflictError: errors.KeyConflictError,
   STATUS: errors.STATUS,
 }

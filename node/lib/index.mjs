@@ -13,6 +13,9 @@ export const {
   QuorumError,
   RedisConnectionError,
   InvalidArgumentError,
+  NoPermissionError,
+  OutOfMemoryError,
+  KeyConflictError,
   STATUS,
 } = redlatch
 

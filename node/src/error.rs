@@ -2,7 +2,8 @@
 //!
 //! napi-rs gives a rejection from an `async fn` a fixed `code` (its own `Status` enum), so the
 //! kind travels in the message instead: a one-line JSON object
-//! `{"redlatch":1,"code":"ERR_NOT_ACQUIRED","status":1,"message":"...","nodes":[...]}`.
+//! `{"redlatch":1,"code":"ERR_NOT_OWNED","status":2,"message":"...","reason":"deleted","nodes":[...]}`
+//! (`reason` for NotOwned / LockLost only, the core's word).
 //! `lib/errors.js` parses it and builds `NotAcquiredError` & co. The code strings come from
 //! the core's `ErrorKind::js_code()`, so they match the C status names (`REDLATCH_<X>` ↔
 //! `ERR_<X>`) and the numeric `status` matches the C value, mechanically.
@@ -18,6 +19,10 @@ pub(crate) fn to_napi(err: Error) -> napi::Error {
     out.push_str(&err.code().to_string());
     out.push_str(",\"message\":");
     push_json_str(&mut out, err.message());
+    if let Some(reason) = err.reason() {
+        out.push_str(",\"reason\":");
+        push_json_str(&mut out, reason.as_str());
+    }
     if !err.nodes().is_empty() {
         out.push_str(",\"nodes\":[");
         for (i, n) in err.nodes().iter().enumerate() {
@@ -49,9 +54,10 @@ pub(crate) fn closed() -> napi::Error {
     to_napi(Error::new(ErrorKind::Connection, "the client is closed"))
 }
 
-/// `NotOwned` raised by the binding (a hold already released through this handle).
+/// `NotOwned` (reason `never_held`) raised by the binding: a hold already released through
+/// this handle.
 pub(crate) fn not_owned(message: impl Into<String>) -> napi::Error {
-    to_napi(Error::new(ErrorKind::NotOwned, message))
+    to_napi(Error::not_owned(false, redlatch::Reason::NeverHeld, message))
 }
 
 /// Extension so core results convert in one call.

@@ -5,11 +5,16 @@
 //! does the same for every hold still alive. When the JavaScript object is garbage-collected
 //! without a release, the slot drops the guard and the core releases it in the background.
 //!
-//! Loss reporting: a task per hold awaits the core's `ended()` and, if the hold was lost,
-//! calls `onLost(false)` through a *weak* threadsafe function (it never keeps Node alive). A
-//! hold that `client.close()` released is gone for its holder as well: the task then calls
-//! `onLost(true)`. The task ends when the hold is released or lost, which also frees the
-//! callback.
+//! Loss reporting: a task per hold awaits the core's `loss()` and, if the hold was lost,
+//! calls `onLost(reason)` (`"expired"`, `"taken"` or `"deleted"`) through a *weak* threadsafe
+//! function (it never keeps Node alive). A hold that `client.close()` released is gone for its
+//! holder as well: the task then calls `onLost("closed")`. The task ends when the hold is
+//! released or lost, which also frees the callback.
+//!
+//! A release whose outcome is unknown (a connection error) leaves the guard in its slot, held,
+//! so `release()` may be called again; once settled it is taken out. A scope's release
+//! (`scopeEnd`) takes it out whatever the outcome: the dropped guard keeps trying in the
+//! background.
 
 use crate::client::Shared;
 use crate::error::{closed, not_owned, IntoNapi};
@@ -23,9 +28,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use tokio::sync::RwLock;
 
-/// The `onLost(closedByClient)` callback: errors not passed to it (`CalleeHandled = false`),
-/// weak (`Weak = true`: unreferenced, so it never keeps the event loop alive).
-pub(crate) type LostCallback = ThreadsafeFunction<bool, Unknown<'static>, bool, Status, false, true>;
+/// The `onLost(why)` callback, `why` the loss reason or `"closed"`: errors not passed to it
+/// (`CalleeHandled = false`), weak (`Weak = true`: unreferenced, so it never keeps the event
+/// loop alive).
+pub(crate) type LostCallback = ThreadsafeFunction<String, Unknown<'static>, String, Status, false, true>;
 
 /// One hold, shared by its `NativeHeld` and (weakly) by the client's registry.
 pub(crate) struct HoldSlot {
@@ -41,14 +47,19 @@ pub(crate) struct HoldSlot {
 
 impl HoldSlot {
     pub(crate) fn new(shared: &Arc<Shared>, guard: Guard, on_lost: LostCallback) -> Self {
-        let ended = guard.ended();
+        let loss = guard.loss();
         let closed = Arc::new(AtomicBool::new(false));
         let closed_by_client = closed.clone();
         tokio::spawn(async move {
-            let lost = ended.await;
+            let lost = loss.await;
             let closed = closed_by_client.load(Ordering::Acquire);
-            if lost || closed {
-                on_lost.call(closed && !lost, ThreadsafeFunctionCallMode::NonBlocking);
+            let why = match lost {
+                Some(reason) => Some(reason.as_str().to_owned()),
+                None if closed => Some("closed".to_owned()),
+                None => None,
+            };
+            if let Some(why) = why {
+                on_lost.call(why, ThreadsafeFunctionCallMode::NonBlocking);
             }
         });
         HoldSlot {
@@ -135,28 +146,38 @@ impl NativeHeld {
         }
     }
 
-    /// `true` until the hold is released through this handle or by `close()`.
+    /// `true` until the hold is released (through this handle or by `close()`) or lost; a
+    /// release whose outcome was unknown leaves it held.
     #[napi(getter)]
     pub fn held(&self) -> bool {
         match self.slot.guard.try_read() {
-            Ok(g) => g.as_ref().is_some_and(|g| !g.is_lost()),
-            Err(_) => false,
+            Ok(g) => g.as_ref().is_some_and(Guard::is_held),
+            Err(_) => true,
         }
     }
 
-    /// Releases the hold (decrements the hold count of a reentrant lock). Rejects with
-    /// `ERR_NOT_OWNED` when it expired, was taken or was already released, `ERR_LOCK_LOST`
-    /// when the loss had already been seen, `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
-    #[napi]
-    pub async fn release(&self) -> napi::Result<()> {
-        let guard = self.slot.guard.write().await.take();
-        let Some(guard) = guard else {
+    /// Releases the hold (decrements the hold count of a reentrant lock), at most once.
+    /// Rejects with `ERR_NOT_OWNED` (reason `deleted`, `taken` or `never_held`) or
+    /// `ERR_LOCK_LOST` (the loss was known before: its reason, or `expired`); with
+    /// `ERR_CONNECTION`/`ERR_QUORUM`/`ERR_NO_PERMISSION`/`ERR_OUT_OF_MEMORY` the hold stays
+    /// (`held`) and `release()` may be called again once Redis is back. `scopeEnd` (the end
+    /// of `using`, `await using`): nobody can call again, so a hold still held after the
+    /// attempt is handed to the core, which retries in the background while it is valid.
+    #[napi(ts_args_type = "scopeEnd?: boolean")]
+    pub async fn release(&self, scope_end: Option<bool>) -> napi::Result<()> {
+        let mut slot = self.slot.guard.write().await;
+        let Some(guard) = slot.as_ref() else {
             return Err(self.slot.already_released());
         };
-        if let Some(shared) = self.slot.shared.upgrade() {
-            shared.untrack(self.slot.id);
+        let result = guard.release().await;
+        if !guard.is_held() || scope_end == Some(true) {
+            // Dropped here: a guard still held is released in the background.
+            slot.take();
+            if let Some(shared) = self.slot.shared.upgrade() {
+                shared.untrack(self.slot.id);
+            }
         }
-        guard.release().await.js()
+        result.js()
     }
 
     /// Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost

@@ -23,6 +23,7 @@ pub struct NativeLock {
     reentrant: bool,
     lease: Option<Duration>,
     fenced: bool,
+    fence_ttl: Option<Duration>,
 }
 
 impl NativeLock {
@@ -32,6 +33,7 @@ impl NativeLock {
         // to each `acquire`.
         opt_millis("waitMs", options.wait_ms, true)?;
         let fenced = options.fenced.unwrap_or(false);
+        let fence_ttl = opt_millis("fenceTtlMs", options.fence_ttl_ms, false)?;
         if fenced && shared.is_quorum() {
             return Err(invalid("fencing tokens are not offered in quorum mode"));
         }
@@ -41,6 +43,7 @@ impl NativeLock {
             reentrant: options.reentrant,
             lease,
             fenced,
+            fence_ttl,
         })
     }
 
@@ -65,6 +68,9 @@ impl NativeLock {
         if self.fenced {
             lock = lock.fenced();
         }
+        if let Some(ttl) = self.fence_ttl {
+            lock = lock.fence_ttl(ttl);
+        }
         Ok(lock)
     }
 }
@@ -86,13 +92,14 @@ impl NativeLock {
     /// Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is the reentrant owner number (`null` for
     /// lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`. `onLost`
     /// is called (on the JavaScript thread, without keeping the process alive) if the hold
-    /// is later lost (`false`) or released by `close()` (`true`); never after a release.
+    /// is later lost (with the reason: `"expired"`, `"taken"`, `"deleted"`) or released by
+    /// `close()` (`"closed"`); never after a release.
     ///
     /// Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
     /// bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
     /// the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
     #[napi(
-        ts_args_type = "waitMs: number | null, owner: number | null, ticket: number, onLost: (closedByClient: boolean) => void"
+        ts_args_type = "waitMs: number | null, owner: number | null, ticket: number, onLost: (why: string) => void"
     )]
     pub async fn acquire(
         &self,

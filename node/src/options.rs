@@ -68,6 +68,9 @@ pub struct LockOptions {
     pub wait_ms: Option<f64>,
     /// Fenced lock: every acquire returns a fencing token (single node only).
     pub fenced: Option<bool>,
+    /// Fenced locks: the fencing counter key expires this many ms after the last fenced
+    /// acquire (absent: it persists). Tokens then restart at 1: see the README's hazard.
+    pub fence_ttl_ms: Option<f64>,
 }
 
 /// Converts a millisecond count from JavaScript. `allow_zero` for waits.

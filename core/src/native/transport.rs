@@ -2,12 +2,13 @@
 //! deployment) over a [`Reconnecting`] multiplexed connection.
 //!
 //! Scripts go out as `EVALSHA`; on `NOSCRIPT` (after `SCRIPT FLUSH` or a node restart) the
-//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it.
-//! On a server with `DELIFEQ` (Valkey 9) lease-lock requests run as plain commands instead
-//! (see `ifeq.rs`). With `sync_replicas`, grants and renewals are confirmed with `WAIT`
-//! (see `replication.rs`). A broken connection, a reply timeout, a call abandoned before its
-//! reply or a `READONLY` answer (the node was demoted) drops the connection, so the next
-//! call reconnects, or asks the sentinels again. A `MOVED` answer means the node is in Cluster mode: an error at once,
+//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it
+//! (requests marked `by_source` go out as `EVAL` at once). On a server with `DELIFEQ`
+//! (Valkey 9) lease-lock requests run as plain commands instead (see `ifeq.rs`). With
+//! `sync_replicas`, grants and renewals are confirmed with `WAIT` (see `replication.rs`). A
+//! broken connection, a reply timeout, a call abandoned before its reply or a `READONLY`
+//! answer (the node was demoted) drops the connection, so the next call reconnects, or asks
+//! the sentinels again. A `MOVED` answer means the node is in Cluster mode: an error at once,
 //! since no retry can help.
 
 use super::connection::{Live, Reconnecting, Settings, Source};
@@ -154,6 +155,9 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
     request: &Request,
 ) -> redis::RedisResult<Reply> {
     let script = request.script;
+    if request.by_source {
+        return invoke(conn, "EVAL", script.source(), request).await.map(convert);
+    }
     match invoke(conn, "EVALSHA", script.sha1(), request).await {
         // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
         // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
@@ -219,16 +223,26 @@ async fn invoke<C: ConnectionLike + Send>(
     cmd.query_async(conn).await
 }
 
-/// Maps a redis-rs error onto the taxonomy: server error replies are `Redis`, everything
-/// about reaching the server is `Connection`, including a peer whose bytes are not the Redis
-/// protocol at all (redis-rs also answers such a parse error by reconnecting). `args` (the
-/// request's arguments) are kept out of the message, as are the arguments a server echoes.
+/// Maps a redis-rs error onto the taxonomy: server error replies by their code, as the core
+/// classifies them ([`crate::error::redis_error_kind`]: `NOPERM`, `OOM`, `WRONGTYPE`, others
+/// `Redis`), everything about reaching the server is `Connection`, including a peer whose
+/// bytes are not the Redis protocol at all (redis-rs also answers such a parse error by
+/// reconnecting). `args` (the request's arguments) are kept out of the message, as are the
+/// arguments a server echoes.
 pub(crate) fn map_error(e: &redis::RedisError, args: &[String]) -> Error {
     use redis::ErrorKind as K;
     let text = redact::server_error(&e.to_string(), args);
     match e.kind() {
         K::Parse => Error::connection(format!("the server's reply is not the Redis protocol ({text})")),
-        K::Server(_) | K::Extension | K::UnexpectedReturnType => Error::new(ErrorKind::Redis, text),
+        K::Server(_) | K::Extension => match e.code() {
+            // The reply as Redis sent it: `CODE detail`, with echoed arguments scrubbed.
+            Some(code) => Error::from_redis_reply(format!(
+                "{code} {}",
+                redact::server_error(e.detail().unwrap_or_default(), args)
+            )),
+            None => Error::new(ErrorKind::Redis, text),
+        },
+        K::UnexpectedReturnType => Error::new(ErrorKind::Redis, text),
         K::InvalidClientConfig => Error::new(ErrorKind::InvalidArgument, text),
         _ => Error::connection(text),
     }

@@ -19,11 +19,14 @@ import atexit
 
 from . import _native
 from ._errors import (
+    KeyConflictError,
     DeploymentWarning,
     LockError,
     LockLostError,
+    NoPermissionError,
     NotAcquiredError,
     NotOwnedError,
+    OutOfMemoryError,
     QuorumError,
     RedisConnectionError,
 )
@@ -41,10 +44,13 @@ __all__ = [
     "Client",
     "DeploymentWarning",
     "Lock",
+    "KeyConflictError",
     "LockError",
     "LockLostError",
+    "NoPermissionError",
     "NotAcquiredError",
     "NotOwnedError",
+    "OutOfMemoryError",
     "QuorumError",
     "RedisConnectionError",
     "asyncio",

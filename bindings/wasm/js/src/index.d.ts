@@ -39,8 +39,13 @@ export interface LockOptions {
   leaseMs?: number
   /** Default wait of `acquire` / `using` in ms (0 = one try). Absent or `Infinity`: wait until acquired. */
   waitMs?: number
-  /** Fenced lock: every acquire returns a fencing token (single node only). */
+  /** Fenced lock: every acquire returns a fencing token (single node only); a re-entry gets the outer hold's token. */
   fenced?: boolean
+  /**
+   * Fenced locks: the counter key `redisson_lock_token:{name}` expires this many ms after the
+   * last fenced acquire (absent: it persists). Hazard: tokens then restart at 1 (see README).
+   */
+  fenceTtlMs?: number
 }
 
 /** Options of one acquisition. */
@@ -57,6 +62,8 @@ export interface WithLockOptions extends AcquireOptions {
   leaseMs?: number
   /** Fenced lock (single node only). */
   fenced?: boolean
+  /** Fenced locks: the counter key's TTL in ms after the last fenced acquire (absent: it persists). */
+  fenceTtlMs?: number
 }
 
 /** A client for one Redis node reached through `transport`. Synchronous: nothing is sent until a lock is used. */
@@ -138,7 +145,11 @@ export declare class Held implements AsyncDisposable {
   readonly signal: AbortSignal
   /** `true` once the hold is known lost. */
   readonly lost: boolean
-  /** Releases the hold. Rejects with `LockLostError` / `NotOwnedError` when it is no longer ours. */
+  /**
+   * Releases the hold, at most once. Rejects with `LockLostError` / `NotOwnedError` (see
+   * `reason`) when it is no longer ours; after `RedisConnectionError` (outcome unknown) the
+   * hold is kept and `release()` may be called again.
+   */
   release(): Promise<void>
   /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal sets it back to the watchdog timeout. */
   extend(leaseMs: number): Promise<void>
@@ -158,15 +169,23 @@ export type ErrorCode =
   | 'ERR_INVALID_ARGUMENT'
   | 'ERR_REDIS'
   | 'ERR_PANIC'
+  | 'ERR_NO_PERMISSION'
+  | 'ERR_OUT_OF_MEMORY'
+  | 'ERR_KEY_CONFLICT'
+
+/** Why a hold is not ours, the same word in every redlatch language. */
+export type Reason = 'expired' | 'taken' | 'deleted' | 'never_held'
 
 /** `code` -> numeric status (equal to the C `redlatch_status` value). */
 export declare const STATUS: Readonly<Record<ErrorCode, number>>
 
 /** Base class of every redlatch error (as such for `ERR_REDIS` and `ERR_PANIC`). */
 export declare class LockError extends Error {
-  constructor(message?: string, options?: { code?: ErrorCode; cause?: unknown })
+  constructor(message?: string, options?: { code?: ErrorCode; cause?: unknown; reason?: Reason | null })
   readonly code: ErrorCode
   readonly status: number
+  /** `NotOwnedError` / `LockLostError`: why the hold is not ours; `null` for other errors. */
+  readonly reason: Reason | null
 }
 /** The wait ran out (`ERR_NOT_ACQUIRED`). */
 export declare class NotAcquiredError extends LockError {}
@@ -182,3 +201,9 @@ export declare class QuorumError extends LockError {
 export declare class RedisConnectionError extends LockError {}
 /** Bad input; nothing was sent to Redis (`ERR_INVALID_ARGUMENT`). */
 export declare class InvalidArgumentError extends LockError {}
+/** The ACL user may not run a command or use a key or channel (`ERR_NO_PERMISSION`); nothing changed. */
+export declare class NoPermissionError extends LockError {}
+/** Redis is out of memory (`ERR_OUT_OF_MEMORY`). */
+export declare class OutOfMemoryError extends LockError {}
+/** The lock's name holds application data (`ERR_KEY_CONFLICT`); rejected at once. */
+export declare class KeyConflictError extends LockError {}

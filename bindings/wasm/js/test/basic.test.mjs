@@ -264,7 +264,7 @@ test('close rejects pending acquires, releases live holds and refuses later call
   await blocker.release()
 })
 
-test('transport failures are RedisConnectionError; error replies are LockError ERR_REDIS', async () => {
+test('transport failures are RedisConnectionError; error replies are classified by their code', async () => {
   const down = wasm.createClient(
     { eval: async () => Promise.reject(new Error('socket hang up')), label: 'down:1' },
     { networkTimeoutMs: 200 },
@@ -275,7 +275,12 @@ test('transport failures are RedisConnectionError; error replies are LockError E
   assert.match(err.message, /down:1: socket hang up/)
   const denied = wasm.createClient({ eval: async () => Promise.reject(new Error('NOPERM no permissions')) })
   const e2 = await denied.lock(key()).acquire({ waitMs: 0 }).catch((e) => e)
-  assert.ok(e2 instanceof LockError)
-  assert.equal(e2.code, 'ERR_REDIS')
-  assert.equal(e2.name, 'LockError')
+  assert.ok(e2 instanceof wasm.NoPermissionError, String(e2))
+  assert.equal(e2.code, 'ERR_NO_PERMISSION')
+  assert.equal(e2.name, 'NoPermissionError')
+  const busy = wasm.createClient({ eval: async () => Promise.reject(new Error('BUSY Redis is busy running a script')) })
+  const e3 = await busy.lock(key()).acquire({ waitMs: 0 }).catch((e) => e)
+  assert.ok(e3 instanceof LockError)
+  assert.equal(e3.code, 'ERR_REDIS')
+  assert.equal(e3.name, 'LockError')
 })

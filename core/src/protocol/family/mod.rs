@@ -39,6 +39,7 @@ fn request(script: &'static Script, keys: Vec<String>, args: Vec<String>) -> Req
         keys,
         args,
         plain: None,
+        by_source: false,
     }
 }
 

@@ -13,5 +13,8 @@ export {
   QuorumError,
   RedisConnectionError,
   InvalidArgumentError,
+  NoPermissionError,
+  OutOfMemoryError,
+  KeyConflictError,
 } from './errors.mjs'
 export { followsChains as rlockFollowsAsyncChains } from './chain.mjs'

@@ -107,9 +107,9 @@ export function transports(value) {
 }
 
 const CLIENT_OPTIONS = ['watchdogTimeoutMs', 'networkTimeoutMs', 'nodeTimeoutMs', 'pollIntervalMs']
-const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced']
+const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced', 'fenceTtlMs']
 const ACQUIRE_OPTIONS = ['waitMs', 'signal']
-const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'waitMs', 'signal']
+const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'fenceTtlMs', 'waitMs', 'signal']
 
 export function clientOptions(options) {
   const o = optionsObject('client options', options, CLIENT_OPTIONS)
@@ -121,13 +121,14 @@ export function clientOptions(options) {
   return out
 }
 
-/** Lock options, checked: `{ leaseMs, waitMs, fenced }` (waitMs: undefined = forever). */
+/** Lock options, checked: `{ leaseMs, waitMs, fenced, fenceTtlMs }` (waitMs: undefined = forever). */
 export function lockOptions(options) {
   const o = optionsObject('lock options', options, LOCK_OPTIONS)
   return {
     leaseMs: millis('leaseMs', o.leaseMs),
     waitMs: wait(o.waitMs),
     fenced: boolean('fenced', o.fenced),
+    fenceTtlMs: millis('fenceTtlMs', o.fenceTtlMs),
   }
 }
 
@@ -141,7 +142,7 @@ export function acquireOptions(options) {
 export function withLockOptions(options) {
   const o = optionsObject('withLock options', options, WITH_LOCK_OPTIONS)
   return {
-    lock: { leaseMs: o.leaseMs, fenced: o.fenced },
+    lock: { leaseMs: o.leaseMs, fenced: o.fenced, fenceTtlMs: o.fenceTtlMs },
     acquire: { waitMs: o.waitMs, signal: o.signal },
   }
 }

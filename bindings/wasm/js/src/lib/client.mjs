@@ -90,7 +90,7 @@ export class Client {
     if (this.#hub.closed) throw closedError()
     let raw
     try {
-      raw = this.#raw.lock(name, reentrant, o.leaseMs, o.waitMs === Infinity ? undefined : o.waitMs, o.fenced)
+      raw = this.#raw.lock(name, reentrant, o.leaseMs, o.waitMs === Infinity ? undefined : o.waitMs, o.fenced, o.fenceTtlMs)
     } catch (err) {
       throw fromWasm(err)
     }

@@ -1,6 +1,8 @@
 // The error tree of `redlatch/wasm` (shared/API.md, "Errors"): the same class names, `code`
-// strings and numeric `status` as the native `redlatch` entry. Errors are made in Rust
-// (src/error.rs) as plain `Error` objects carrying `name`, `code`, `status` (and `nodes`);
+// strings, numeric `status` and `reason` as the native `redlatch` entry. Errors are made in
+// Rust (src/error.rs) as plain `Error` objects carrying `name`, `code`, `status`, `reason`
+// (NotOwnedError / LockLostError: 'expired', 'taken', 'deleted' or 'never_held'; else null)
+// and `nodes`;
 // `fromWasm` only swaps the prototype to the class of that name, so the stack and every
 // property stay as made.
 
@@ -14,13 +16,16 @@ export const STATUS = Object.freeze({
   ERR_INVALID_ARGUMENT: 6,
   ERR_REDIS: 7,
   ERR_PANIC: 8,
+  ERR_NO_PERMISSION: 9,
+  ERR_OUT_OF_MEMORY: 10,
+  ERR_KEY_CONFLICT: 11,
 })
 
 /** Base class of every redlatch error. Used as such for `ERR_REDIS` and `ERR_PANIC`. */
 export class LockError extends Error {
   /**
    * @param {string} message
-   * @param {{ code?: string, cause?: unknown }} [options]
+   * @param {{ code?: string, cause?: unknown, reason?: string | null }} [options]
    */
   constructor(message, options = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -29,6 +34,8 @@ export class LockError extends Error {
     this.code = code
     /** Stable numeric code, equal to the C `redlatch_status` value. */
     this.status = STATUS[code] ?? STATUS.ERR_PANIC
+    /** Why a hold is not ours ('expired', 'taken', 'deleted', 'never_held'); null otherwise. */
+    this.reason = options.reason ?? null
   }
 }
 LockError.defaultCode = 'ERR_PANIC'
@@ -37,11 +44,11 @@ LockError.defaultCode = 'ERR_PANIC'
 export class NotAcquiredError extends LockError {}
 NotAcquiredError.defaultCode = 'ERR_NOT_ACQUIRED'
 
-/** Release or extend of a hold this owner does not have (never held, expired, taken, released). */
+/** Release or extend of a hold this owner does not have (found deleted or taken, or never held here / already released): see `reason`. */
 export class NotOwnedError extends LockError {}
 NotOwnedError.defaultCode = 'ERR_NOT_OWNED'
 
-/** The hold was lost while held (watchdog or extend found it gone, or its lease ran out). */
+/** The hold was lost while held (watchdog or extend found it gone, or its lease ran out): see `reason`. */
 export class LockLostError extends NotOwnedError {}
 LockLostError.defaultCode = 'ERR_LOCK_LOST'
 
@@ -67,6 +74,18 @@ RedisConnectionError.defaultCode = 'ERR_CONNECTION'
 export class InvalidArgumentError extends LockError {}
 InvalidArgumentError.defaultCode = 'ERR_INVALID_ARGUMENT'
 
+/** The ACL user may not run a command or use a key or channel (`NOPERM`). Nothing changed. */
+export class NoPermissionError extends LockError {}
+NoPermissionError.defaultCode = 'ERR_NO_PERMISSION'
+
+/** Redis is out of memory (`OOM`: `maxmemory` reached under `noeviction`). Rejected at once. */
+export class OutOfMemoryError extends LockError {}
+OutOfMemoryError.defaultCode = 'ERR_OUT_OF_MEMORY'
+
+/** The lock's name holds application data (another type, or a string / hash without TTL that is no lock). Rejected at once, whatever the wait. */
+export class KeyConflictError extends LockError {}
+KeyConflictError.defaultCode = 'ERR_KEY_CONFLICT'
+
 const CLASSES = [
   LockError,
   NotAcquiredError,
@@ -75,6 +94,9 @@ const CLASSES = [
   QuorumError,
   RedisConnectionError,
   InvalidArgumentError,
+  NoPermissionError,
+  OutOfMemoryError,
+  KeyConflictError,
 ]
 for (const cls of CLASSES) {
   Object.defineProperty(cls.prototype, 'name', { value: cls.name, writable: true, configurable: true })
@@ -97,6 +119,7 @@ export function fromWasm(err) {
       delete err.name
     }
     if (cls === QuorumError && !Array.isArray(err.nodes)) err.nodes = []
+    if (err.reason === undefined) err.reason = null
     return err
   }
   // A RuntimeError from the wasm module (a Rust panic: a bug) is reported as ERR_PANIC.

@@ -84,7 +84,7 @@ export class Lock {
     try {
       result = await (frame ? chain.run(frame, fn, held.signal) : fn(held.signal))
     } catch (err) {
-      await held.release().catch(() => {})
+      await held[RELEASE_AT_SCOPE_END]().catch(() => {})
       throw err
     }
     await releaseAtScopeEnd(held)
@@ -117,7 +117,7 @@ export class Lock {
     const held = new Held(INTERNAL, raw, frame, hub)
     if (hub.closed || signal?.aborted) {
       // Closed or aborted just as the acquire succeeded: give it back.
-      await held.release().catch(() => {})
+      await held[RELEASE_AT_SCOPE_END]().catch(() => {})
       throw hub.closed ? closedError() : signal.reason
     }
     return held
@@ -148,6 +148,9 @@ export class Lock {
   }
 }
 
+// The release of a scope's end (module-private: not part of Held's API).
+const RELEASE_AT_SCOPE_END = Symbol('releaseAtScopeEnd')
+
 /**
  * One acquisition. Release it with `release()`, or let `await using` / `lock.using(fn)` do it.
  * A Held that is garbage-collected without a release is released in the background.
@@ -170,9 +173,11 @@ export class Held {
     // garbage-collected (and its hold released in the background).
     const controller = this.#controller
     const name = raw.name
-    raw.ended().then(
-      (lost) => {
-        if (lost) controller.abort(new LockLostError(`lock ${JSON.stringify(name)} was lost while held`))
+    raw.loss().then(
+      (reason) => {
+        if (reason !== null) {
+          controller.abort(new LockLostError(`lock ${JSON.stringify(name)} was lost while held (${reason})`, { reason }))
+        }
       },
       () => {},
     )
@@ -203,7 +208,7 @@ export class Held {
     return this.#controller.signal.aborted || this.#raw.lost
   }
 
-  /** @internal `true` until `release()` was called. */
+  /** @internal `true` until the hold is settled (released, found not ours, or given up at a scope's end). */
   get active() {
     return !this.#done
   }
@@ -211,19 +216,33 @@ export class Held {
   /** @internal `client.close()`: the holder's lock is gone, so its signal aborts; then releases. */
   async closeByClient() {
     this.#closedByClient = true
-    this.#controller.abort(new LockLostError(`lock ${JSON.stringify(this.name)} was released by client.close()`))
-    await this.release()
+    // Its key is deleted by this client's close() while the holder holds it.
+    const why = `lock ${JSON.stringify(this.name)} was released by client.close()`
+    this.#controller.abort(new LockLostError(why, { reason: 'deleted' }))
+    await this[RELEASE_AT_SCOPE_END]()
   }
 
   /**
-   * Releases the hold. Rejects with LockLostError when it had been lost, NotOwnedError when it
-   * expired, was taken or was already released, RedisConnectionError / QuorumError when Redis
-   * could not confirm (the key then expires with its lease) or when `client.close()` released it.
+   * Releases the hold, at most once. Rejects with LockLostError (the loss was known before)
+   * or NotOwnedError (found deleted or taken, or already released): see `reason`. After
+   * RedisConnectionError / QuorumError (outcome unknown) or NoPermissionError /
+   * OutOfMemoryError (nothing changed) the hold is kept and `release()` may be called again.
+   * RedisConnectionError too when `client.close()` released it.
    */
   async release() {
     if (this.#closedByClient && this.#done) throw new RedisConnectionError('the client is closed')
     try {
-      await call(() => this.#raw.release())
+      await call(() => this.#raw.release(false))
+    } finally {
+      // An unknown outcome leaves the hold held: release again.
+      if (!this.#raw.held) this.#end()
+    }
+  }
+
+  /** @internal The release ending a scope: an unknown outcome is retried in the background. */
+  async [RELEASE_AT_SCOPE_END]() {
+    try {
+      await call(() => this.#raw.release(true))
     } finally {
       this.#end()
     }
@@ -264,13 +283,14 @@ export class Held {
  */
 async function releaseAtScopeEnd(held) {
   try {
-    await held.release()
+    await held[RELEASE_AT_SCOPE_END]()
   } catch (err) {
     // Lost (or released by client.close()) while the block ran: that is what ended it.
     if (held.signal.reason instanceof LockLostError) throw held.signal.reason
     if (err instanceof NotOwnedError && !(err instanceof LockLostError)) {
       throw new LockLostError(`lock ${JSON.stringify(held.name)} was lost while the block held it: ${err.message}`, {
         cause: err,
+        reason: err.reason,
       })
     }
     throw err
