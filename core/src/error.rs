@@ -30,7 +30,8 @@ pub enum ErrorKind {
     /// random source was unavailable. Code 8.
     Panic,
     /// Redis refused a command, key or channel to this ACL user (`NOPERM`, and Redis 7.0's
-    /// "The user executing the script can't ..." from inside a script). Nothing was changed
+    /// "The user executing the script can't ..." and Valkey's "ACL failure in script: ..." from
+    /// inside a script). Nothing was changed
     /// by the refused request; grant the permission (see the ACL recipe in the docs). Code 9.
     NoPermission,
     /// Redis is out of memory (`OOM`: `maxmemory` reached under `noeviction`); writes such as
@@ -302,8 +303,8 @@ impl Error {
 }
 
 /// The kind of a Redis error reply, from its text (the same rule for every transport):
-/// `NOPERM ...`, and Redis 7.0's script form `ERR The user executing the script can't ...`
-/// are [`ErrorKind::NoPermission`]; `OOM ...` is [`ErrorKind::OutOfMemory`]; `WRONGTYPE ...`
+/// `NOPERM ...`, Redis 7.0's script form `ERR The user executing the script can't ...` and
+/// Valkey's `ERR ACL failure in script: ...` are [`ErrorKind::NoPermission`]; `OOM ...` is [`ErrorKind::OutOfMemory`]; `WRONGTYPE ...`
 /// (also what redlatch's scripts answer for a key that holds application data) is
 /// [`ErrorKind::KeyConflict`]; anything else is [`ErrorKind::Redis`]. Client libraries may put
 /// their own prefix first (redis-rs writes `NoPerm: ...`), so the code is matched
@@ -319,7 +320,11 @@ pub fn redis_error_kind(reply: &str) -> ErrorKind {
         "NOPERM" => ErrorKind::NoPermission,
         "OOM" => ErrorKind::OutOfMemory,
         "WRONGTYPE" => ErrorKind::KeyConflict,
-        _ if text.contains("The user executing the script can't") => ErrorKind::NoPermission,
+        _ if text.contains("The user executing the script can't")
+            || text.contains("ACL failure in script") =>
+        {
+            ErrorKind::NoPermission
+        }
         _ => ErrorKind::Redis,
     }
 }
@@ -374,6 +379,10 @@ mod tests {
         let cases = [
             ("NOPERM this user has no permissions to access one of the keys", ErrorKind::NoPermission),
             ("NoPerm: this user has no permissions", ErrorKind::NoPermission),
+            (
+                "ERR ACL failure in script: User noget has no permissions to run the 'get' command script: 1f, on @user_script:17.",
+                ErrorKind::NoPermission,
+            ),
             (
                 "ERR The user executing the script can't publish to the channel mentioned in the command script: 1f, on @user_script:1.",
                 ErrorKind::NoPermission,

@@ -40,20 +40,25 @@ fn script_calls(server: &RedisServer) -> u64 {
         .sum()
 }
 
+/// A user denied scripting (the recipe's commands minus EVAL/EVALSHA and `denied`, plus the
+/// Valkey ones) named `user`, and the URL it logs in with.
+fn noscript_user(server: &RedisServer, user: &str, denied: &[&str]) -> String {
+    let mut args = redlatch_fleet::acl::setuser_args("*", true);
+    args.retain(|a| a != "+eval" && a != "+evalsha" && !denied.contains(&a.as_str()));
+    args[2] = user.into();
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(server.cli(&refs).unwrap(), "OK");
+    format!(
+        "redis://{user}:{}@127.0.0.1:{}",
+        redlatch_fleet::acl::PASSWORD,
+        server.port()
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_locks_need_no_scripting_on_valkey() {
     let Some(server) = valkey() else { return };
-    // Scripting denied: the recipe's commands minus EVAL/EVALSHA, plus DELIFEQ.
-    let mut args = redlatch_fleet::acl::setuser_args("*", true);
-    args.retain(|a| a != "+eval" && a != "+evalsha");
-    args[2] = "noscript".into();
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_eq!(server.cli(&refs).unwrap(), "OK");
-    let url = format!(
-        "redis://noscript:{}@127.0.0.1:{}",
-        redlatch_fleet::acl::PASSWORD,
-        server.port()
-    );
+    let url = noscript_user(&server, "noscript", &[]);
     let client = within(
         BOUND,
         Client::builder(&url)
@@ -118,6 +123,142 @@ async fn lease_locks_need_no_scripting_on_valkey() {
     );
 }
 
+/// Without scripts, the answers are the scripts' (issue #10's rules): a release retried after
+/// its first attempt applied late is released (its latch says so), not "gone"; application
+/// data under a lock's name is a KeyConflict and is left alone; an ACL refusal changes
+/// nothing; a release works over maxmemory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_scripts_the_answers_are_the_scripts() {
+    let Some(server) = valkey() else { return };
+    let client = within(
+        BOUND,
+        Client::builder(&noscript_user(&server, "noscript", &[]))
+            .network_timeout(Duration::from_millis(500))
+            .connect(),
+    )
+    .await
+    .unwrap();
+
+    // The first attempt applies while the caller has given up on it (server paused).
+    let g = within(
+        BOUND,
+        client.lock("vk-late").lease(Duration::from_secs(20)).acquire(),
+    )
+    .await
+    .unwrap();
+    server.pause().unwrap();
+    let err = within(BOUND, g.release()).await;
+    server.resume().unwrap();
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::Connection);
+    assert_eq!(server.cli(&["EXISTS", "vk-late"]).unwrap(), "0", "applied late");
+    within(BOUND, g.release())
+        .await
+        .expect("the earlier attempt released it: its latch says so");
+
+    // Released by someone else meanwhile and taken: a refusal, their key untouched.
+    let g = within(
+        BOUND,
+        client.lock("vk-taken").lease(Duration::from_secs(20)).acquire(),
+    )
+    .await
+    .unwrap();
+    server
+        .cli(&["SET", "vk-taken", "0123456789abcdef0123", "PX", "20000"])
+        .unwrap();
+    let err = within(BOUND, g.release()).await.unwrap_err();
+    assert_eq!(err.reason(), Some(redlatch::Reason::Taken), "{err}");
+    assert_eq!(server.cli(&["GET", "vk-taken"]).unwrap(), "0123456789abcdef0123");
+
+    // Application data under the lock's name.
+    server.cli(&["SET", "vk-app", "some application text"]).unwrap();
+    server.cli(&["HSET", "vk-hash", "f", "1"]).unwrap();
+    server.cli(&["RPUSH", "vk-list", "x"]).unwrap();
+    for name in ["vk-app", "vk-hash"] {
+        let lock = client.lock(name).wait(Duration::ZERO);
+        let err = within(BOUND, lock.clone().try_acquire()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::KeyConflict, "{name}: {err}");
+        let err = within(BOUND, lock.locked()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::KeyConflict, "{name}: {err}");
+    }
+    let err = within(BOUND, client.force_unlock("vk-list")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::KeyConflict, "{err}");
+    assert_eq!(server.cli(&["TYPE", "vk-app"]).unwrap(), "string");
+    assert_eq!(server.cli(&["LLEN", "vk-list"]).unwrap(), "1");
+    let g = within(
+        BOUND,
+        client
+            .lock("vk-replaced")
+            .lease(Duration::from_secs(20))
+            .acquire(),
+    )
+    .await
+    .unwrap();
+    server.cli(&["DEL", "vk-replaced"]).unwrap();
+    server.cli(&["HSET", "vk-replaced", "f", "1"]).unwrap();
+    let err = within(BOUND, g.release()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::KeyConflict, "{err}");
+    assert_eq!(server.cli(&["TYPE", "vk-replaced"]).unwrap(), "hash");
+
+    // No PUBLISH: the release is refused before anything changed.
+    let nopub = within(
+        BOUND,
+        Client::connect(&noscript_user(&server, "nopub", &["+publish"])),
+    )
+    .await
+    .unwrap();
+    let g = within(
+        BOUND,
+        nopub.lock("vk-nopub").lease(Duration::from_secs(20)).acquire(),
+    )
+    .await
+    .unwrap();
+    let err = within(BOUND, g.release()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+    assert!(g.is_held());
+    assert_eq!(
+        server.cli(&["EXISTS", "vk-nopub"]).unwrap(),
+        "1",
+        "left as it was"
+    );
+
+    // Over maxmemory a release still releases (as the script and redis-py's do).
+    let g = within(
+        BOUND,
+        client.lock("vk-oom").lease(Duration::from_secs(20)).acquire(),
+    )
+    .await
+    .unwrap();
+    server.cli(&["CONFIG", "SET", "maxmemory", "1"]).unwrap();
+    let released = within(BOUND, g.release()).await;
+    server.cli(&["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+    released.expect("a release frees memory; OOM must not refuse it");
+    assert_eq!(server.cli(&["EXISTS", "vk-oom"]).unwrap(), "0");
+
+    assert_eq!(script_calls(&server), 0, "no EVAL/EVALSHA was sent");
+}
+
+/// A user granted the scripts but not the transaction's commands still has lease locks:
+/// those requests run their scripts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_without_the_plain_commands_runs_the_scripts() {
+    let Some(server) = valkey() else { return };
+    let mut args = redlatch_fleet::acl::setuser_args("*", false);
+    args[2] = "scripts".into();
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(server.cli(&refs).unwrap(), "OK");
+    let url = format!(
+        "redis://scripts:{}@127.0.0.1:{}",
+        redlatch_fleet::acl::PASSWORD,
+        server.port()
+    );
+    let client = within(BOUND, Client::connect(&url)).await.unwrap();
+    let g = within(BOUND, client.lock("vk-s").acquire()).await.unwrap();
+    assert!(g.owned().await.unwrap());
+    g.release().await.unwrap();
+    assert_eq!(server.cli(&["EXISTS", "vk-s"]).unwrap(), "0");
+    assert!(script_calls(&server) > 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reentrant_locks_use_the_scripts_on_valkey() {
     let Some(server) = valkey() else { return };
@@ -139,6 +280,7 @@ async fn reentrant_locks_use_the_scripts_on_valkey() {
 /// as not renewed, a released hold seen as lost).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_batch_is_not_overtaken_by_a_release() {
+    use redlatch::protocol::reply::OwnershipReply;
     use redlatch::protocol::request::{self, Holder};
     use redlatch::{RedisTransport, Transport};
     let Some(server) = valkey() else { return };
@@ -167,7 +309,7 @@ async fn a_renewal_batch_is_not_overtaken_by_a_release() {
         let flags = redlatch::protocol::reply::decode_renew_batch(&renewed.unwrap(), 2).unwrap();
         assert_eq!(
             flags,
-            [true, true],
+            [OwnershipReply::Done, OwnershipReply::Done],
             "round {round}: the release overtook the batch"
         );
         released.unwrap();

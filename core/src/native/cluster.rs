@@ -244,6 +244,7 @@ impl ClusterTransport {
                     .chain(indices.iter().map(|&i| request.args[i + 1].clone()))
                     .collect(),
                 plain: None,
+                by_source: request.by_source,
             };
             let mut conn = conn.clone();
             async move {

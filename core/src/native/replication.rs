@@ -42,7 +42,8 @@ pub(crate) fn write_to_confirm(request: &Request, reply: &Reply) -> Option<&'sta
         return matches!(reply::decode_extend(reply), Ok(OwnershipReply::Done)).then_some("extend");
     }
     if is(&scripts::RENEW_BATCH) {
-        let renewed = reply::decode_renew_batch(reply, request.keys.len()).is_ok_and(|f| f.contains(&true));
+        let renewed = reply::decode_renew_batch(reply, request.keys.len())
+            .is_ok_and(|f| f.contains(&OwnershipReply::Done));
         return renewed.then_some("renewal");
     }
     None
@@ -80,7 +81,7 @@ mod tests {
     #[test]
     fn only_grants_and_renewals_wait() {
         let h = Holder::Lease { token: "t".into() };
-        let acquire = h.acquire("n", 100, false, "", 0);
+        let acquire = h.acquire("n", 100, None, "", 0);
         let granted = Reply::Array(vec![Reply::Int(1), Reply::Int(0)]);
         let busy = Reply::Array(vec![Reply::Int(0), Reply::Int(50)]);
         assert_eq!(write_to_confirm(&acquire, &granted), Some("acquire"));
@@ -113,7 +114,7 @@ mod tests {
             replicas: 1,
             timeout: Duration::from_millis(200),
         };
-        let e = too_few("acquire", &h.acquire("n", 1, false, "", 0), 0, sync, "h:1");
+        let e = too_few("acquire", &h.acquire("n", 1, None, "", 0), 0, sync, "h:1");
         assert_eq!(e.kind(), ErrorKind::NotAcquired);
         assert!(e.message().contains("only 0 of 1 replica(s)"), "{e}");
         assert_eq!(

@@ -3,8 +3,8 @@
 //! critical-section workload with its interval log.
 #![allow(dead_code)]
 
-pub mod relay;
 pub mod logs;
+pub mod relay;
 
 use redlatch::{Client, Lock};
 use redlatch_fleet::{check_no_overlap, Interval, RedisServer};

@@ -20,12 +20,15 @@ pub const PASSWORD: &str = "redlatch-test-password";
 /// (sharded on Cluster), `WAIT` for `sync_replicas`, and the read-only checks made at connect
 /// (each tolerated when denied): `CONFIG GET maxmemory-policy`, `COMMAND INFO`,
 /// `PUBSUB SHARDNUMSUB`, `ROLE`, `CLUSTER SLOTS`.
-pub const COMMANDS: &str = "-@all +ping +hello +select +evalsha +eval +set +get +pttl +pexpire +del +exists \
+pub const COMMANDS: &str =
+    "-@all +ping +hello +select +evalsha +eval +set +get +pttl +pexpire +del +exists +type \
 +incr +hincrby +hexists +hget +publish +spublish +subscribe +unsubscribe +ssubscribe +sunsubscribe +wait \
 +role +config|get +command|info +pubsub|shardnumsub +cluster|slots +asking";
 
-/// Valkey 9 only: its compare-and-delete, used for lease locks instead of a script.
-pub const VALKEY_COMMANDS: &str = "+delifeq";
+/// Valkey 9 only: what lease locks use instead of a script (its compare-and-delete, inside
+/// one `MULTI`/`EXEC` per request, the release's latch written by `COPY`; see
+/// `core/src/native/ifeq.rs`).
+pub const VALKEY_COMMANDS: &str = "+delifeq +multi +exec +copy";
 
 /// What the family's scripts call besides [`COMMANDS`].
 pub const FAMILY_COMMANDS: &str =
