@@ -360,7 +360,7 @@ mod tests {
     fn the_publish_command_is_replaceable() {
         let lease = Holder::Lease { token: "t".into() };
         let r = lease.release("n", 1, "", 0).with_publish_command("spublish");
-        assert_eq!(r.args, ["t", "spublish"]);
+        assert_eq!(r.args, ["t", "spublish", "redisson_lock__channel:{n}", "0"]);
         let rl = Holder::Reentrant { owner: "o:1".into() };
         assert_eq!(
             rl.release("n", 1, "r", 2).with_publish_command("spublish").args[2],
@@ -372,7 +372,7 @@ mod tests {
         );
         assert_eq!(
             force_unlock("n").with_publish_command("spublish").args,
-            ["spublish"]
+            ["spublish", "redisson_lock__channel:{n}"]
         );
         assert_eq!(
             lease.extend("n", 5).with_publish_command("spublish").args,
