@@ -8,10 +8,16 @@
 //! [`Reconnecting::invalidate`]; the next call connects again.
 //!
 //! A call its caller abandons while the request is in flight (the driver's timeout, a quorum
-//! node's timeout, a cancelled task) also drops the connection ([`InFlight`]): the reply may
-//! never come (a flow a firewall dropped, a host gone without a reset), and every later
-//! call would queue behind it on that connection until the kernel gives up on TCP
-//! (~15 min). Its other calls still finish on the old connection; new ones get a new one.
+//! node's timeout, a cancelled task), or whose reply timed out, makes the connection
+//! suspect ([`InFlight`], [`Reconnecting::suspect`]): the reply may never come (a flow a
+//! firewall dropped, a host gone without a reset), and every later call would queue behind
+//! it on that connection until the kernel gives up on TCP (~15 min). The next call gets a
+//! new connection; the calls in flight still finish on the old one. One exception: the undo
+//! of an acquire attempt sent within a connect timeout of the suspicion
+//! ([`Reconnecting::get_for`] with `follow_up`) goes on the suspect connection (kept for
+//! that even after a retry replaced it), queued after the attempt, so on a node that is only slow (a stall, a long reply delay) it runs
+//! after the grant it undoes; on a new connection it could run first and leave the grant
+//! for its whole lease.
 
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
@@ -23,7 +29,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, PushInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where the node is: a fixed address, or the master a Sentinel deployment names.
 #[derive(Clone)]
@@ -85,6 +91,9 @@ pub(crate) struct Reconnecting {
     live: Mutex<Option<Live>>,
     connecting: tokio::sync::Mutex<()>,
     next_id: AtomicU64,
+    /// The connection a call was abandoned on (or timed out on), and since when; kept after
+    /// a newer one replaced it, for the undos that must follow their attempt onto it.
+    suspect: Mutex<Option<(Live, Instant)>>,
 }
 
 impl Reconnecting {
@@ -95,6 +104,7 @@ impl Reconnecting {
             live: Mutex::new(None),
             connecting: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
+            suspect: Mutex::new(None),
         }
     }
 
@@ -116,8 +126,33 @@ impl Reconnecting {
     /// `Connection` when the node (or, for Sentinel, every sentinel) cannot be reached,
     /// naming TLS failures; `InvalidArgument` for a bad TLS setup.
     pub(crate) async fn get(&self) -> Result<Live> {
+        self.get_for(false).await
+    }
+
+    /// [`get`](Self::get), except that a `follow_up` (the undo of an attempt) keeps a suspect
+    /// connection for a connect timeout after the suspicion (see the module docs).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub(crate) async fn get_for(&self, follow_up: bool) -> Result<Live> {
+        let suspect = {
+            let mut suspect = self.suspect.lock().unwrap_or_else(|p| p.into_inner());
+            if suspect
+                .as_ref()
+                .is_some_and(|(_, since)| since.elapsed() >= self.settings.connect_timeout)
+            {
+                *suspect = None;
+            }
+            suspect.clone()
+        };
+        if let (true, Some((live, _))) = (follow_up, &suspect) {
+            return Ok(live.clone());
+        }
         if let Some(live) = self.current() {
-            return Ok(live);
+            if suspect.is_none_or(|(s, _)| s.id != live.id) {
+                return Ok(live);
+            }
+            self.invalidate(live.id);
         }
         let _one_at_a_time = self.connecting.lock().await;
         if let Some(live) = self.current() {
@@ -136,8 +171,20 @@ impl Reconnecting {
         }
     }
 
+    /// Marks connection `id` suspect: a call on it was abandoned or timed out (see the module
+    /// docs). The first suspicion counts.
+    pub(crate) fn suspect(&self, id: u64) {
+        let Some(live) = self.current().filter(|l| l.id == id) else {
+            return; // already replaced
+        };
+        let mut suspect = self.suspect.lock().unwrap_or_else(|p| p.into_inner());
+        if suspect.as_ref().is_none_or(|(old, _)| old.id != id) {
+            *suspect = Some((live, Instant::now()));
+        }
+    }
+
     /// Marks a call on `live` as in flight until [`InFlight::done`]; dropped before that,
-    /// the connection is dropped too (see the module docs).
+    /// the connection becomes suspect (see the module docs).
     pub(crate) fn in_flight(&self, live: &Live) -> InFlight<'_> {
         InFlight {
             conn: self,
@@ -213,8 +260,8 @@ impl InFlight<'_> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if !self.done {
-            tracing::debug!("a call was abandoned before its reply: dropping its connection");
-            self.conn.invalidate(self.id);
+            tracing::debug!("a call was abandoned before its reply: its connection is suspect");
+            self.conn.suspect(self.id);
         }
     }
 }

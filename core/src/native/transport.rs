@@ -4,11 +4,12 @@
 //! Scripts go out as `EVALSHA`; on `NOSCRIPT` (after `SCRIPT FLUSH` or a node restart) the
 //! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it
 //! (requests marked `by_source` go out as `EVAL` at once). On a server with `DELIFEQ`
-//! (Valkey 9) lease-lock requests run as plain commands instead (see `ifeq.rs`). With
+//! (Valkey 9) lease-lock requests run as plain commands instead (see `ifeq/`). With
 //! `sync_replicas`, grants and renewals are confirmed with `WAIT` (see `replication.rs`). A
-//! broken connection, a reply timeout, a call abandoned before its reply or a `READONLY`
-//! answer (the node was demoted) drops the connection, so the next call reconnects, or asks
-//! the sentinels again. A `MOVED` answer means the node is in Cluster mode: an error at once,
+//! broken connection or a `READONLY` answer (the node was demoted) drops the connection, so
+//! the next call reconnects, or asks the sentinels again; after a reply timeout or a call
+//! abandoned before its reply, the next call does too, except the undo of an acquire attempt,
+//! which follows the attempt onto its connection (see `connection.rs`). A `MOVED` answer means the node is in Cluster mode: an error at once,
 //! since no retry can help.
 
 use super::connection::{Live, Reconnecting, Settings, Source};
@@ -22,6 +23,7 @@ use crate::driver::{BoxFut, Subscription, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
+use crate::protocol::scripts;
 use redis::aio::ConnectionLike;
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,7 +114,11 @@ impl RedisTransport {
     fn failed(&self, live: &Live, e: &redis::RedisError, args: &[String]) -> Error {
         use redis::ServerErrorKind as S;
         let readonly = e.kind() == redis::ErrorKind::Server(S::ReadOnly);
-        if readonly || e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+        if e.is_timeout() {
+            // Maybe only slow: the next call gets a new connection, an undo still this one.
+            // (Checked first: redis-rs' reply timeout is also an I/O error.)
+            self.conn.suspect(live.id);
+        } else if readonly || e.is_io_error() || e.is_connection_dropped() {
             tracing::debug!(node = %live.node, error = %redact::server_error(&e.to_string(), args), "dropping the connection");
             self.conn.invalidate(live.id);
         }
@@ -149,6 +155,16 @@ impl RedisTransport {
     }
 }
 
+/// The undo of an acquire attempt ([`crate::protocol::request::Holder::abort`]: sent by
+/// source, a latch-less lease release or `rlock_abort`): it must run after the attempt, so
+/// it follows it onto its connection even when that one is suspect.
+fn is_undo(request: &Request) -> bool {
+    let is = |s: &scripts::Script| std::ptr::eq(request.script, s);
+    request.by_source
+        && (is(&scripts::RLOCK_ABORT)
+            || (is(&scripts::LEASE_RELEASE) && request.args.get(3).is_some_and(|ttl| ttl == "0")))
+}
+
 /// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`.
 pub(crate) async fn eval_script<C: ConnectionLike + Send>(
     conn: &mut C,
@@ -173,7 +189,7 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
 impl Transport for RedisTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
-            let live = self.conn.get().await?;
+            let live = self.conn.get_for(is_undo(request)).await?;
             let mut conn = live.conn.clone();
             let in_flight = self.conn.in_flight(&live);
             let reply = self.run(&mut conn, live.facts.ifeq, request).await;
