@@ -154,12 +154,11 @@ fn fleet_starts_distinct_nodes_and_stops_them_on_drop() {
     assert_eq!(ports.len(), 4);
     assert_eq!(fleet.quorum_urls().len(), 3);
     assert_eq!(fleet.single_url(), Some(single.url()));
-    let env = fleet.env_vars();
-    assert_eq!(env[0], ("REDLATCH_TEST_URL", single.url()));
-    assert_eq!(
-        env[1],
-        ("REDLATCH_TEST_QUORUM_URLS", fleet.quorum_urls().join(","))
-    );
+    let env: std::collections::HashMap<_, _> = fleet.env_vars().into_iter().collect();
+    assert_eq!(env["REDLATCH_TEST_URL"], single.url());
+    assert_eq!(env["REDLATCH_TEST_QUORUM_URLS"], fleet.quorum_urls().join(","));
+    assert_eq!(env["REDLATCH_TEST_ADMIN_URL"], single.admin_url());
+    assert_eq!(env.len(), 4, "{env:?}");
     assert!(ports.iter().all(|&p| ping_port(p, SHORT)));
 
     drop(fleet);
