@@ -10,9 +10,10 @@ use std::sync::mpsc;
 use std::thread::{self, sleep};
 use std::time::{Duration, Instant};
 
-use redlatch_fleet::{check_no_overlap, Interval, RedisServer};
+use redlatch_fleet::{check_no_overlap, find_overlaps, first_overlap, monotonic_ns, Interval, RedisServer};
 
 use crate::lock::LOCK_IMPL;
+use crate::overlap;
 use crate::worker::{BoxError, Mode, GO_KEY, READY_KEY, SOLD_KEY, STOCK_KEY};
 
 /// How to start one worker; it gets `<url> <mode> <worker-id>` appended.
@@ -238,6 +239,7 @@ fn run_mode(url: &str, con: &mut redis::Connection, config: &Config, mode: Mode)
         sleep(Duration::from_millis(5));
     }
     let started = Instant::now();
+    let started_ns = monotonic_ns();
     let go = vec!["1"; config.workers];
     redis::cmd("RPUSH").arg(GO_KEY).arg(&go).query::<i64>(con)?;
 
@@ -299,12 +301,19 @@ fn run_mode(url: &str, con: &mut redis::Connection, config: &Config, mode: Mode)
             "workers reported {reported_sold} sales but {SOLD_KEY} is {sold}"
         ));
     }
+    let labels: Vec<String> = (0..config.workers)
+        .map(|i| config.commands[i % config.commands.len()].label())
+        .collect();
+    let overlap = match first_overlap(&intervals) {
+        Some((held, newcomer)) => Some(overlap::describe(held, newcomer, started_ns, &labels)),
+        None => check_no_overlap(&intervals).err(),
+    };
     Ok(Run {
         mode,
         sold,
         stock,
-        overlaps: count_overlaps(&intervals),
-        first_overlap: check_no_overlap(&intervals).err(),
+        overlaps: find_overlaps(&intervals).len(),
+        first_overlap: overlap,
         elapsed,
         failures,
     })
@@ -323,21 +332,6 @@ fn collect_outputs(outputs: &mpsc::Receiver<(usize, String)>, count: usize) -> V
         }
     }
     collected
-}
-
-/// Critical sections that began while an earlier one was still held.
-fn count_overlaps(intervals: &[Interval]) -> usize {
-    let mut spans: Vec<(u64, u64)> = intervals.iter().map(|i| (i.acquired_ns, i.released_ns)).collect();
-    spans.sort_unstable();
-    let mut held_until = 0;
-    let mut overlaps = 0;
-    for (acquired, released) in spans {
-        if acquired < held_until {
-            overlaps += 1;
-        }
-        held_until = held_until.max(released);
-    }
-    overlaps
 }
 
 fn kill_all(workers: &mut [(String, Child)]) {
