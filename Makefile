@@ -11,7 +11,7 @@ export CARGO_TERM_COLOR ?= never
 .DEFAULT_GOAL := help
 
 .PHONY: help demo test check test-rust test-faults test-interop test-wasm test-c test-node test-python \
-	test-readme publish-check bench soak setup setup-test setup-java fmt install dist crate-dist
+	test-readme publish-check bench soak setup setup-test setup-java fmt install dist dist-test crate-dist
 
 help:
 	@echo "make demo    run the stock-oversell demo (installs redis-server if missing)"
@@ -20,6 +20,7 @@ help:
 	@echo "make bench   benchmark figures (release builds)"
 	@echo "make soak    fault soak: 10^5 fenced critical sections under injected faults, with figures"
 	@echo "make dist    release artifacts in dist/: wheel + sdist, npm tarball, C tarball, crate"
+	@echo "make dist-test   make dist, then the README's examples on those artifacts, installed as it says"
 	@echo "make install PREFIX=...   install the C library (release), headers, pkg-config and CMake files"
 
 # The bindings' own targets (each file documents its targets).
@@ -112,6 +113,11 @@ dist:
 	@cd dist && for f in *; do printf '%8s  %s\n' "$$(du -k "$$f" | cut -f1)" "$$f"; done
 
 node-dist: wasm-build
+
+# Not part of `make test` (release builds of every binding, and the sdist built again by pip:
+# about 10 minutes on 2 cores); `make test` runs the same blocks on dev builds and the C tarball.
+dist-test: dist
+	$(MAKE) --no-print-directory readme-dist-test
 
 # The crate as crates.io would get it (`cargo package` builds it from the packed sources).
 crate-dist:

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! redlatch-readme list
-//! redlatch-readme run [--python PY] [--node-dir DIR] [--c-prefix DIR] [--lang L,..] [--work DIR]
+//! redlatch-readme run [--python PY] [--node-dir DIR] [--c-prefix DIR] [--rust-crate DIR]
+//!                     [--lang L,..] [--work DIR]
 //! redlatch-readme rust <README> <line>
 //! ```
 //!
@@ -17,7 +18,9 @@
 //! Where the other languages come from: `--python` is an interpreter with the `redlatch`
 //! wheel installed; `--node-dir` a folder whose `node_modules` has the `redlatch` package
 //! (and `typescript` and `@types/node` for `ts` blocks, `redis` for the wasm README);
-//! `--c-prefix` an unpacked C release (`lib/pkgconfig/redlatch.pc`, `lib/cmake/redlatch`).
+//! `--c-prefix` an unpacked C release (`lib/pkgconfig/redlatch.pc`, `lib/cmake/redlatch`);
+//! `--rust-crate` an unpacked `redlatch-<version>.crate`, to build the Rust blocks against
+//! (by default they run from this binary, compiled against the workspace's `redlatch`).
 #![deny(unsafe_code)]
 
 mod blocks;
@@ -174,7 +177,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: redlatch-readme list\n       redlatch-readme run [--python PY] \
-                 [--node-dir DIR] [--c-prefix DIR] [--lang L,..] [--work DIR]\n       \
+                 [--node-dir DIR] [--c-prefix DIR] [--rust-crate DIR] [--lang L,..] [--work DIR]\n       \
                  redlatch-readme rust <README> <line>"
             );
             ExitCode::from(2)

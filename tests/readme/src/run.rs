@@ -25,17 +25,19 @@ pub struct Options {
     python: Option<PathBuf>,
     node_dir: Option<PathBuf>,
     c_prefix: Option<PathBuf>,
+    rust_crate: Option<PathBuf>,
     langs: Option<Vec<String>>,
     work: PathBuf,
 }
 
 impl Options {
-    /// Parses `--python PY --node-dir DIR --c-prefix DIR --lang L,.. --work DIR`.
+    /// Parses `--python PY --node-dir DIR --c-prefix DIR --rust-crate DIR --lang L,.. --work DIR`.
     pub fn parse(args: &[String]) -> Result<Options, String> {
         let mut options = Options {
             python: None,
             node_dir: None,
             c_prefix: None,
+            rust_crate: None,
             langs: None,
             work: crate::root().join("target/readme"),
         };
@@ -49,6 +51,7 @@ impl Options {
                 "--python" => options.python = Some(path()?),
                 "--node-dir" => options.node_dir = Some(path()?),
                 "--c-prefix" => options.c_prefix = Some(path()?),
+                "--rust-crate" => options.rust_crate = Some(path()?),
                 "--lang" => options.langs = Some(value.split(',').map(str::to_string).collect()),
                 "--work" => options.work = path()?,
                 other => return Err(format!("unknown option {other}")),
@@ -207,17 +210,20 @@ fn prepare(
         Ok::<PathBuf, String>(path)
     };
     match lang {
-        Lang::Rust => {
-            let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-            Ok(blocks
-                .iter()
-                .map(|f| {
-                    let mut c = Command::new(&exe);
-                    c.arg("rust").arg(f.readme).arg(f.block.line.to_string());
-                    Ok(c)
-                })
-                .collect())
-        }
+        Lang::Rust => match options.rust_crate.as_deref() {
+            Some(krate) => rust::prepare(krate, &ids, blocks, dir),
+            None => {
+                let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+                Ok(blocks
+                    .iter()
+                    .map(|f| {
+                        let mut c = Command::new(&exe);
+                        c.arg("rust").arg(f.readme).arg(f.block.line.to_string());
+                        Ok(c)
+                    })
+                    .collect())
+            }
+        },
         Lang::Python => {
             let python = options.need(&options.python, "--python", lang)?;
             let mut commands = Vec::new();
@@ -310,4 +316,5 @@ fn indent(text: &str) -> String {
 }
 
 mod c;
+mod rust;
 mod ts;
