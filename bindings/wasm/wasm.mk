@@ -37,7 +37,7 @@ wasm-setup-build:
 	if [ -z "$$v" ]; then echo "wasm-setup: no wasm-bindgen in Cargo.lock" >&2; exit 1; fi; \
 	if [ "$$(wasm-bindgen --version 2>/dev/null | awk '{print $$2}')" != "$$v" ]; then \
 	  mkdir -p $(WASM_SETUP_LOG); \
-	  echo "wasm-setup: installing wasm-bindgen-cli $$v (about 4 minutes; log in $(WASM_SETUP_LOG)/)"; \
+	  echo "wasm-setup: installing wasm-bindgen-cli $$v (about 5 minutes on 2 cores; log in $(WASM_SETUP_LOG)/)"; \
 	  if $(CARGO) install wasm-bindgen-cli --version "$$v" --locked >$(WASM_SETUP_LOG)/locked.log 2>&1; then :; \
 	  else \
 	    echo "wasm-setup: the --locked install failed ($(WASM_SETUP_LOG)/locked.log); retrying with the newest compatible dependencies"; \

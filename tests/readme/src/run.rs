@@ -115,6 +115,9 @@ pub fn run_all(found: &[Found], options: &Options) -> ExitCode {
             })),
         }
     }
+    if jobs.iter().any(|j| j.lang == Lang::Js) {
+        warn_unless_node_20();
+    }
 
     let fleet = match Fleet::start(3) {
         Ok(fleet) => fleet,
@@ -170,6 +173,22 @@ pub fn run_all(found: &[Found], options: &Options) -> ExitCode {
             failed.join(", ")
         );
         ExitCode::FAILURE
+    }
+}
+
+/// The JavaScript blocks must parse on Node 20 (the oldest Node the package supports, and
+/// the one that cannot parse `await using`), so a newer Node proves less: say so.
+fn warn_unless_node_20() {
+    let version = Command::new("node")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if !version.starts_with("v20.") {
+        println!(
+            "note: the js blocks run on Node {version:?}, not Node 20: syntax Node 20 cannot \
+             parse would not be caught"
+        );
     }
 }
 
