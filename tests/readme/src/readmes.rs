@@ -11,4 +11,5 @@ pub const READMES: &[&str] = &[
     "node/README.md",
     "bindings/wasm/README.md",
     "examples/demo/README.md",
+    "tests/interop/README.md",
 ];
