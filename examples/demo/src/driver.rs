@@ -27,7 +27,8 @@ pub enum WorkerCmd {
 }
 
 impl WorkerCmd {
-    /// A short name for the report: `rust`, or the program's file name.
+    /// A short name for the report: `rust` (this binary's own worker, also when started as
+    /// `redlatch-demo worker`), or the program's file name.
     pub fn label(&self) -> String {
         match self {
             WorkerCmd::Rust => "rust".to_string(),
@@ -36,12 +37,16 @@ impl WorkerCmd {
                 // script names the worker when there is one.
                 let mut words = cmd.split_whitespace();
                 let program = words.next().unwrap_or("?");
-                let script = words
-                    .next()
-                    .filter(|w| [".py", ".mjs", ".js"].iter().any(|e| w.ends_with(e)));
+                let argument = words.next();
+                let script = argument.filter(|w| [".py", ".mjs", ".js"].iter().any(|e| w.ends_with(e)));
                 let name = script.unwrap_or(program);
                 let file = name.rsplit('/').next().unwrap_or(name);
-                file.split('.').next().unwrap_or(file).to_string()
+                let stem = file.split('.').next().unwrap_or(file);
+                if stem == env!("CARGO_PKG_NAME") && argument == Some("worker") {
+                    "rust".to_string()
+                } else {
+                    stem.to_string()
+                }
             }
         }
     }
@@ -338,5 +343,23 @@ fn kill_all(workers: &mut [(String, Child)]) {
     for (_, child) in workers.iter_mut() {
         let _ = child.kill();
         let _ = child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WorkerCmd;
+
+    #[test]
+    fn labels_name_the_worker_not_its_interpreter() {
+        let label = |cmd: &str| WorkerCmd::Shell(cmd.to_string()).label();
+        assert_eq!(label("./target/debug/redlatch-demo worker"), "rust");
+        assert_eq!(label("node examples/demo/workers/wasm_worker.mjs"), "wasm_worker");
+        assert_eq!(
+            label("target/py-demo-venv/bin/python examples/demo/workers/py_worker.py"),
+            "py_worker"
+        );
+        assert_eq!(label("./target/c/c_worker"), "c_worker");
+        assert_eq!(WorkerCmd::Rust.label(), "rust");
     }
 }
