@@ -12,7 +12,8 @@
 //! - [`RedisCluster`] (3 masters + 3 replicas), [`SentinelGroup`] (master, replica, 3
 //!   sentinels), [`TestPki`] (a CA and certificates made by openssl), [`HoldingProxy`].
 //! - [`check_no_overlap`]: the mutual-exclusion checker over `[acquired, released, token]` logs,
-//!   timed with [`monotonic_ns`], the clock every process on the machine shares.
+//!   timed with [`monotonic_ns`], the clock every process on the machine shares
+//!   ([`first_overlap`]: the offending pair itself).
 //! - [`signal_child`]: `SIGSTOP`/`SIGCONT`/`SIGKILL` for other child processes a test starts
 //!   (lock holders), with the same by-pid, still-our-child rule as the servers.
 //! - The `redlatch-fleet` binary runs another program (pytest, `node --test`, C tests) against a
@@ -36,7 +37,7 @@ mod sentinel;
 mod server;
 mod signal;
 
-pub use checker::{check_no_overlap, find_overlaps, Interval};
+pub use checker::{check_no_overlap, find_overlaps, first_overlap, Interval};
 pub use clock::monotonic_ns;
 pub use cluster::RedisCluster;
 pub use deployments::*;
