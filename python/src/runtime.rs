@@ -1,6 +1,6 @@
 //! The process's tokio runtime, rebuilt after `fork()`.
 //!
-//! Why our own runtime instead of `redlatch::blocking`'s or pyo3-async-runtimes' global one:
+//! Why our own runtime instead of `redlatch::blocking`'s (one per client) or a global one:
 //! tokio does not survive `fork()`. The child inherits the runtime's memory but none of its
 //! threads, so anything that waits on them (a `block_on`, dropping the runtime, which joins
 //! its threads, or a mutex a worker held at the time of the fork) hangs forever. The child

@@ -3,7 +3,7 @@
 import asyncio
 from typing import Awaitable, Optional, Sequence, final
 
-__all__ = ["Client", "Lock", "Hold", "new_owner", "thread_owner", "shutdown_runtime", "__version__"]
+__all__ = ["Client", "Lock", "Hold", "new_owner", "thread_owner", "shutdown_runtime", "abandon", "__version__"]
 
 __version__: str
 
@@ -11,6 +11,9 @@ def new_owner() -> int: ...
 def thread_owner() -> int: ...
 def shutdown_runtime() -> None:
     """Stops the native runtime before the interpreter finalizes (the package's atexit hook)."""
+    ...
+def abandon(future: asyncio.Future[object]) -> None:
+    """Stops the call behind an awaitable of this module and drops its outcome (cancelled acquire)."""
     ...
 
 @final
