@@ -141,7 +141,7 @@ bench: setup
 	python3 bench/summary.py $(BENCH_ROWS_FILE)
 
 rust-bench: setup
-	$(CARGO) run --release -p redlatch --example bench
+	$(CARGO) run --release -p redlatch --example bench -- $(RUST_BENCH_ARGS)
 
 # The fault soak (tests/faults/src/soak): holder processes under random faults until 10^5
 # fenced critical sections ran (at most 30 min), then the checks and the figures; exits 1 if
