@@ -2,6 +2,7 @@
  * C benchmark: sequential acquire + release through the C ABI (`make c-bench`).
  *
  *   c_bench [--quick]      (run through redlatch-fleet: reads REDLATCH_TEST_URL)
+ *   c_bench --pairs N      N acquire + release pairs and nothing else (for `perf stat`)
  *
  * Rows, all on one thread and one client, interleaved in short slices (round robin) so that
  * noise from the rest of the machine hits them alike:
@@ -105,6 +106,7 @@ static double pct_us(const row *r, double p) {
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    long pairs = argc > 2 && strcmp(argv[1], "--pairs") == 0 ? strtol(argv[2], NULL, 10) : 0;
     const char *url = getenv("REDLATCH_TEST_URL");
     if (url == NULL || url[0] == '\0') {
         fprintf(stderr, "c_bench: REDLATCH_TEST_URL is not set: run me through redlatch-fleet\n");
@@ -122,6 +124,14 @@ int main(int argc, char **argv) {
     st = redlatch_lock_new(client, "bench:c:lock", &opts, &lock);
     if (st != REDLATCH_OK) die("lock", st);
     bench_lock = lock;
+    if (pairs > 0) {
+        uint64_t t0 = now_ns();
+        for (long i = 0; i < pairs; i++) op_pair();
+        printf("%ld pairs, %.1f us each\n", pairs, (double)(now_ns() - t0) / 1e3 / (double)pairs);
+        redlatch_lock_free(lock);
+        redlatch_client_free(client);
+        return 0;
+    }
 
     row rows[] = {
         {"C lock(lease 10s) acquire+release", "c lock", NULL, 0, 0, 0},
