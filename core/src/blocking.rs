@@ -3,7 +3,7 @@
 //! A [`Client`] owns a small multi-thread tokio runtime (one worker thread) that runs the
 //! network I/O, the watchdog and background releases; each call runs as a task on it while the
 //! calling thread waits (see [`run`] for why). Do not call these from inside an async runtime
-//! (they panic there, as a nested `block_on` would); dropping them there is fine.
+//! (tokio forbids nested `block_on`); dropping them there is fine.
 //!
 //! A guard dropped without [`Guard::release`] is released by a task on that runtime, which
 //! stops when the last client, lock or guard sharing it is dropped: a guard dropped just
@@ -47,7 +47,7 @@ impl Drop for OwnedRuntime {
 
 /// One worker: lock traffic is light and I/O-bound, and with two workers a call's task, the
 /// connection's task and the timers bounce between them (measured for issue 15: about 10
-/// context switches per acquire + release with two workers and `block_on`, 6 with one worker
+/// context switches per C acquire + release with two workers and `block_on`, 6-6.5 with one worker
 /// and [`run`]).
 fn new_runtime() -> Result<OwnedRuntime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -65,27 +65,16 @@ fn new_runtime() -> Result<OwnedRuntime> {
 /// connection's I/O runs on the worker, so every step of a call crosses threads, and the
 /// timers a call sets (its network timeout) are registered from outside the runtime, which
 /// wakes the worker to re-arm its deadline. As a task, the call runs next to its I/O and the
-/// calling thread is woken once, with the result (a std channel: one futex wait).
+/// calling thread only waits for its join handle: it is woken once, with the result.
 ///
 /// # Panics
-/// Inside an async runtime (blocking there could stall it), and again on this thread if the
-/// task panicked.
+/// Where `block_on` panics (inside an async runtime), and again on this thread if the task
+/// panicked.
 fn run<T: Send + 'static>(runtime: &OwnedRuntime, fut: impl Future<Output = T> + Send + 'static) -> T {
-    assert!(
-        tokio::runtime::Handle::try_current().is_err(),
-        "redlatch::blocking called from inside an async runtime; use the async API there"
-    );
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let task = runtime.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    match rx.recv() {
+    match runtime.block_on(runtime.spawn(fut)) {
         Ok(out) => out,
-        // The task ended without sending: it panicked (or the runtime is shutting down).
-        Err(_) => match runtime.block_on(task) {
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            _ => panic!("redlatch: the runtime stopped during a blocking call"),
-        },
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => panic!("redlatch: the runtime stopped during a blocking call"),
     }
 }
 
