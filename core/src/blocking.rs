@@ -2,7 +2,7 @@
 //!
 //! A [`Client`] owns a small multi-thread tokio runtime (one worker thread) that runs the
 //! network I/O, the watchdog and background releases; each call runs as a task on it while the
-//! calling thread waits (see [`run`] for why). Do not call these from inside an async runtime
+//! calling thread waits (see `run` in the source for why). Do not call these from inside an async runtime
 //! (tokio forbids nested `block_on`); dropping them there is fine.
 //!
 //! A guard dropped without [`Guard::release`] is released by a task on that runtime, which

@@ -251,10 +251,9 @@ fn for_running_loop(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, Com
                 .map(Bound::unbind)
         })?
         .bind(py);
-    if let Some(found) = by_loop
+    if let Ok(found) = by_loop
         .call_method1(pyo3::intern!(py, "get"), (&running,))?
         .cast_into::<Completions>()
-        .ok()
     {
         if found.get().origin == crate::runtime::pid() {
             return Ok((running, found));

@@ -1,7 +1,7 @@
 # Type stubs of the private native module (python/src/*.rs). Checked against the built
 # module by `make py-check` (mypy stubtest), so it cannot drift.
 import asyncio
-from typing import Awaitable, Optional, Sequence, final
+from typing import Any, Awaitable, Optional, Sequence, final
 
 __all__ = ["Client", "Lock", "Hold", "new_owner", "thread_owner", "shutdown_runtime", "abandon", "__version__"]
 
@@ -12,7 +12,7 @@ def thread_owner() -> int: ...
 def shutdown_runtime() -> None:
     """Stops the native runtime before the interpreter finalizes (the package's atexit hook)."""
     ...
-def abandon(future: asyncio.Future[object]) -> None:
+def abandon(future: asyncio.Future[Any]) -> None:
     """Stops the call behind an awaitable of this module and drops its outcome (cancelled acquire)."""
     ...
 
