@@ -2,8 +2,8 @@
 //!
 //! A [`Client`] owns a small multi-thread tokio runtime (one worker thread) that runs the
 //! network I/O, the watchdog and background releases; each call runs as a task on it while the
-//! calling thread waits (see `run` in the source for why). Do not call these from inside an async runtime
-//! (tokio forbids nested `block_on`); dropping them there is fine.
+//! calling thread waits (see `run` in the source for why). Do not call these from inside an
+//! async runtime (tokio forbids nested `block_on`); dropping them there is fine.
 //!
 //! A guard dropped without [`Guard::release`] is released by a task on that runtime, which
 //! stops when the last client, lock or guard sharing it is dropped: a guard dropped just
