@@ -11,8 +11,8 @@ export CARGO_TERM_COLOR ?= never
 .DEFAULT_GOAL := help
 
 .PHONY: help demo test check test-rust test-faults test-interop test-wasm test-c test-node test-python \
-	test-acl test-valkey test-readme publish-check bench soak setup setup-test setup-java setup-valkey fmt \
-	install dist dist-test crate-dist
+	test-acl test-valkey test-readme publish-check bench rust-bench soak setup setup-test setup-java \
+	setup-valkey fmt install dist dist-test crate-dist
 
 help:
 	@echo "make demo    run the stock-oversell demo (installs redis-server if missing)"
@@ -146,8 +146,21 @@ crate-dist:
 publish-check:
 	$(CARGO) publish --dry-run -p redlatch --allow-dirty
 
-bench: setup node-bench py-bench
-	$(CARGO) run --release -p redlatch --example bench
+# `make bench` runs its parts one after another in one go, each appending its rows (and the
+# ratio targets it declares) as JSON lines to $(BENCH_ROWS_FILE) through REDLATCH_BENCH_ROWS;
+# bench/summary.py then prints every row and each target as PASS or MISS. A part runs alone
+# too (`make rust-bench`, `py-bench`, `c-bench`, `node-bench`): then it only prints.
+BENCH_PARTS ?= rust-bench py-bench c-bench node-bench
+BENCH_ROWS_FILE := $(CURDIR)/target/bench/rows.jsonl
+
+bench: setup
+	@mkdir -p $(dir $(BENCH_ROWS_FILE)) && rm -f $(BENCH_ROWS_FILE)
+	@echo "{\"note\": \"make bench $$(date -u '+%Y-%m-%d %H:%M UTC'), commit $$(git rev-parse --short HEAD 2>/dev/null || echo unknown), $$(nproc) cores; load average at start: $$(cut -d' ' -f1-3 /proc/loadavg)\"}" > $(BENCH_ROWS_FILE)
+	REDLATCH_BENCH_ROWS=$(BENCH_ROWS_FILE) $(MAKE) --no-print-directory $(BENCH_PARTS)
+	python3 bench/summary.py $(BENCH_ROWS_FILE)
+
+rust-bench: setup
+	$(CARGO) run --release -p redlatch --example bench -- $(RUST_BENCH_ARGS)
 
 # The fault soak (tests/faults/src/soak): holder processes under random faults until 10^5
 # fenced critical sections ran (at most 30 min), then the checks and the figures; exits 1 if

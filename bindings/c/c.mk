@@ -14,6 +14,8 @@
 #                   and fully static from `pkg-config --static`) and a C++ program (plus a static
 #                   C one) with CMake find_package; run them on a fleet
 #   c-demo-worker   the C worker of `make demo` (target/c/c_worker)
+#   c-bench         release library, then bench/bench.c on a Redis fleet: sequential acquire +
+#                   release through the C ABI (rows for `make bench` when REDLATCH_BENCH_ROWS is set)
 #
 # Library names: the crate's lib is `redlatch_ffi` (the core crate is already `redlatch`), so
 # cargo writes libredlatch_ffi.{so,a}; installation renames them to libredlatch.so.<version>
@@ -57,7 +59,7 @@ C_VALGRIND ?= valgrind --quiet --error-exitcode=99 --leak-check=full \
 C_VALGRIND_SLOW ?= 6
 
 .PHONY: c-setup-cbindgen c-setup-tools c-lib c-lib-install c-fleet c-header c-header-check c-install \
-	c-dist c-stage c-test-build c-test c-install-test c-demo-worker c-clean
+	c-dist c-stage c-test-build c-test c-install-test c-demo-worker c-bench c-clean
 
 c-setup-cbindgen:
 	@$(C_DIR)/setup.sh cbindgen
@@ -185,6 +187,18 @@ c-install-test: c-setup-tools c-lib-install c-fleet
 c-demo-worker: c-stage
 	@mkdir -p $(C_OUT)
 	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/c_worker $(C_ROOT)/examples/demo/workers/c_worker.c $(C_TEST_LINK)
+
+# Built -O2 against the release library (installed into target/c/bench-stage, as a user
+# would link it); run on a fleet like the suites.
+C_BENCH_STAGE := $(C_OUT)/bench-stage
+
+c-bench: c-fleet
+	$(CARGO) build -p redlatch-ffi --release
+	@rm -rf $(C_BENCH_STAGE)
+	@$(call c_install_to,$(C_BENCH_STAGE),$(C_BENCH_STAGE),$(C_TARGET_DIR)/release)
+	$(C_CC) -std=c11 -O2 -Wall -Wextra -Werror -o $(C_OUT)/c_bench $(C_DIR)/bench/bench.c \
+		-I$(C_BENCH_STAGE)/include -L$(C_BENCH_STAGE)/lib -lredlatch -Wl,-rpath,$(C_BENCH_STAGE)/lib -lpthread
+	$(C_FLEET) $(C_OUT)/c_bench $(C_BENCH_ARGS)
 
 c-clean:
 	rm -rf $(C_OUT)

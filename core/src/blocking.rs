@@ -1,9 +1,9 @@
 //! The same API without async, for synchronous Rust, the C ABI and sync Python.
 //!
-//! A [`Client`] owns a small multi-thread tokio runtime (2 worker threads) that runs the
-//! network I/O, the watchdog and background releases; each call blocks the calling thread on
-//! it. Do not call these from inside an async runtime (tokio forbids nested `block_on`);
-//! dropping them there is fine.
+//! A [`Client`] owns a small multi-thread tokio runtime (one worker thread) that runs the
+//! network I/O, the watchdog and background releases; each call runs as a task on it while the
+//! calling thread waits (see `run` in the source for why). Do not call these from inside an
+//! async runtime (tokio forbids nested `block_on`); dropping them there is fine.
 //!
 //! A guard dropped without [`Guard::release`] is released by a task on that runtime, which
 //! stops when the last client, lock or guard sharing it is dropped: a guard dropped just
@@ -11,6 +11,7 @@
 //! before dropping the client.
 
 use crate::error::Result;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,14 +45,37 @@ impl Drop for OwnedRuntime {
     }
 }
 
+/// One worker: lock traffic is light and I/O-bound, and with two workers a call's task, the
+/// connection's task and the timers bounce between them (measured for issue 15: about 10
+/// context switches per C acquire + release with two workers and `block_on`, 6-6.5 with one worker
+/// and [`run`]).
 fn new_runtime() -> Result<OwnedRuntime> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("redlatch")
         .enable_all()
         .build()
         .map(|runtime| OwnedRuntime(Some(runtime)))
         .map_err(|e| crate::Error::new(crate::ErrorKind::Panic, format!("cannot start the runtime: {e}")))
+}
+
+/// Runs `fut` as a task on `runtime` and blocks the calling thread until it is done.
+///
+/// Why not `runtime.block_on(fut)`: that polls `fut` on the calling thread while the
+/// connection's I/O runs on the worker, so every step of a call crosses threads, and the
+/// timers a call sets (its network timeout) are registered from outside the runtime, which
+/// wakes the worker to re-arm its deadline. As a task, the call runs next to its I/O and the
+/// calling thread only waits for its join handle: it is woken once, with the result.
+///
+/// # Panics
+/// Where `block_on` panics (inside an async runtime), and again on this thread if the task
+/// panicked.
+fn run<T: Send + 'static>(runtime: &OwnedRuntime, fut: impl Future<Output = T> + Send + 'static) -> T {
+    match runtime.block_on(runtime.spawn(fut)) {
+        Ok(out) => out,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => panic!("redlatch: the runtime stopped during a blocking call"),
+    }
 }
 
 impl Client {
@@ -102,7 +126,8 @@ impl Client {
     /// # Errors
     /// As [`crate::Client::force_unlock`].
     pub fn force_unlock(&self, name: &str) -> Result<bool> {
-        self.runtime.block_on(self.inner.force_unlock(name))
+        let (client, name) = (self.inner.clone(), name.to_owned());
+        run(&self.runtime, async move { client.force_unlock(&name).await })
     }
 
     /// The async client inside.
@@ -174,9 +199,10 @@ impl Lock {
     /// # Errors
     /// As [`crate::Lock::acquire`].
     pub fn acquire(&self) -> Result<Guard> {
-        let guard = self.runtime.block_on(self.inner.acquire())?;
+        let lock = self.inner.clone();
+        let guard = run(&self.runtime, async move { lock.acquire().await })?;
         Ok(Guard {
-            inner: guard,
+            inner: Arc::new(guard),
             runtime: self.runtime.clone(),
         })
     }
@@ -186,9 +212,10 @@ impl Lock {
     /// # Errors
     /// As [`crate::Lock::acquire`].
     pub fn acquire_with_wait(&self, wait: Option<Duration>) -> Result<Guard> {
-        let guard = self.runtime.block_on(self.inner.acquire_with_wait(wait))?;
+        let lock = self.inner.clone();
+        let guard = run(&self.runtime, async move { lock.acquire_with_wait(wait).await })?;
         Ok(Guard {
-            inner: guard,
+            inner: Arc::new(guard),
             runtime: self.runtime.clone(),
         })
     }
@@ -198,9 +225,10 @@ impl Lock {
     /// # Errors
     /// As [`crate::Lock::try_acquire`].
     pub fn try_acquire(&self) -> Result<Option<Guard>> {
-        let guard = self.runtime.block_on(self.inner.try_acquire())?;
+        let lock = self.inner.clone();
+        let guard = run(&self.runtime, async move { lock.try_acquire().await })?;
         Ok(guard.map(|g| Guard {
-            inner: g,
+            inner: Arc::new(g),
             runtime: self.runtime.clone(),
         }))
     }
@@ -210,7 +238,8 @@ impl Lock {
     /// # Errors
     /// As [`crate::Lock::locked`].
     pub fn locked(&self) -> Result<bool> {
-        self.runtime.block_on(self.inner.locked())
+        let lock = self.inner.clone();
+        run(&self.runtime, async move { lock.locked().await })
     }
 
     /// See [`crate::Lock::ttl`].
@@ -218,7 +247,8 @@ impl Lock {
     /// # Errors
     /// As [`crate::Lock::ttl`].
     pub fn ttl(&self) -> Result<Option<Duration>> {
-        self.runtime.block_on(self.inner.ttl())
+        let lock = self.inner.clone();
+        run(&self.runtime, async move { lock.ttl().await })
     }
 
     /// See [`crate::Lock::hold_count`].
@@ -226,14 +256,17 @@ impl Lock {
     /// # Errors
     /// As [`crate::Lock::hold_count`].
     pub fn hold_count(&self) -> Result<u64> {
-        self.runtime.block_on(self.inner.hold_count())
+        let lock = self.inner.clone();
+        run(&self.runtime, async move { lock.hold_count().await })
     }
 }
 
 /// A blocking guard (see [`crate::Guard`]). Dropping it releases in the background.
 #[derive(Debug)]
 pub struct Guard {
-    inner: crate::Guard,
+    /// Shared with the task of a call in progress (see [`run`]); the last one dropped
+    /// releases in the background.
+    inner: Arc<crate::Guard>,
     runtime: Arc<OwnedRuntime>,
 }
 
@@ -262,7 +295,8 @@ impl Guard {
     /// # Errors
     /// As [`crate::Guard::extend`].
     pub fn extend(&self, lease: Duration) -> Result<()> {
-        self.runtime.block_on(self.guard().extend(lease))
+        let guard = self.inner.clone();
+        run(&self.runtime, async move { guard.extend(lease).await })
     }
 
     /// See [`crate::Guard::owned`].
@@ -270,7 +304,8 @@ impl Guard {
     /// # Errors
     /// As [`crate::Guard::owned`].
     pub fn owned(&self) -> Result<bool> {
-        self.runtime.block_on(self.guard().owned())
+        let guard = self.inner.clone();
+        run(&self.runtime, async move { guard.owned().await })
     }
 
     /// Releases the hold, at most once; after an unknown outcome the guard stays held and
@@ -279,7 +314,8 @@ impl Guard {
     /// # Errors
     /// As [`crate::Guard::release`].
     pub fn release(&self) -> Result<()> {
-        self.runtime.block_on(self.guard().release())
+        let guard = self.inner.clone();
+        run(&self.runtime, async move { guard.release().await })
     }
 
     /// See [`crate::Guard::is_held`].

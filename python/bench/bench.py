@@ -8,7 +8,8 @@ Starts its own redis-server on a free 127.0.0.1 port unless ``--url`` is given, 
 1. the floor: redis-py ``PING`` and ``SET NX PX`` + ``EVALSHA`` compare-and-delete (what one
    acquire + release needs) on one connection;
 2. uncontended acquire + release on one thread: ops/s, p50 and p99 latency per pair. The
-   libraries run interleaved in short slices, so noise hits them alike;
+   libraries run interleaved in short slices, so noise hits them alike; then the same on one
+   asyncio event loop (``aio_bench.py``): redlatch.asyncio against redis-py's asyncio Lock;
 3. contended: ``--procs`` processes loop for ``--seconds`` on one lock: acquire, critical
    section (one ``INCR`` on Redis), release, then ``--think-ms`` of work outside the lock.
    Throughput (acquisitions/s, all processes), wait p50/p99/p99.9 (acquire call to return) and
@@ -17,6 +18,9 @@ Starts its own redis-server on a free 127.0.0.1 port unless ``--url`` is given, 
 
 redis-py's Lock polls while waiting (``sleep``, default 0.1 s); it is measured with its default
 and with ``sleep=0.001``. python-redis-lock waits on a BLPOP signal list.
+
+With ``REDLATCH_BENCH_ROWS=<file>`` (set by ``make bench``), the uncontended rows and the
+issue-15 ratio targets are appended to that file as JSON lines (``bench/summary.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 import redis
+
+import aio_bench
 
 LIBS_UNCONTENDED = ["redlatch", "redlatch-watchdog", "redis-py", "python-redis-lock"]
 LIBS_CONTENDED = ["redlatch", "redis-py", "redis-py-1ms", "python-redis-lock"]
@@ -73,6 +79,53 @@ def pct(values: List[float], p: float) -> float:
     s = sorted(values)
     k = min(len(s) - 1, max(0, int(round(p / 100.0 * len(s) + 0.5)) - 1))
     return s[k]
+
+
+# Row ids in the REDLATCH_BENCH_ROWS file (bench/summary.py) for the rows measured here.
+EXPORTED = {
+    "floor: PING": "python redis-py PING",
+    "floor: SET NX + EVALSHA": "python redis-py raw pair",
+    "redlatch": "python lock",
+    "redis-py": "python redis-py Lock",
+    "(diag) redlatch locked()": "python one call",
+    "asyncio floor: SET NX + EVALSHA": "asyncio redis-py raw pair",
+    "redlatch.asyncio": "asyncio lock",
+    "redis-py asyncio Lock": "asyncio redis-py Lock",
+    "(diag) redlatch.asyncio locked()": "asyncio one call",
+}
+
+# Issue 15's targets for these rows: (what, row, reference row, metric, "max" or "min", bound).
+TARGETS = [
+    ("Python lock p50 <= 1.15x Rust lock p50", "python lock", "rust lock", "p50_us", "max", 1.15),
+    ("Python lock ops/s >= 1.3x redis-py Lock", "python lock", "python redis-py Lock", "ops", "min", 1.3),
+    ("asyncio lock ops/s >= 1.3x redis-py asyncio Lock", "asyncio lock", "asyncio redis-py Lock", "ops",
+     "min", 1.3),
+]
+
+
+def export(results: Dict[str, Dict[str, float]], counts: Dict[str, int]) -> None:
+    """Appends the exported rows and the targets to $REDLATCH_BENCH_ROWS, if set."""
+    path = os.environ.get("REDLATCH_BENCH_ROWS")
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        for key, row in EXPORTED.items():
+            if key in results:
+                r = results[key]
+                f.write(json.dumps({"row": row, "ops": round(r["ops"], 1), "p50_us": round(r["p50"] * 1e6, 2),
+                                    "p99_us": round(r["p99"] * 1e6, 2), "n": counts[key]}) + "\n")
+        for what, row, ref, metric, kind, bound in TARGETS:
+            f.write(json.dumps({"target": what, "row": row, "ref": ref, "metric": metric, kind: bound}) + "\n")
+
+
+def summarize(samples: Dict[str, List[float]], results: Dict[str, Dict[str, float]],
+              counts: Dict[str, int]) -> None:
+    """Fills ``results`` (ops/s, p50, p99 in seconds) and ``counts`` and prints one row each."""
+    for key, lat in samples.items():
+        results[key] = {"ops": len(lat) / sum(lat), "p50": pct(lat, 50), "p99": pct(lat, 99)}
+        counts[key] = len(lat)
+        print(f"  {key:32s} {results[key]['ops']:9.0f} ops/s   p50 {us(results[key]['p50'])}   "
+              f"p99 {us(results[key]['p99'])}")
 
 
 def us(seconds: float) -> str:
@@ -142,6 +195,15 @@ def uncontended(url: str, slice_s: float, rounds: int) -> Dict[str, List[float]]
             r()
 
         ops[lib] = pair
+    import redlatch
+
+    probe = redlatch.Client(url).lock("bench:uncontended:one-call", lease=10.0)
+
+    def locked() -> None:
+        if probe.locked():
+            raise RuntimeError("the bench lock is held")
+
+    ops["(diag) redlatch locked()"] = locked
     samples: Dict[str, List[float]] = {k: [] for k in ops}
     clock = time.perf_counter
     for fn in ops.values():  # warm up connections and script caches
@@ -242,6 +304,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=None, help="contended run length per library")
     ap.add_argument("--think-ms", type=float, default=0.0, help="work outside the lock per iteration")
     ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    ap.add_argument("--uncontended-only", action="store_true", help="skip the contended runs")
     opts = ap.parse_args()
     seconds = opts.seconds or (2.0 if opts.quick else 5.0)
     slice_s, rounds = (0.2, 4) if opts.quick else (0.5, 8)
@@ -257,15 +320,19 @@ def main() -> int:
         print(f"redlatch {redlatch.__version__}, redis-py {redis.__version__}, Python {sys.version.split()[0]}, "
               f"{os.cpu_count()} CPUs; Redis at {url}")
         print("\n== uncontended acquire + release (one thread) ==")
-        samples = uncontended(url, slice_s, rounds)
         results: Dict[str, Dict[str, float]] = {}
-        for key, lat in samples.items():
-            total = sum(lat)
-            results[key] = {"ops": len(lat) / total, "p50": pct(lat, 50), "p99": pct(lat, 99)}
-            print(f"  {key:26s} {results[key]['ops']:9.0f} ops/s   p50 {us(results[key]['p50'])}   p99 {us(results[key]['p99'])}")
+        counts: Dict[str, int] = {}
+        summarize(uncontended(url, slice_s, rounds), results, counts)
         base = results["redis-py"]["ops"]
         print(f"  redlatch / redis-py Lock: {results['redlatch']['ops'] / base:.2f}x "
               f"(watchdog mode {results['redlatch-watchdog']['ops'] / base:.2f}x)  [target >= 2x]")
+        print("\n== uncontended acquire + release (asyncio, one task on the default event loop) ==")
+        summarize(aio_bench.uncontended(url, slice_s, rounds), results, counts)
+        print(f"  redlatch.asyncio / redis-py asyncio Lock: "
+              f"{results['redlatch.asyncio']['ops'] / results['redis-py asyncio Lock']['ops']:.2f}x  [target >= 1.3x]")
+        export(results, counts)
+        if opts.uncontended_only:
+            return 0
 
         print(f"\n== contended: {opts.procs} processes, {seconds:g} s each, critical section = one INCR, "
               f"think {opts.think_ms:g} ms ==")

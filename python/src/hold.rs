@@ -148,9 +148,9 @@ impl Drop for Hold {
 impl Hold {
     /// Moves this hold into a new `Hold` object and leaves this one empty (as if released).
     ///
-    /// Why: an asyncio future keeps the object it resolved to, and pyo3-async-runtimes' own
-    /// reference to that future is dropped off the GIL, so the future can outlive the task
-    /// that awaited it until the next call into this module. The asyncio layer moves the hold
+    /// Why: an asyncio future keeps the object it resolved to, and whoever still refers to
+    /// that future (a traceback, a done callback) can make it outlive the task that awaited
+    /// it. The asyncio layer moves the hold
     /// out of the resolved object at once (or, when the awaiting task was cancelled just as
     /// the acquire succeeded, moves it out and drops it, which releases it in the background),
     /// so nothing but the owning task keeps a lock held. Raises `NotOwnedError` when already
@@ -222,7 +222,7 @@ impl Hold {
     /// awaiting task is cancelled.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.own()?;
-        crate::aio::awaitable(py, crate::aio::detached(inner.release()))
+        crate::aio::awaitable(py, inner.release())
     }
 
     /// Resets the remaining lease to `lease` seconds (replace, never add); never re-creates a

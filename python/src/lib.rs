@@ -2,7 +2,7 @@
 //!
 //! The public API is Python (`python/redlatch/`): it decides which thread or task owns a hold
 //! and adds context managers and the exception tree. This module converts types, releases the
-//! GIL around every blocking call, bridges futures to asyncio and keeps the tokio runtime and
+//! GIL around every blocking call, bridges futures to asyncio (`aio.rs`) and keeps the tokio runtime and
 //! connections valid across `fork()`. Lock logic is the core's (`redlatch` crate).
 
 mod aio;
@@ -35,6 +35,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(new_owner, m)?)?;
     m.add_function(wrap_pyfunction!(thread_owner, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::shutdown_runtime, m)?)?;
+    m.add_function(wrap_pyfunction!(aio::abandon, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

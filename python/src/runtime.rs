@@ -1,6 +1,6 @@
 //! The process's tokio runtime, rebuilt after `fork()`.
 //!
-//! Why our own runtime instead of `redlatch::blocking`'s or pyo3-async-runtimes' global one:
+//! Why our own runtime instead of `redlatch::blocking`'s (one per client) or a global one:
 //! tokio does not survive `fork()`. The child inherits the runtime's memory but none of its
 //! threads, so anything that waits on them (a `block_on`, dropping the runtime, which joins
 //! its threads, or a mutex a worker held at the time of the fork) hangs forever. The child
@@ -20,6 +20,7 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::PyResult;
 use std::future::Future;
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -117,6 +118,12 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 /// worker next to its I/O, and the calling thread is woken once, with the result. Under
 /// contention (each release wakes waiters that then retry) this saves most of a waiter's CPU.
 ///
+/// Why a std channel rather than `block_on(join handle)` with a tokio timeout: waiting on a
+/// channel with `recv_timeout` is one futex wait with a deadline, while a tokio timer made on
+/// this (non-runtime) thread is registered with the runtime's timer driver, which can wake
+/// the worker just to re-arm its deadline; the channel also skips `block_on`'s set-up. Each
+/// call then costs one wake-up of the worker (the spawn) and one of this thread (the result).
+///
 /// With `interruptible`, the wait wakes every 50 ms to run Python signal handlers; if one
 /// raises (`KeyboardInterrupt`), the task is aborted, which drops the future (an acquire is
 /// then undone in the background by the core, which also unsubscribes) and the exception
@@ -131,25 +138,32 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let mut task = rt.spawn(fut);
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let task = rt.spawn(async move {
+        // The receiver is gone only when the caller gave up (Ctrl-C): the output is dropped.
+        let _ = tx.send(fut.await);
+    });
+    let mut rx = rx;
     loop {
-        let step = py.detach(|| {
-            rt.block_on(async {
-                if interruptible {
-                    tokio::time::timeout(SIGNAL_SLICE, &mut task).await.ok()
-                } else {
-                    Some((&mut task).await)
-                }
-            })
+        // The receiver moves into the GIL-free closure and back (it is Send, not Sync).
+        let (step, back) = py.detach(move || {
+            let step = if interruptible {
+                rx.recv_timeout(SIGNAL_SLICE)
+            } else {
+                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+            };
+            (step, rx)
         });
+        rx = back;
         match step {
-            Some(Ok(out)) => return Ok(out),
-            Some(Err(e)) => {
-                return Err(PyRuntimeError::new_err(format!(
-                    "redlatch: background task failed: {e}"
-                )))
+            Ok(out) => return Ok(out),
+            // The task ended without sending: it panicked (or the runtime is shutting down).
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "redlatch: background task failed (panicked or runtime shut down)",
+                ))
             }
-            None => {
+            Err(RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
                     task.abort();
                     return Err(e);

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import random
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import redis
@@ -260,3 +264,42 @@ async def test_rlock_releases_through_any_handle(
     assert not r.exists(name)
     with pytest.raises(redlatch.NotOwnedError):
         await a.release()
+
+
+async def test_awaited_calls_use_no_thread_beyond_the_worker(redis_url: str) -> None:
+    # Issue 15: each awaited call used to hand its result to a thread of tokio's blocking pool,
+    # which took the GIL to call loop.call_soon_threadsafe: a third thread per call. Results
+    # now reach the loop through its own completion queue, so the runtime's worker is the only
+    # redlatch thread however many calls were awaited. A fresh interpreter, so that nothing
+    # else in this session started runtime threads.
+    script = textwrap.dedent(
+        """
+        import asyncio, os, sys
+        import redlatch.asyncio
+
+        async def main() -> None:
+            lock = redlatch.asyncio.Client(sys.argv[1]).lock("test:threads", lease=10.0)
+            for _ in range(50):
+                assert await lock.acquire()
+                assert await lock.locked()
+                await lock.release()
+
+        asyncio.run(main())
+        names = []
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                names.append(f.read().strip())
+        print(sum(1 for n in names if n.startswith("redlatch-py")))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "REDLATCH_WORKER_THREADS"}
+    out = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", script, redis_url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1", f"redlatch threads: {out.stdout.strip()} (want the 1 worker)"

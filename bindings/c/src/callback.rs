@@ -1,7 +1,8 @@
 //! The lost-lock callback: how C learns at once that a hold is gone.
 //!
-//! Every hold made through a lock handle is watched (the core's `Guard::on_lost`, one small
-//! task per hold that ends with the hold). When the core sees a hold lost - the watchdog found
+//! Once a handle has had a callback, every hold made through it is watched (the core's
+//! `Guard::on_lost`, one small task per hold that ends with the hold; see `hold.rs` for why
+//! not before). When the core sees a hold lost - the watchdog found
 //! the key gone or taken, a fixed lease's validity ran out, or an extend was refused - the
 //! handle's current callback is called with its `user_data` and the lock's name.
 //!

@@ -38,23 +38,67 @@ pub(crate) fn lock_slot(slot: &Slot) -> MutexGuard<'_, Option<Guard>> {
     slot.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+#[derive(Default)]
+struct State {
+    by_owner: HashMap<u64, Vec<Slot>>,
+    /// Set once a lost-lock callback was first registered: from then on every hold is watched.
+    watched: bool,
+}
+
+impl std::ops::Deref for State {
+    type Target = HashMap<u64, Vec<Slot>>;
+    fn deref(&self) -> &Self::Target {
+        &self.by_owner
+    }
+}
+
+impl std::ops::DerefMut for State {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.by_owner
+    }
+}
+
 /// The holds of one lock handle.
+///
+/// Holds are watched for loss (one small task each, see `callback.rs`) only once the handle
+/// has had a lost-lock callback: before that nobody is told, and the task would cost every
+/// acquire a wake-up of a runtime thread (issue 15: about one context switch per acquire +
+/// release). [`Holds::watch_all`] and [`Holds::push`] take the same mutex, so a hold made
+/// while a callback is being registered is watched exactly once.
 #[derive(Default)]
 pub(crate) struct Holds {
-    by_owner: Mutex<HashMap<u64, Vec<Slot>>>,
+    state: Mutex<State>,
 }
 
 impl Holds {
-    fn map(&self) -> MutexGuard<'_, HashMap<u64, Vec<Slot>>> {
-        self.by_owner.lock().unwrap_or_else(|p| p.into_inner())
+    fn map(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds a new hold of `owner`.
-    pub(crate) fn push(&self, owner: u64, guard: Guard) {
-        self.map()
+    /// Adds a new hold of `owner`; `watch` is called on it when holds are watched.
+    pub(crate) fn push(&self, owner: u64, guard: Guard, watch: impl FnOnce(&Guard)) {
+        let mut state = self.map();
+        if state.watched {
+            watch(&guard);
+        }
+        state
             .entry(owner)
             .or_default()
             .push(Arc::new(Mutex::new(Some(guard))));
+    }
+
+    /// From now on every hold is watched: the first time, `watch` is called on each hold
+    /// held now (later holds are watched by [`Holds::push`]).
+    pub(crate) fn watch_all(&self, watch: impl Fn(&Guard)) {
+        let mut state = self.map();
+        if std::mem::replace(&mut state.watched, true) {
+            return;
+        }
+        for slot in state.values().flatten() {
+            if let Some(guard) = lock_slot(slot).as_ref() {
+                watch(guard);
+            }
+        }
     }
 
     /// `owner`'s most recent hold.

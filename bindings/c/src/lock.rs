@@ -141,8 +141,7 @@ impl redlatch_lock {
                 None => return Ok(false),
             },
         };
-        self.lost.watch(&guard);
-        self.holds.push(owner, guard);
+        self.holds.push(owner, guard, |g| self.lost.watch(g));
         Ok(true)
     }
 
@@ -387,6 +386,9 @@ pub unsafe extern "C" fn redlatch_lock_set_lost_callback(
         // SAFETY: the caller's contract above.
         let lock = unsafe { arg("lock", lock) }?;
         lock.lost.set(callback, user_data);
+        if callback.is_some() {
+            lock.holds.watch_all(|g| lock.lost.watch(g));
+        }
         Ok(())
     })
 }

@@ -114,6 +114,26 @@ impl Targets {
     }
 }
 
+/// Appends `s` as one JSON line `{"row": key, "ops", "p50_us", "p99_us", "n"}` to the file
+/// named by `REDLATCH_BENCH_ROWS`, if set: `make bench` collects every language's rows there
+/// and `bench/summary.py` compares them.
+pub fn export_row(key: &str, s: &Stats) -> Res<()> {
+    let Some(path) = std::env::var_os("REDLATCH_BENCH_ROWS").filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    writeln!(
+        file,
+        "{{\"row\": \"{key}\", \"ops\": {:.1}, \"p50_us\": {:.2}, \"p99_us\": {:.2}, \"n\": {}}}",
+        s.ops(),
+        s.pct(50.0),
+        s.pct(99.0),
+        s.samples.len()
+    )?;
+    Ok(())
+}
+
 pub fn print_header(first: &str, extra: &str) {
     println!(
         "  {first:<34} {:>8} {:>8} {:>8} {:>8} {:>7}{extra}",

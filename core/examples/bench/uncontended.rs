@@ -8,7 +8,7 @@
 //! of the machine hits them alike; section 2b repeats the key rows on the `block_on` thread.
 
 use crate::procfs::cpu_seconds;
-use crate::stats::{measure, print_header, print_row, verdict, Plan, Stats, Targets};
+use crate::stats::{export_row, measure, print_header, print_row, verdict, Plan, Stats, Targets};
 use crate::{Res, LEASE};
 use redis::aio::MultiplexedConnection;
 use redlatch::protocol::reply::AcquireReply;
@@ -277,6 +277,10 @@ pub async fn run(plan: Plan, single: &str, quorum: &[String], targets: &mut Targ
         format!("lock acquire+release >= 0.9x raw floor ops/s: {main_ratio:.2}x (block_on thread)"),
     );
 
+    export_row("rust ping", &stats[PING])?;
+    export_row("rust raw pair", &stats[RAW])?;
+    export_row("rust lock", &stats[LOCK])?;
+    export_row("rust lock (block_on thread)", &main_stats[2])?;
     let mut stats = stats.into_iter();
     let ping = stats.nth(PING).unwrap_or_default();
     let raw = stats.next().unwrap_or_default();

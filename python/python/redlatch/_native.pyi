@@ -1,9 +1,9 @@
 # Type stubs of the private native module (python/src/*.rs). Checked against the built
 # module by `make py-check` (mypy stubtest), so it cannot drift.
 import asyncio
-from typing import Awaitable, Optional, Sequence, Union, final
+from typing import Any, Awaitable, Optional, Sequence, Union, final
 
-__all__ = ["Client", "Lock", "Hold", "new_owner", "thread_owner", "shutdown_runtime", "__version__"]
+__all__ = ["Client", "Lock", "Hold", "new_owner", "thread_owner", "shutdown_runtime", "abandon", "__version__"]
 
 __version__: str
 
@@ -11,6 +11,9 @@ def new_owner() -> int: ...
 def thread_owner() -> int: ...
 def shutdown_runtime() -> None:
     """Stops the native runtime before the interpreter finalizes (the package's atexit hook)."""
+    ...
+def abandon(future: asyncio.Future[Any]) -> None:
+    """Stops the call behind an awaitable of this module and drops its outcome (cancelled acquire)."""
     ...
 
 @final

@@ -185,6 +185,7 @@ class Lock:
         try:
             resolved = await granted
         except _asyncio.CancelledError:
+            _native.abandon(granted)  # stop waiting; the core undoes the attempt
             _drop_granted(granted)
             raise
         if resolved is None:
