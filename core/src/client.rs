@@ -64,7 +64,7 @@ impl Client {
     /// clones re-enters; other handles (other `rlock` calls) contend. Use [`Lock::owner`] to
     /// pick the owner number yourself (bindings map threads or tasks to it).
     pub fn rlock(&self, name: impl Into<String>) -> Lock {
-        let owner = self.engine.next_owner();
+        let owner = crate::driver::owner::new_owner();
         Lock::new(self.engine.clone(), name.into(), Some(owner))
     }
 

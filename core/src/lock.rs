@@ -95,9 +95,11 @@ impl Lock {
 
     /// Reentrant locks only: use owner number `owner` (owner id `<client-id>:<owner>`), so
     /// bindings can map a thread, task or async chain to one owner. `InvalidArgument` at
-    /// acquire on a lease lock. The numbers are the same space as the ones
-    /// [`Client::rlock`](crate::Client::rlock) hands out (1, 2, ...): in a client that does both,
-    /// an explicit number can re-enter the hold of an automatically numbered handle.
+    /// acquire on a lease lock. The numbers are one process-wide space, 1 ..= 2^53 - 1, shared
+    /// with the ones [`Client::rlock`](crate::Client::rlock), [`new_owner`](crate::new_owner)
+    /// and [`thread_owner`](crate::thread_owner) hand out: take numbers from those (one per
+    /// thread, task or async chain) and they never collide; a number made up by hand can
+    /// re-enter the hold of an automatically numbered handle.
     pub fn owner(mut self, owner: u64) -> Lock {
         match self.owner {
             Some(_) => self.owner = Some(owner),
