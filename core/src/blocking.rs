@@ -105,6 +105,12 @@ impl Client {
         self.runtime.block_on(self.inner.force_unlock(name))
     }
 
+    /// Closes the client (see [`crate::Client::close`]): releases every guard still held,
+    /// stops pending acquires; later calls fail with `Connection` ("the client is closed").
+    pub fn close(&self) {
+        self.runtime.block_on(self.inner.close())
+    }
+
     /// The async client inside.
     pub fn as_async(&self) -> &crate::Client {
         &self.inner
@@ -280,6 +286,20 @@ impl Guard {
     /// As [`crate::Guard::release`].
     pub fn release(&self) -> Result<()> {
         self.runtime.block_on(self.guard().release())
+    }
+
+    /// See [`crate::Guard::release_final`]: a release for clean-up paths that cannot call
+    /// again; an unknown outcome goes on in the background.
+    ///
+    /// # Errors
+    /// As [`crate::Guard::release`].
+    pub fn release_final(&self) -> Result<()> {
+        self.runtime.block_on(self.guard().release_final())
+    }
+
+    /// See [`crate::Guard::is_closed`].
+    pub fn is_closed(&self) -> bool {
+        self.guard().is_closed()
     }
 
     /// See [`crate::Guard::is_held`].

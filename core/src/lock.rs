@@ -164,8 +164,7 @@ impl Lock {
     /// `Quorum` when no majority of nodes could be reached.
     pub async fn acquire(&self) -> Result<Guard> {
         let spec = self.spec()?;
-        let hold = driver::acquire(&self.engine, &spec, self.wait).await?;
-        Ok(Guard::new(hold))
+        self.acquire_spec(&spec, self.wait).await
     }
 
     /// Acquires with an explicit wait, overriding the lock's (`None` = forever).
@@ -177,8 +176,22 @@ impl Lock {
         if let Some(w) = wait {
             timing::to_millis("wait", w, true)?;
         }
-        let hold = driver::acquire(&self.engine, &spec, wait).await?;
-        Ok(Guard::new(hold))
+        self.acquire_spec(&spec, wait).await
+    }
+
+    /// Acquires `spec`; a `close()` of the client meanwhile stops the wait (what the attempt
+    /// may have taken is undone in the background, as for a cancelled acquire).
+    async fn acquire_spec(&self, spec: &LockSpec, wait: Option<Duration>) -> Result<Guard> {
+        let registry = &self.engine.registry;
+        registry.check_open()?;
+        let acquiring = std::pin::pin!(driver::acquire(&self.engine, spec, wait));
+        let closed = std::pin::pin!(registry.until_closed());
+        match futures::future::select(acquiring, closed).await {
+            futures::future::Either::Left((hold, _)) => {
+                Guard::tracked(hold?).ok_or_else(|| Error::connection(driver::CLOSED))
+            }
+            futures::future::Either::Right(_) => Err(Error::connection(driver::CLOSED)),
+        }
     }
 
     /// One attempt, no waiting: `Ok(None)` when the lock is held by someone else.
@@ -195,6 +208,7 @@ impl Lock {
 
     async fn inspect(&self) -> Result<Vec<reply::Inspection>> {
         keys::validate_name(&self.name)?;
+        self.engine.registry.check_open()?;
         let holder = self.owner_id().map(|owner| Holder::Reentrant { owner });
         let engine = &self.engine;
         let req = request::inspect(&self.name, self.owner.is_some(), holder.as_ref());

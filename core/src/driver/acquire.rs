@@ -355,6 +355,7 @@ fn new_hold(
             .register(engine, &spec.name, holder, signal.clone())
     });
     let hold = Hold {
+        id: engine.registry.next_id(),
         engine: engine.clone(),
         name: spec.name.clone(),
         holder: holder.clone(),
@@ -363,6 +364,7 @@ fn new_hold(
         signal,
         watch_id,
         releasing: Default::default(),
+        background: Default::default(),
     };
     (hold, orphaned)
 }

@@ -8,6 +8,7 @@ mod acquire;
 mod hold;
 mod nodes;
 pub(crate) mod owner;
+mod registry;
 mod rollback;
 mod signal;
 pub mod transport;
@@ -17,6 +18,7 @@ mod watchdog;
 pub(crate) use acquire::{acquire, LockSpec};
 pub(crate) use hold::Hold;
 pub(crate) use nodes::Nodes;
+pub(crate) use registry::CLOSED;
 pub(crate) use signal::End;
 pub(crate) use transport::random_unit;
 pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};
@@ -99,6 +101,8 @@ pub(crate) struct Engine {
     handoffs: Mutex<HashMap<String, Duration>>,
     /// The validity shared by the holds of each reentrant owner (see `signal.rs`).
     pub(crate) validities: Arc<owner::Validities>,
+    /// Live holds and the closed state (see `registry.rs`).
+    pub(crate) registry: registry::Registry,
 }
 
 impl Engine {
@@ -115,6 +119,7 @@ impl Engine {
             watchdog: Watchdog::default(),
             handoffs: Mutex::default(),
             validities: Arc::default(),
+            registry: registry::Registry::default(),
         }))
     }
 
