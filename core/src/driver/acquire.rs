@@ -23,7 +23,7 @@
 //! key is a lock at all (a string without TTL that is not a token is application data).
 
 use super::hold::Hold;
-use super::owner::InFlight;
+use super::owner::{InFlight, Seen};
 use super::rollback::{Cleanups, UndoOnDrop};
 use super::signal::{HoldSignal, Validity};
 use super::transport::random_unit;
@@ -331,15 +331,13 @@ fn new_hold(
             // local validity ends a drift allowance before the key). A lost hold's release
             // sends nothing, so without this the count would outlive every guard. The rule is
             // `protocol::owner::orphaned_counts`.
-            let joined = engine.validities.join(
-                &spec.name,
-                owner,
+            let seen = Seen {
                 deadline,
-                engine.now(),
-                ticket,
+                now: engine.now(),
                 holds,
-                engine.is_quorum(),
-            );
+                quorum: engine.is_quorum(),
+            };
+            let joined = engine.validities.join(&spec.name, owner, ticket, seen);
             (joined.validity, joined.orphaned)
         }
         _ => (Validity::new(&spec.name, deadline), 0),

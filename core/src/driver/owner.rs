@@ -61,6 +61,18 @@ pub(crate) struct Joined {
     pub(crate) orphaned: u64,
 }
 
+/// A grant as the acquire saw it: see [`Validities::join`].
+pub(crate) struct Seen {
+    /// End of the grant's local validity.
+    pub(crate) deadline: Duration,
+    /// When the grant is processed.
+    pub(crate) now: Duration,
+    /// The owner's hold count Redis reported.
+    pub(crate) holds: u64,
+    /// Quorum mode.
+    pub(crate) quorum: bool,
+}
+
 /// One acquire, release or rollback of an owner in flight, counted until dropped
 /// (cancellation included). Owned, so a background rollback can carry it.
 pub(crate) struct InFlight {
@@ -112,16 +124,13 @@ impl Validities {
     /// [`begin`](Self::begin)), granted until `deadline` with `holds` counts reported by Redis:
     /// the live one of the owner's other holds (moved to `deadline`: the grant reset the key's
     /// TTL), else a new one; and the counts of lost holds the grant is to remove.
-    pub(crate) fn join(
-        &self,
-        name: &str,
-        owner: &str,
-        deadline: Duration,
-        now: Duration,
-        ticket: Ticket,
-        holds: u64,
-        quorum: bool,
-    ) -> Joined {
+    pub(crate) fn join(&self, name: &str, owner: &str, ticket: Ticket, seen: Seen) -> Joined {
+        let Seen {
+            deadline,
+            now,
+            holds,
+            quorum,
+        } = seen;
         let mut map = self.slots();
         let slot = map.entry((name.to_owned(), owner.to_owned())).or_default();
         let overlapped = slot.calls.overlapped(ticket);
@@ -161,15 +170,13 @@ mod tests {
     fn grant(all: &Arc<Validities>, owner: &str, deadline: u64, now: u64, holds: u64) -> Joined {
         let in_flight = all.begin("f", owner);
         let secs = Duration::from_secs;
-        all.join(
-            "f",
-            owner,
-            secs(deadline),
-            secs(now),
-            in_flight.ticket(),
+        let seen = Seen {
+            deadline: secs(deadline),
+            now: secs(now),
             holds,
-            false,
-        )
+            quorum: false,
+        };
+        all.join("f", owner, in_flight.ticket(), seen)
     }
 
     #[test]
@@ -207,10 +214,13 @@ mod tests {
     #[test]
     fn any_overlap_with_another_call_of_the_owner_blocks_orphan_removal() {
         let all = Arc::new(Validities::default());
-        let at = |t: Ticket| {
-            all.join("h", "c:1", Duration::from_secs(5), Duration::ZERO, t, 2, false)
-                .orphaned
+        let seen = |quorum| Seen {
+            deadline: Duration::from_secs(5),
+            now: Duration::ZERO,
+            holds: 2,
+            quorum,
         };
+        let at = |t: Ticket| all.join("h", "c:1", t, seen(false)).orphaned;
         // Alone from start to grant.
         let a = all.begin("h", "c:1");
         assert_eq!(at(a.ticket()), 1);
@@ -232,19 +242,10 @@ mod tests {
         // Other owners and names do not count; quorum mode never removes.
         let a = all.begin("i", "c:1");
         let _other = (all.begin("i", "c:2"), all.begin("j", "c:1"));
-        let secs = Duration::from_secs;
-        assert_eq!(
-            all.join("i", "c:1", secs(5), secs(0), a.ticket(), 2, true)
-                .orphaned,
-            0
-        );
+        assert_eq!(all.join("i", "c:1", a.ticket(), seen(true)).orphaned, 0);
         drop(a);
         let a = all.begin("k", "c:1");
-        assert_eq!(
-            all.join("k", "c:1", secs(5), secs(0), a.ticket(), 2, false)
-                .orphaned,
-            1
-        );
+        assert_eq!(all.join("k", "c:1", a.ticket(), seen(false)).orphaned, 1);
     }
 
     #[test]
