@@ -130,6 +130,12 @@ impl Client {
         run(&self.runtime, async move { client.force_unlock(&name).await })
     }
 
+    /// Closes the client (see [`crate::Client::close`]): releases every guard still held,
+    /// stops pending acquires; later calls fail with `Connection` ("the client is closed").
+    pub fn close(&self) {
+        self.runtime.block_on(self.inner.close())
+    }
+
     /// The async client inside.
     pub fn as_async(&self) -> &crate::Client {
         &self.inner
@@ -316,6 +322,20 @@ impl Guard {
     pub fn release(&self) -> Result<()> {
         let guard = self.inner.clone();
         run(&self.runtime, async move { guard.release().await })
+    }
+
+    /// See [`crate::Guard::release_final`]: a release for clean-up paths that cannot call
+    /// again; an unknown outcome goes on in the background.
+    ///
+    /// # Errors
+    /// As [`crate::Guard::release`].
+    pub fn release_final(&self) -> Result<()> {
+        self.runtime.block_on(self.guard().release_final())
+    }
+
+    /// See [`crate::Guard::is_closed`].
+    pub fn is_closed(&self) -> bool {
+        self.guard().is_closed()
     }
 
     /// See [`crate::Guard::is_held`].

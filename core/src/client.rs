@@ -64,7 +64,7 @@ impl Client {
     /// clones re-enters; other handles (other `rlock` calls) contend. Use [`Lock::owner`] to
     /// pick the owner number yourself (bindings map threads or tasks to it).
     pub fn rlock(&self, name: impl Into<String>) -> Lock {
-        let owner = self.engine.next_owner();
+        let owner = crate::driver::owner::new_owner();
         Lock::new(self.engine.clone(), name.into(), Some(owner))
     }
 
@@ -81,6 +81,7 @@ impl Client {
     /// of nodes answer within the per-node timeout.
     pub async fn force_unlock(&self, name: &str) -> Result<bool> {
         keys::validate_name(name)?;
+        self.engine.registry.check_open()?;
         let engine = &self.engine;
         let req = request::force_unlock(name);
         // Quorum mode: the per-node timeout of a lock with the default lease (shared/API.md).
@@ -114,6 +115,33 @@ impl Client {
             .with_nodes(engine.nodes.outcomes(reasons)));
         }
         Ok(deleted >= majority)
+    }
+
+    /// Closes the client (all its clones): pending acquires stop with `Connection` ("the
+    /// client is closed"; what they may have taken is undone in the background), every guard
+    /// still held is released (resolves when Redis answered or failed; a release whose outcome
+    /// stays unknown is retried in the background while the hold is valid, else its key
+    /// expires with its lease), and every later call of the client, its locks and its guards
+    /// fails with that `Connection` error (`Guard::owned` is `false`). Idempotent; connections
+    /// close when the last clone is dropped.
+    pub async fn close(&self) {
+        let Some(holds) = self.engine.registry.close() else {
+            return;
+        };
+        let releases = holds.iter().map(|hold| async move {
+            if let Err(e) = hold.release().await {
+                tracing::debug!(lock = %hold.name, error = %e, "release at close failed");
+            }
+            if !hold.signal.is_settled() {
+                crate::guard::release_in_background(hold);
+            }
+        });
+        futures::future::join_all(releases).await;
+    }
+
+    /// `true` once [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.engine.registry.is_closed()
     }
 
     /// This client's id: a random UUIDv4, the first half of every owner id it uses.

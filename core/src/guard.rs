@@ -27,6 +27,12 @@ use std::time::Duration;
 /// or a partial release through any of them resets that TTL to its own lease, and moves the
 /// local validity of all of them with it (later, or earlier for a shorter lease). Finding the
 /// hash gone through one of them marks all of them lost.
+///
+/// Shareable: every method takes `&self` and the futures of [`lost`](Self::lost) and
+/// [`loss`](Self::loss) are `'static`, so bindings keep one guard behind an `Arc` (or `Rc`)
+/// and call it from any thread or task; release is still at most once, and an extend in
+/// flight finishes before a release starts. [`Client::close`](crate::Client::close) releases
+/// every guard still held; later calls on them fail with `Connection`.
 pub struct Guard {
     hold: Arc<Hold>,
 }
@@ -42,8 +48,21 @@ impl std::fmt::Debug for Guard {
 }
 
 impl Guard {
-    pub(crate) fn new(hold: Hold) -> Guard {
-        Guard { hold: Arc::new(hold) }
+    /// The guard of a new hold, tracked by its client for `close()`; `None` when the client
+    /// was closed meanwhile (the hold is then released in the background).
+    pub(crate) fn tracked(hold: Hold) -> Option<Guard> {
+        let guard = Guard { hold: Arc::new(hold) };
+        guard.hold.engine.registry.track(&guard.hold).then_some(guard)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        self.hold.engine.registry.check_open()
+    }
+
+    /// `true` once the guard's client was closed: a hold still held then was released by
+    /// `close()` (bindings tell their users so).
+    pub fn is_closed(&self) -> bool {
+        self.hold.engine.registry.is_closed()
     }
 
     /// The lock's name.
@@ -72,6 +91,7 @@ impl Guard {
     /// gone or taken (the guard is then marked lost); `LockLost` when the loss had already
     /// been seen; `Connection`/`Redis`/`Quorum` when Redis could not be asked.
     pub async fn extend(&self, lease: Duration) -> Result<()> {
+        self.check_open()?;
         self.hold.extend(lease).await
     }
 
@@ -99,9 +119,25 @@ impl Guard {
     /// allowance, and succeeds if Redis still has it as ours); `Connection`, `Quorum`,
     /// `Redis`, `NoPermission`, `OutOfMemory`, `KeyConflict` when Redis failed (retryable, as
     /// above; a reentrant retry later than its latch's life is refused with `Connection` and
-    /// settles the guard).
+    /// settles the guard); `Connection` ("the client is closed") after `Client::close`.
     pub async fn release(&self) -> Result<()> {
+        self.check_open()?;
         self.hold.release().await
+    }
+
+    /// Releases like [`release`](Self::release), for clean-up paths that cannot call again
+    /// (the end of a scope, a destructor): when the outcome stays unknown, the release goes on
+    /// in the background, retried with back-off while the hold is valid (after that its key
+    /// expires with its lease). Returns the first attempt's result.
+    ///
+    /// # Errors
+    /// As [`release`](Self::release).
+    pub async fn release_final(&self) -> Result<()> {
+        let result = self.release().await;
+        if !self.hold.signal.is_settled() && !self.is_closed() {
+            release_in_background(&self.hold);
+        }
+        result
     }
 
     /// Resolves when the hold is lost: renewal or extend found it gone or taken, or its
@@ -137,6 +173,9 @@ impl Guard {
     /// # Errors
     /// `Connection`/`Redis` when Redis could not be asked.
     pub async fn owned(&self) -> Result<bool> {
+        if self.is_closed() {
+            return Ok(false);
+        }
         self.hold.owned().await
     }
 
@@ -162,18 +201,25 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if self.hold.signal.is_settled() {
-            return;
+        if !self.hold.signal.is_settled() {
+            release_in_background(&self.hold);
         }
-        let hold = self.hold.clone();
-        let runtime = hold.engine.runtime.clone();
-        runtime.spawn(Box::pin(release_in_background(hold)));
     }
 }
 
-/// Releases a dropped guard's hold, retrying while the outcome is unknown and the hold could
-/// still be valid (after that its key expires with its lease).
-async fn release_in_background(hold: Arc<Hold>) {
+/// Starts releasing `hold` in the background (once per hold): a dropped guard, a scope's end,
+/// `close()`.
+pub(crate) fn release_in_background(hold: &Arc<Hold>) {
+    if hold.background.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
+    let runtime = hold.engine.runtime.clone();
+    runtime.spawn(Box::pin(retry_release(hold.clone())));
+}
+
+/// Releases `hold`, retrying while the outcome is unknown and the hold could still be valid
+/// (after that its key expires with its lease).
+async fn retry_release(hold: Arc<Hold>) {
     let config = hold.engine.config.clone();
     let mut failures = 0;
     loop {

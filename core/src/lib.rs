@@ -50,6 +50,7 @@ pub mod blocking;
 mod native;
 
 pub use client::Client;
+pub use driver::owner::{new_owner, thread_owner};
 pub use driver::{BoxFut, Config, MaybeSend, Runtime, Subscription, Transport};
 pub use error::{redis_error_kind, Error, ErrorKind, NodeOutcome, Reason, Result};
 pub use guard::Guard;

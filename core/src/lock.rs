@@ -95,9 +95,11 @@ impl Lock {
 
     /// Reentrant locks only: use owner number `owner` (owner id `<client-id>:<owner>`), so
     /// bindings can map a thread, task or async chain to one owner. `InvalidArgument` at
-    /// acquire on a lease lock. The numbers are the same space as the ones
-    /// [`Client::rlock`](crate::Client::rlock) hands out (1, 2, ...): in a client that does both,
-    /// an explicit number can re-enter the hold of an automatically numbered handle.
+    /// acquire on a lease lock. The numbers are one process-wide space, 1 ..= 2^53 - 1, shared
+    /// with the ones [`Client::rlock`](crate::Client::rlock), [`new_owner`](crate::new_owner)
+    /// and [`thread_owner`](crate::thread_owner) hand out: take numbers from those (one per
+    /// thread, task or async chain) and they never collide; a number made up by hand can
+    /// re-enter the hold of an automatically numbered handle.
     pub fn owner(mut self, owner: u64) -> Lock {
         match self.owner {
             Some(_) => self.owner = Some(owner),
@@ -162,8 +164,7 @@ impl Lock {
     /// `Quorum` when no majority of nodes could be reached.
     pub async fn acquire(&self) -> Result<Guard> {
         let spec = self.spec()?;
-        let hold = driver::acquire(&self.engine, &spec, self.wait).await?;
-        Ok(Guard::new(hold))
+        self.acquire_spec(&spec, self.wait).await
     }
 
     /// Acquires with an explicit wait, overriding the lock's (`None` = forever).
@@ -175,8 +176,22 @@ impl Lock {
         if let Some(w) = wait {
             timing::to_millis("wait", w, true)?;
         }
-        let hold = driver::acquire(&self.engine, &spec, wait).await?;
-        Ok(Guard::new(hold))
+        self.acquire_spec(&spec, wait).await
+    }
+
+    /// Acquires `spec`; a `close()` of the client meanwhile stops the wait (what the attempt
+    /// may have taken is undone in the background, as for a cancelled acquire).
+    async fn acquire_spec(&self, spec: &LockSpec, wait: Option<Duration>) -> Result<Guard> {
+        let registry = &self.engine.registry;
+        registry.check_open()?;
+        let acquiring = std::pin::pin!(driver::acquire(&self.engine, spec, wait));
+        let closed = std::pin::pin!(registry.until_closed());
+        match futures::future::select(acquiring, closed).await {
+            futures::future::Either::Left((hold, _)) => {
+                Guard::tracked(hold?).ok_or_else(|| Error::connection(driver::CLOSED))
+            }
+            futures::future::Either::Right(_) => Err(Error::connection(driver::CLOSED)),
+        }
     }
 
     /// One attempt, no waiting: `Ok(None)` when the lock is held by someone else.
@@ -193,6 +208,7 @@ impl Lock {
 
     async fn inspect(&self) -> Result<Vec<reply::Inspection>> {
         keys::validate_name(&self.name)?;
+        self.engine.registry.check_open()?;
         let holder = self.owner_id().map(|owner| Holder::Reentrant { owner });
         let engine = &self.engine;
         let req = request::inspect(&self.name, self.owner.is_some(), holder.as_ref());

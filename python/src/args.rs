@@ -9,8 +9,6 @@ use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBool;
 use redlatch::protocol::{keys, timing};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Converts `value` (seconds, int or float) to a `Duration`; `allow_zero` for waits.
@@ -127,26 +125,15 @@ fn is_minus_one(t: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(t.extract::<f64>().is_ok_and(|v| v == -1.0))
 }
 
-/// Source of owner numbers, unique within the process (shared by threads and tasks).
-static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
-
-/// A fresh owner number (the async layer gives one to each task).
+/// A fresh owner number (the async layer gives one to each task): the core's process-wide
+/// owner space, shared by threads, tasks and `rlock` handles.
 pub(crate) fn new_owner() -> u64 {
-    NEXT_OWNER.fetch_add(1, Ordering::Relaxed)
+    redlatch::new_owner()
 }
 
-thread_local! {
-    static THREAD_OWNER: Cell<u64> = const { Cell::new(0) };
-}
-
-/// This OS thread's owner number, assigned on first use and never reused by another thread.
+/// This OS thread's owner number, assigned on first use and never another thread's.
 pub(crate) fn thread_owner() -> u64 {
-    THREAD_OWNER.with(|c| {
-        if c.get() == 0 {
-            c.set(new_owner());
-        }
-        c.get()
-    })
+    redlatch::thread_owner()
 }
 
 /// PEM text given as `str` or `bytes`.

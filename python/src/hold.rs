@@ -1,9 +1,9 @@
-//! `_native.Hold`: one acquisition (a core `Guard`), released at most once.
+//! `_native.Hold`: one acquisition, the core's shareable [`Guard`], released at most once.
 //!
-//! The guard sits behind an async mutex: `extend` and `owned` keep it for the length of their
-//! request and `release` takes it out, so a release waits for an extend that a cancelled task
-//! left in flight instead of racing it. Whether the hold was lost is read without that mutex,
-//! from the guard's `ended()` future polled without waiting, so `lost` never blocks.
+//! The core serializes release and extend of a guard and keeps a release with an unknown
+//! outcome retryable, so each call takes a reference to the guard and runs; `lost` and `held`
+//! read it without blocking. The slot is emptied only by `take()` (the asyncio layer moving
+//! the hold out of a resolved future).
 //!
 //! Fork: a hold made in the parent is the parent's. In a child, `owned()` is False, `release`
 //! and `extend` raise `NotOwnedError`, nothing touches the parent's runtime, and dropping the
@@ -13,23 +13,13 @@
 use crate::args;
 use crate::errors::{not_owned, IntoPy};
 use crate::runtime::{self, pid};
-use futures::FutureExt;
 use pyo3::prelude::*;
 use redlatch::{Error, Guard, Reason};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-type EndedFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
-
-enum Ended {
-    Pending(EndedFuture),
-    Done(bool),
-}
-
 struct Inner {
-    guard: tokio::sync::Mutex<Option<Guard>>,
-    ended: Mutex<Ended>,
+    /// `None` once moved out by `take()`.
+    guard: Mutex<Option<Arc<Guard>>>,
     fence: Option<u64>,
     name: String,
     origin: u32,
@@ -40,17 +30,11 @@ impl Inner {
         self.origin != pid()
     }
 
-    fn lost(&self) -> bool {
-        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
-        if let Ended::Pending(fut) = &mut *ended {
-            if let Some(lost) = fut.as_mut().now_or_never() {
-                *ended = Ended::Done(lost);
-            }
-        }
-        matches!(*ended, Ended::Done(true))
+    fn guard(&self) -> Option<Arc<Guard>> {
+        self.guard.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn already_released(&self) -> Error {
+    fn taken(&self) -> Error {
         Error::not_owned(
             false,
             Reason::NeverHeld,
@@ -58,40 +42,32 @@ impl Inner {
         )
     }
 
-    /// Releases; the guard stays when the outcome is unknown (the core keeps it retryable),
-    /// and is dropped once settled (released, or found not ours).
-    async fn release(self: Arc<Self>) -> redlatch::Result<()> {
-        let mut slot = self.guard.lock().await;
-        let Some(guard) = slot.as_ref() else {
-            return Err(self.already_released());
-        };
-        let result = guard.release().await;
-        if !guard.is_held() {
-            slot.take();
-        }
-        result
+    fn lost(&self) -> bool {
+        self.guard().is_some_and(|g| g.is_lost())
     }
 
     /// `true` while the hold is still this owner's as far as the client knows (not released,
-    /// not lost); a hold in use by a pending call counts as held.
+    /// not lost; a release whose outcome was unknown leaves it held).
     fn held(&self) -> bool {
-        match self.guard.try_lock() {
-            Ok(slot) => slot.as_ref().is_some_and(Guard::is_held),
-            Err(_) => true,
+        self.guard().is_some_and(|g| g.is_held())
+    }
+
+    async fn release(self: Arc<Self>) -> redlatch::Result<()> {
+        match self.guard() {
+            Some(g) => g.release().await,
+            None => Err(self.taken()),
         }
     }
 
     async fn extend(self: Arc<Self>, lease: std::time::Duration) -> redlatch::Result<()> {
-        let guard = self.guard.lock().await;
-        match guard.as_ref() {
+        match self.guard() {
             Some(g) => g.extend(lease).await,
-            None => Err(self.already_released()),
+            None => Err(self.taken()),
         }
     }
 
     async fn owned(self: Arc<Self>) -> redlatch::Result<bool> {
-        let guard = self.guard.lock().await;
-        match guard.as_ref() {
+        match self.guard() {
             Some(g) => g.owned().await,
             None => Ok(false),
         }
@@ -108,13 +84,11 @@ pub(crate) struct Hold {
 
 impl Hold {
     pub(crate) fn new(guard: Guard) -> Hold {
-        let ended: EndedFuture = Box::pin(guard.ended());
         Hold {
             inner: Some(Arc::new(Inner {
                 fence: guard.fencing_token(),
                 name: guard.name().to_owned(),
-                guard: tokio::sync::Mutex::new(Some(guard)),
-                ended: Mutex::new(Ended::Pending(ended)),
+                guard: Mutex::new(Some(Arc::new(guard))),
                 origin: pid(),
             })),
         }
@@ -154,24 +128,19 @@ impl Hold {
     /// out of the resolved object at once (or, when the awaiting task was cancelled just as
     /// the acquire succeeded, moves it out and drops it, which releases it in the background),
     /// so nothing but the owning task keeps a lock held. Raises `NotOwnedError` when already
-    /// released, taken, or in use by a pending call.
+    /// taken.
     fn take(&self) -> PyResult<Hold> {
         let inner = self.own()?;
-        let guard = inner.guard.try_lock().ok().and_then(|mut g| g.take());
+        let guard = inner.guard.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some(guard) = guard else {
             return Err(not_owned(format!(
-                "lock {:?}: this hold was already released, taken or is in use",
+                "lock {:?}: this hold was already taken",
                 inner.name
             )));
         };
-        let ended = std::mem::replace(
-            &mut *inner.ended.lock().unwrap_or_else(|p| p.into_inner()),
-            Ended::Done(false),
-        );
         Ok(Hold {
             inner: Some(Arc::new(Inner {
-                guard: tokio::sync::Mutex::new(Some(guard)),
-                ended: Mutex::new(ended),
+                guard: Mutex::new(Some(guard)),
                 fence: inner.fence,
                 name: inner.name.clone(),
                 origin: inner.origin,

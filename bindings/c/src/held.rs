@@ -6,7 +6,7 @@ use redlatch::{Error, Result};
 
 use crate::error::redlatch_status;
 use crate::ffi::{arg, millis, Out};
-use crate::hold::{lock_slot, Slot};
+use crate::hold::Slot;
 use crate::lock::redlatch_lock;
 use crate::panic::boundary;
 
@@ -57,15 +57,14 @@ unsafe fn release(lock: *const redlatch_lock, finally: bool) -> Result<()> {
     let lock = unsafe { arg("lock", lock) }?;
     lock.origin.check_owned()?;
     let owner = lock.owner();
-    let slot = lock.current()?;
-    let mut held = lock_slot(&slot);
-    let guard = held.as_ref().ok_or_else(|| lock.not_held())?;
-    let result = guard.release();
+    let guard = lock.current()?;
+    let result = if finally {
+        guard.release_final()
+    } else {
+        guard.release()
+    };
     if finally || !guard.is_held() {
-        // Dropping a guard that is still held releases it in the background.
-        held.take();
-        drop(held);
-        lock.holds.remove(owner, &slot);
+        lock.holds.remove(owner, &guard);
     }
     result
 }
@@ -88,10 +87,7 @@ pub unsafe extern "C" fn redlatch_lock_extend(lock: *const redlatch_lock, lease_
         let lock = unsafe { arg("lock", lock) }?;
         let lease = millis("lease", lease_ms)?;
         lock.origin.check_owned()?;
-        let slot = lock.current()?;
-        let held = lock_slot(&slot);
-        let guard = held.as_ref().ok_or_else(|| lock.not_held())?;
-        guard.extend(lease)
+        lock.current()?.extend(lease)
     })
 }
 
@@ -119,11 +115,7 @@ pub unsafe extern "C" fn redlatch_lock_fencing_token(
             ));
         }
         lock.origin.check_owned()?;
-        let slot = lock.current()?;
-        let value = lock_slot(&slot)
-            .as_ref()
-            .and_then(|g| g.fencing_token())
-            .ok_or_else(|| lock.not_held())?;
+        let value = lock.current()?.fencing_token().ok_or_else(|| lock.not_held())?;
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe { out.write(value) };
         Ok(())
@@ -145,10 +137,7 @@ pub unsafe extern "C" fn redlatch_lock_owned(
         let lock = unsafe { arg("lock", lock) }?;
         let out = Out::new("owned", owned)?;
         let value = match lock.origin.check_owned().and_then(|()| lock.current()) {
-            Ok(slot) => match lock_slot(&slot).as_ref() {
-                Some(guard) => guard.owned()?,
-                None => false,
-            },
+            Ok(guard) => guard.owned()?,
             Err(_) => false,
         };
         // SAFETY: checked non-NULL; writable by the caller's contract.
@@ -172,7 +161,7 @@ pub unsafe extern "C" fn redlatch_lock_is_lost(
         let lock = unsafe { arg("lock", lock) }?;
         let out = Out::new("lost", lost)?;
         let value = match lock.origin.check_owned().and_then(|()| lock.current()) {
-            Ok(slot) => lock_slot(&slot).as_ref().is_some_and(|g| g.is_lost()),
+            Ok(guard) => guard.is_lost(),
             Err(_) => false,
         };
         // SAFETY: checked non-NULL; writable by the caller's contract.

@@ -6,37 +6,27 @@
 //! keeps at most one live hold per owner, so acquiring twice from one thread is refused at once
 //! instead of deadlocking on itself.
 //!
-//! Owner numbers for threads are drawn from a process-wide counter with the top bit set, so
-//! they never collide with explicit `owner_id`s (which must be below 2^63). For reentrant locks
+//! A thread's owner number is the core's (`redlatch::thread_owner`, the process-wide owner
+//! space) with the top bit set, so it never collides with explicit `owner_id`s (which must be
+//! below 2^63). For reentrant locks
 //! the number is also the core's owner (Redis owner id `<client-id>:<n>`), so one thread
 //! re-enters through any handle of the same client, like Redisson's per-thread RLock.
 
 use redlatch::blocking::Guard;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Explicit owner ids are below this; thread owner numbers are at or above it.
 pub(crate) const THREAD_OWNER_BASE: u64 = 1 << 63;
 
-static NEXT_THREAD_OWNER: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    static THREAD_OWNER: u64 = THREAD_OWNER_BASE | NEXT_THREAD_OWNER.fetch_add(1, Ordering::Relaxed);
-}
-
 /// The calling thread's owner number (stable for the thread's life).
 pub(crate) fn thread_owner() -> u64 {
-    THREAD_OWNER.with(|n| *n)
+    THREAD_OWNER_BASE | redlatch::thread_owner()
 }
 
-/// One acquisition. `None` once released; the mutex serialises release and extend of it.
-pub(crate) type Slot = Arc<Mutex<Option<Guard>>>;
-
-/// Locks a slot (a poisoned mutex only means a panic elsewhere; the data is still sound).
-pub(crate) fn lock_slot(slot: &Slot) -> MutexGuard<'_, Option<Guard>> {
-    slot.lock().unwrap_or_else(|p| p.into_inner())
-}
+/// One acquisition: the core guard, shared by the calls that use it (the core releases it at
+/// most once and serializes release and extend).
+pub(crate) type Slot = Arc<Guard>;
 
 #[derive(Default)]
 struct State {
@@ -81,10 +71,7 @@ impl Holds {
         if state.watched {
             watch(&guard);
         }
-        state
-            .entry(owner)
-            .or_default()
-            .push(Arc::new(Mutex::new(Some(guard))));
+        state.entry(owner).or_default().push(Arc::new(guard));
     }
 
     /// From now on every hold is watched: the first time, `watch` is called on each hold
@@ -95,9 +82,7 @@ impl Holds {
             return;
         }
         for slot in state.values().flatten() {
-            if let Some(guard) = lock_slot(slot).as_ref() {
-                watch(guard);
-            }
+            watch(slot);
         }
     }
 
@@ -125,7 +110,7 @@ impl Holds {
         let Some(stack) = map.get_mut(&owner) else {
             return false;
         };
-        stack.retain(|slot| lock_slot(slot).as_ref().is_some_and(|g| g.is_held()));
+        stack.retain(|slot| slot.is_held());
         let live = !stack.is_empty();
         if !live {
             map.remove(&owner);

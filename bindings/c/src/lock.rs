@@ -19,7 +19,7 @@ use crate::client::redlatch_client;
 use crate::error::redlatch_status;
 use crate::ffi::{arg, millis, opt_arg, str_arg, wait_millis, Out};
 use crate::fork::{park, Origin};
-use crate::hold::{lock_slot, thread_owner, Holds, THREAD_OWNER_BASE};
+use crate::hold::{thread_owner, Holds, THREAD_OWNER_BASE};
 use crate::panic::{boundary, boundary_value, boundary_void};
 
 /// `wait_ms` value meaning "wait until acquired" (`UINT64_MAX`).
@@ -148,12 +148,10 @@ impl redlatch_lock {
     /// Releases everything still held through the handle (for free).
     fn close(self) {
         self.lost.set(None, std::ptr::null_mut());
-        for slot in self.holds.drain() {
-            if let Some(guard) = lock_slot(&slot).take() {
-                // Best effort: the hold may already be gone (expired, lost), and a failed
-                // release leaves a key that expires with its lease. No caller is left to tell.
-                let _ = guard.release();
-            }
+        for guard in self.holds.drain() {
+            // Best effort: the hold may already be gone (expired, lost); an unknown outcome
+            // goes on in the background. No caller is left to tell.
+            let _ = guard.release_final();
         }
     }
 }

@@ -13,7 +13,7 @@
 //! same name, so `instanceof` works and the stack stays the one made here.
 
 use js_sys::{Array, Object, Reflect};
-use redlatch::{Error, ErrorKind, Reason};
+use redlatch::{Error, ErrorKind};
 use wasm_bindgen::prelude::*;
 
 /// The facade's class name for `kind` (ERR_REDIS and ERR_PANIC use the base class).
@@ -66,12 +66,6 @@ pub fn to_js(err: &Error) -> JsValue {
 /// An `InvalidArgument` JS error raised by the binding itself.
 pub fn invalid(message: impl Into<String>) -> JsValue {
     to_js(&Error::invalid(message))
-}
-
-/// A `NotOwned` JS error (reason `never_held`) raised by the binding itself: a hold already
-/// released.
-pub fn not_owned(message: impl Into<String>) -> JsValue {
-    to_js(&Error::not_owned(false, Reason::NeverHeld, message))
 }
 
 /// Extension so core results convert in one call: `result.js()?`.

@@ -23,13 +23,14 @@
 //! key is a lock at all (a string without TTL that is not a token is application data).
 
 use super::hold::Hold;
-use super::owners::{InFlight, Ticket};
+use super::owner::{InFlight, Seen};
 use super::rollback::{Cleanups, UndoOnDrop};
 use super::signal::{HoldSignal, Validity};
 use super::transport::random_unit;
 use super::waker::Waker;
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::owner::Ticket;
 use crate::protocol::quorum::{self, Tally};
 use crate::protocol::reply::{AcquireReply, OwnershipReply};
 use crate::protocol::request::Holder;
@@ -324,21 +325,20 @@ fn new_hold(
     let (validity, orphaned) = match (holder, ticket) {
         // The owner's holds are counts in one hash with one TTL: they share one validity.
         (Holder::Reentrant { owner }, Some(ticket)) => {
-            let joined = engine
-                .validities
-                .join(&spec.name, owner, deadline, engine.now(), ticket);
-            // With no live hold of this owner, and no other acquire or release of it running
-            // at any time during this one, every count beyond this grant's own was left by
-            // holds this client declared lost while Redis still kept them (their local
-            // validity ends a drift allowance before the key). A lost hold's release sends
-            // nothing, so without this the count would outlive every guard. Quorum mode:
-            // counts may differ per node; not attempted.
-            let orphaned = if joined.fresh && !joined.overlapped && !engine.is_quorum() {
-                holds.saturating_sub(1)
-            } else {
-                0
+            // With no live hold of this owner, and no other acquire, release or rollback of it
+            // running at any time during this one, every count beyond this grant's own was
+            // left by holds this client declared lost while Redis still kept them (their
+            // local validity ends a drift allowance before the key). A lost hold's release
+            // sends nothing, so without this the count would outlive every guard. The rule is
+            // `protocol::owner::orphaned_counts`.
+            let seen = Seen {
+                deadline,
+                now: engine.now(),
+                holds,
+                quorum: engine.is_quorum(),
             };
-            (joined.validity, orphaned)
+            let joined = engine.validities.join(&spec.name, owner, ticket, seen);
+            (joined.validity, joined.orphaned)
         }
         _ => (Validity::new(&spec.name, deadline), 0),
     };
@@ -353,6 +353,7 @@ fn new_hold(
             .register(engine, &spec.name, holder, signal.clone())
     });
     let hold = Hold {
+        id: engine.registry.next_id(),
         engine: engine.clone(),
         name: spec.name.clone(),
         holder: holder.clone(),
@@ -361,6 +362,7 @@ fn new_hold(
         signal,
         watch_id,
         releasing: Default::default(),
+        background: Default::default(),
     };
     (hold, orphaned)
 }

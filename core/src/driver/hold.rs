@@ -29,6 +29,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) struct Hold {
+    /// Its id in the client's registry of live holds (see `registry.rs`).
+    pub(crate) id: u64,
     pub(crate) engine: Arc<Engine>,
     pub(crate) name: String,
     pub(crate) holder: Holder,
@@ -38,7 +40,17 @@ pub(crate) struct Hold {
     /// Watchdog registration (watchdog mode only).
     pub(crate) watch_id: Option<u64>,
     /// Serializes releases; holds the release sent whose outcome is still unknown.
+    /// Extends take it too, so a release waits for an extend in flight instead of racing it.
     pub(crate) releasing: futures::lock::Mutex<Option<Pending>>,
+    /// Set once a background release (of a dropped guard, a scope's end, `close()`) runs, so
+    /// that only one does.
+    pub(crate) background: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.engine.registry.untrack(self.id);
+    }
 }
 
 /// A release that was sent without an answer: its request id (reused by the retry) and when
@@ -266,6 +278,8 @@ impl Hold {
     /// Resets the remaining lease to `lease` on every node (replace, never add).
     pub(crate) async fn extend(&self, lease: Duration) -> Result<()> {
         let lease_ms = timing::to_millis("lease", lease, false)?;
+        // One call at a time per hold: a release begun meanwhile waits for this extend.
+        let _serial = self.releasing.lock().await;
         if self.signal.is_lost_at(self.engine.now()) {
             return Err(self.lost_error(self.signal.lost_reason().unwrap_or(Reason::Expired)));
         }

@@ -7,7 +7,8 @@
 mod acquire;
 mod hold;
 mod nodes;
-mod owners;
+pub(crate) mod owner;
+mod registry;
 mod rollback;
 mod signal;
 pub mod transport;
@@ -17,6 +18,7 @@ mod watchdog;
 pub(crate) use acquire::{acquire, LockSpec};
 pub(crate) use hold::Hold;
 pub(crate) use nodes::Nodes;
+pub(crate) use registry::CLOSED;
 pub(crate) use signal::End;
 pub(crate) use transport::random_unit;
 pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};
@@ -25,7 +27,6 @@ pub(crate) use watchdog::Watchdog;
 use crate::protocol::request::Holder;
 use crate::protocol::{quorum, timing, token};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -95,12 +96,13 @@ pub(crate) struct Engine {
     pub(crate) runtime: Arc<dyn Runtime>,
     pub(crate) config: Config,
     pub(crate) client_id: String,
-    owner_seq: AtomicU64,
     pub(crate) watchdog: Watchdog,
     /// Lock name -> end of the hand-off grace after this client released it to a waiter.
     handoffs: Mutex<HashMap<String, Duration>>,
     /// The validity shared by the holds of each reentrant owner (see `signal.rs`).
-    pub(crate) validities: Arc<owners::Validities>,
+    pub(crate) validities: Arc<owner::Validities>,
+    /// Live holds and the closed state (see `registry.rs`).
+    pub(crate) registry: registry::Registry,
 }
 
 impl Engine {
@@ -114,10 +116,10 @@ impl Engine {
             runtime,
             config,
             client_id: token::new_client_id()?,
-            owner_seq: AtomicU64::new(1),
             watchdog: Watchdog::default(),
             handoffs: Mutex::default(),
             validities: Arc::default(),
+            registry: registry::Registry::default(),
         }))
     }
 
@@ -198,17 +200,12 @@ impl Engine {
     }
 
     /// Counts an acquire, release or rollback of `holder` on `name` as in flight while the
-    /// returned value lives (reentrant holders only; see `owners::Validities`).
-    pub(crate) fn in_flight(&self, name: &str, holder: &Holder) -> Option<owners::InFlight> {
+    /// returned value lives (reentrant holders only; see `owner::Validities`).
+    pub(crate) fn in_flight(&self, name: &str, holder: &Holder) -> Option<owner::InFlight> {
         match holder {
             Holder::Reentrant { owner } => Some(self.validities.begin(name, owner)),
             Holder::Lease { .. } => None,
         }
-    }
-
-    /// A fresh owner number, distinct from every other owner of this client.
-    pub(crate) fn next_owner(&self) -> u64 {
-        self.owner_seq.fetch_add(1, Ordering::Relaxed)
     }
 }
 

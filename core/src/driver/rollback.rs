@@ -9,7 +9,7 @@
 //! attempt of the same acquire (same token, same request id) skips a node whose clean-up is
 //! still running there, so a late undo can never remove that attempt's own new grant.
 
-use super::owners::InFlight;
+use super::owner::InFlight;
 use super::Engine;
 use crate::protocol::request::Holder;
 use event_listener::Event;

@@ -6,6 +6,8 @@
 //! - [`scripts`]: the Lua scripts and their SHA-1 digests.
 //! - [`reply`]: the transport-neutral [`reply::Reply`] and its decoding into outcomes.
 //! - [`request`]: which script, keys and arguments each lock operation sends.
+//! - [`owner`]: owner numbers and the reentrant owner's decisions (joining a validity, the
+//!   orphaned-count rule), from its calls in flight.
 //! - [`quorum`]: majority and validity (Redlock) math.
 //! - [`timing`]: duration validation, retry back-off with full jitter, default timeouts.
 //! - [`family`]: fair, read/write, semaphore, permit-expirable semaphore, count-down latch and
@@ -13,6 +15,7 @@
 
 pub mod family;
 pub mod keys;
+pub mod owner;
 pub mod quorum;
 pub mod reply;
 pub mod request;

@@ -1,0 +1,120 @@
+//! A client's live holds and whether it was closed: what `Client::close()` needs to find.
+//!
+//! Why in the core: every binding offers `close()` (releases what is still held, stops
+//! pending acquires, makes later calls fail), and each used to keep its own copy of this
+//! bookkeeping. Holds are tracked weakly, so a hold whose guard was dropped (and is released
+//! in the background) is not kept alive by the registry.
+
+use super::hold::Hold;
+use crate::error::{Error, Result};
+use event_listener::Event;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// The message of every call on a closed client (a `Connection` error, in every binding).
+pub(crate) const CLOSED: &str = "the client is closed";
+
+/// The closed state and the live holds of one client.
+#[derive(Default)]
+pub(crate) struct Registry {
+    closed: AtomicBool,
+    closing: Event,
+    holds: Mutex<HashMap<u64, Weak<Hold>>>,
+    seq: AtomicU64,
+}
+
+impl Registry {
+    fn holds(&self) -> MutexGuard<'_, HashMap<u64, Weak<Hold>>> {
+        // A poisoned mutex only means a panic elsewhere mid-update of a plain map.
+        self.holds.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `true` once `close()` began.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// `Connection` ("the client is closed") once closed.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::connection(CLOSED));
+        }
+        Ok(())
+    }
+
+    /// A fresh hold id.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Tracks `hold` until [`untrack`](Self::untrack); `false` when the client was closed
+    /// meanwhile (the caller then releases it). Checked under the map's lock, which `close`
+    /// takes after closing, so no hold is missed.
+    pub(crate) fn track(&self, hold: &Arc<Hold>) -> bool {
+        let mut holds = self.holds();
+        if self.is_closed() {
+            return false;
+        }
+        holds.insert(hold.id, Arc::downgrade(hold));
+        true
+    }
+
+    /// Stops tracking hold `id` (its last reference is gone).
+    pub(crate) fn untrack(&self, id: u64) {
+        self.holds().remove(&id);
+    }
+
+    /// Number of tracked holds (diagnostics, tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.holds().len()
+    }
+
+    /// Closes: later calls fail, [`until_closed`](Self::until_closed) resolves. Returns the
+    /// holds still alive, or `None` when it was already closed.
+    pub(crate) fn close(&self) -> Option<Vec<Arc<Hold>>> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        self.closing.notify(usize::MAX);
+        let live = self.holds().drain().filter_map(|(_, h)| h.upgrade()).collect();
+        Some(live)
+    }
+
+    /// Resolves once the client is closed (pending acquires race it).
+    pub(crate) async fn until_closed(&self) {
+        loop {
+            if self.is_closed() {
+                return;
+            }
+            let listener = self.closing.listen();
+            if self.is_closed() {
+                return;
+            }
+            listener.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+
+    #[test]
+    fn closing_is_once_and_wakes_waiters() {
+        let registry = Registry::default();
+        assert!(registry.check_open().is_ok());
+        let mut waiting = Box::pin(registry.until_closed());
+        assert!((&mut waiting).now_or_never().is_none());
+        assert_eq!(registry.close().map(|h| h.len()), Some(0));
+        assert!(waiting.now_or_never().is_some(), "a pending wait resolves");
+        assert!(registry.close().is_none(), "idempotent");
+        let err = registry.check_open().unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Connection);
+        assert_eq!(err.message(), CLOSED);
+        assert_ne!(registry.next_id(), registry.next_id());
+        assert_eq!(registry.len(), 0);
+    }
+}
