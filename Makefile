@@ -77,8 +77,9 @@ test-node: setup-test wasm-stage node-test
 test-python: setup-test py-test
 
 # The npm package carries the wasm build (`redlatch/wasm`); its prepack check refuses to pack
-# without it.
+# without it, and node/test runs the surface both entries share against both.
 node-publish-check: wasm-stage
+node-test: wasm-stage
 
 install: c-install
 

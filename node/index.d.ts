@@ -50,8 +50,19 @@ export declare class NativeHeld {
   get fencingToken(): number | null
   /** The lease in ms this hold was acquired with (the watchdog timeout in watchdog mode). */
   get leaseMs(): number
-  /** `true` once the hold is known lost (read locally, never blocks). */
+  /**
+   * `true` once the hold is known lost, or was released by `client.close()` (read
+   * locally, never blocks).
+   */
   get lost(): boolean
+  /** `true` once `client.close()` released this hold. */
+  get closedByClient(): boolean
+  /**
+   * Calls `onEnd(false)` once if the hold is lost, `onEnd(true)` if `client.close()`
+   * releases it; never after a release through this handle. A no-op for a hold already
+   * released (the facade reads `lost` first).
+   */
+  watch(onEnd: (closedByClient: boolean) => void): void
   /** `true` until the hold is released through this handle or by `close()`. */
   get held(): boolean
   /**
@@ -76,16 +87,15 @@ export declare class NativeLock {
   /** `true` for reentrant locks. */
   get reentrant(): boolean
   /**
-   * Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is the reentrant owner number (`null` for
-   * lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`. `onLost`
-   * is called (on the JavaScript thread, without keeping the process alive) if the hold
-   * is later lost (`false`) or released by `close()` (`true`); never after a release.
+   * Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is
+   * the reentrant owner number (`null` for lease locks). `ticket` identifies the attempt
+   * for `client.cancel(ticket)`.
    *
    * Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(waitMs: number | null, owner: number | null, ticket: number, onLost: (closedByClient: boolean) => void): Promise<NativeHeld>
+  acquire(waitMs: number | null, owner: number | null, ticket: number): Promise<NativeHeld>
   /** `true` when anyone holds the lock (a majority of nodes in quorum mode). */
   locked(): Promise<boolean>
   /** Remaining lease in ms of whoever holds the lock; `null` when free. */

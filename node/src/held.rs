@@ -5,11 +5,12 @@
 //! does the same for every hold still alive. When the JavaScript object is garbage-collected
 //! without a release, the slot drops the guard and the core releases it in the background.
 //!
-//! Loss reporting: a task per hold awaits the core's `ended()` and, if the hold was lost,
-//! calls `onLost(false)` through a *weak* threadsafe function (it never keeps Node alive). A
-//! hold that `client.close()` released is gone for its holder as well: the task then calls
-//! `onLost(true)`. The task ends when the hold is released or lost, which also frees the
-//! callback.
+//! Loss reporting, only for holds someone watches (the facade asks with `watch(onEnd)` when a
+//! program first reads `held.signal`, so a plain acquire + release pays for no callback): a
+//! task awaits the core's `ended()` and, if the hold was lost, calls `onEnd(false)` through a
+//! *weak* threadsafe function (it never keeps Node alive). A hold that `client.close()`
+//! released is gone for its holder as well: the task then calls `onEnd(true)`. The task ends
+//! when the hold is released or lost, which also frees the callback.
 
 use crate::client::Shared;
 use crate::error::{closed, not_owned, IntoNapi};
@@ -23,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use tokio::sync::RwLock;
 
-/// The `onLost(closedByClient)` callback: errors not passed to it (`CalleeHandled = false`),
+/// The `onEnd(closedByClient)` callback: errors not passed to it (`CalleeHandled = false`),
 /// weak (`Weak = true`: unreferenced, so it never keeps the event loop alive).
 pub(crate) type LostCallback = ThreadsafeFunction<bool, Unknown<'static>, bool, Status, false, true>;
 
@@ -40,19 +41,9 @@ pub(crate) struct HoldSlot {
 }
 
 impl HoldSlot {
-    pub(crate) fn new(shared: &Arc<Shared>, guard: Guard, on_lost: LostCallback) -> Self {
-        let ended = guard.ended();
-        let closed = Arc::new(AtomicBool::new(false));
-        let closed_by_client = closed.clone();
-        tokio::spawn(async move {
-            let lost = ended.await;
-            let closed = closed_by_client.load(Ordering::Acquire);
-            if lost || closed {
-                on_lost.call(closed && !lost, ThreadsafeFunctionCallMode::NonBlocking);
-            }
-        });
+    pub(crate) fn new(shared: &Arc<Shared>, guard: Guard) -> Self {
         HoldSlot {
-            closed,
+            closed: Arc::new(AtomicBool::new(false)),
             id: shared.next_hold_id(),
             shared: Arc::downgrade(shared),
             name: guard.name().to_owned(),
@@ -126,13 +117,46 @@ impl NativeHeld {
         self.slot.lease_ms
     }
 
-    /// `true` once the hold is known lost (read locally, never blocks).
+    /// `true` once the hold is known lost, or was released by `client.close()` (read
+    /// locally, never blocks).
     #[napi(getter)]
     pub fn lost(&self) -> bool {
+        if self.closed_by_client() {
+            return true;
+        }
         match self.slot.guard.try_read() {
             Ok(g) => g.as_ref().is_some_and(Guard::is_lost),
             Err(_) => false,
         }
+    }
+
+    /// `true` once `client.close()` released this hold.
+    #[napi(getter)]
+    pub fn closed_by_client(&self) -> bool {
+        self.slot.closed.load(Ordering::Acquire)
+    }
+
+    /// Calls `onEnd(false)` once if the hold is lost, `onEnd(true)` if `client.close()`
+    /// releases it; never after a release through this handle. A no-op for a hold already
+    /// released (the facade reads `lost` first).
+    #[napi(ts_args_type = "onEnd: (closedByClient: boolean) => void")]
+    pub fn watch(&self, on_end: LostCallback) {
+        let ended = match self.slot.guard.try_read() {
+            Ok(g) => g.as_ref().map(Guard::ended),
+            // A release or close() is taking the guard out right now.
+            Err(_) => None,
+        };
+        let Some(ended) = ended else { return };
+        let closed = self.slot.closed.clone();
+        napi::bindgen_prelude::within_runtime_if_available(|| {
+            tokio::spawn(async move {
+                let lost = ended.await;
+                let closed = closed.load(Ordering::Acquire);
+                if lost || closed {
+                    on_end.call(closed && !lost, ThreadsafeFunctionCallMode::NonBlocking);
+                }
+            })
+        });
     }
 
     /// `true` until the hold is released through this handle or by `close()`.

@@ -1,9 +1,11 @@
 //! The native half of the `redlatch` npm package: a thin napi-rs layer over the Rust core.
 //!
-//! The JavaScript facade (`lib/index.js`) is the public API; this addon only converts types,
-//! maps errors and bridges futures to Promises. Everything JavaScript does better stays in
-//! JavaScript: `Error` subclasses, `AbortSignal` wiring, `AsyncLocalStorage` reentrancy,
-//! `using`/`withLock` and `Symbol.asyncDispose`. Lock logic stays in the core.
+//! The JavaScript facade (`lib/facade/`, shared with the `redlatch/wasm` entry) is the public
+//! API; this addon is its engine (`lib/facade/engine.mjs` describes the interface): it only
+//! converts types, maps errors and bridges futures to Promises. Everything JavaScript does
+//! better stays in JavaScript: `Error` subclasses, `AbortSignal` wiring, rlock owners
+//! (`AsyncLocalStorage`), `using`/`withLock` and `Symbol.asyncDispose`. Lock logic stays in
+//! the core.
 //!
 //! Threads and the event loop: every Redis operation runs on napi's tokio runtime, never on
 //! the JavaScript thread. A pending Promise (acquire, release, ...) keeps Node running, as a

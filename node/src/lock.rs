@@ -2,12 +2,12 @@
 //!
 //! The handle keeps the options, not a core `Lock`, because a core `Lock` holds the client's
 //! engine alive and `close()` must be able to let go of it. Reentrant locks take the owner
-//! number from the caller: the facade passes the number of the current async call chain
-//! (`AsyncLocalStorage`), so one chain re-enters through any `rlock` handle of the client.
+//! number from the caller: the facade decides who the owner is (lib/facade/owner.mjs), so
+//! holds of one owner re-enter through any `rlock` handle of the client.
 
 use crate::client::{Shared, Stop};
 use crate::error::{closed, invalid, to_napi, IntoNapi};
-use crate::held::{HoldSlot, LostCallback, NativeHeld};
+use crate::held::{HoldSlot, NativeHeld};
 use crate::options::{self, opt_millis, LockOptions};
 use futures::future::{select, Either};
 use napi_derive::napi;
@@ -83,23 +83,19 @@ impl NativeLock {
         self.reentrant
     }
 
-    /// Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is the reentrant owner number (`null` for
-    /// lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`. `onLost`
-    /// is called (on the JavaScript thread, without keeping the process alive) if the hold
-    /// is later lost (`false`) or released by `close()` (`true`); never after a release.
+    /// Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is
+    /// the reentrant owner number (`null` for lease locks). `ticket` identifies the attempt
+    /// for `client.cancel(ticket)`.
     ///
     /// Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
     /// bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
     /// the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
-    #[napi(
-        ts_args_type = "waitMs: number | null, owner: number | null, ticket: number, onLost: (closedByClient: boolean) => void"
-    )]
+    #[napi(ts_args_type = "waitMs: number | null, owner: number | null, ticket: number")]
     pub async fn acquire(
         &self,
         wait_ms: Option<f64>,
         owner: Option<f64>,
         ticket: u32,
-        on_lost: LostCallback,
     ) -> napi::Result<NativeHeld> {
         let wait = opt_millis("waitMs", wait_ms, true)?;
         let lock = self.core(owner)?;
@@ -112,7 +108,7 @@ impl NativeLock {
             Either::Right((Ok(Stop::Aborted), _)) => return Err(aborted()),
             Either::Right((Ok(Stop::Closed) | Err(_), _)) => return Err(closed()),
         };
-        let slot = Arc::new(HoldSlot::new(&self.shared, guard, on_lost));
+        let slot = Arc::new(HoldSlot::new(&self.shared, guard));
         if !self.shared.track(&slot) {
             slot.release_on_close().await;
             return Err(closed());

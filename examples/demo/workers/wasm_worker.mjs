@@ -5,7 +5,7 @@
 //
 //     node examples/demo/workers/wasm_worker.mjs <url> <unlocked|locked> <worker-id>
 //
-// Needs `make wasm-build` (bindings/wasm/pkg) and the `redis` package from bindings/wasm/js
+// Needs `make wasm-build` (bindings/wasm/pkg/wasm) and the `redis` package from bindings/wasm/js
 // (`make wasm-setup`); REDLATCH_WASM_ENTRY may point at another build of the entry point
 // (e.g. node/wasm/index.mjs).
 import { createRequire } from 'node:module'
@@ -22,7 +22,7 @@ const RACE_WINDOW_MS = 1 // between reading and writing the stock
 
 const entry = process.env.REDLATCH_WASM_ENTRY
   ? pathToFileURL(process.env.REDLATCH_WASM_ENTRY)
-  : new URL('../../../bindings/wasm/pkg/index.mjs', import.meta.url)
+  : new URL('../../../bindings/wasm/pkg/wasm/index.mjs', import.meta.url)
 const { createClient: createRedisClient } = createRequire(new URL('../../../bindings/wasm/js/package.json', import.meta.url))(
   'redis',
 )

@@ -4,8 +4,8 @@
 // keeps the event loop alive (the module's own timers never do).
 import { AsyncLocalStorage } from 'node:async_hooks'
 import glue from './nodejs/redlatch_wasm.js'
-import { install } from './lib/binding.mjs'
+import { install } from './engine.mjs'
 
 install(glue, { AsyncLocalStorage, keepAlive: true })
 
-export * from './lib/api.mjs'
+export * from './api.mjs'

@@ -4,9 +4,9 @@
 // before the module finishes loading. `rlock` owners follow async chains only where the host
 // provides `globalThis.AsyncLocalStorage`; elsewhere each rlock handle is one owner.
 import init, * as glue from './web/redlatch_wasm.js'
-import { install } from './lib/binding.mjs'
+import { install } from './engine.mjs'
 
 await init({ module_or_path: new URL('./web/redlatch_wasm_bg.wasm', import.meta.url) })
 install(glue, { AsyncLocalStorage: globalThis.AsyncLocalStorage })
 
-export * from './lib/api.mjs'
+export * from './api.mjs'

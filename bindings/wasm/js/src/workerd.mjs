@@ -5,9 +5,9 @@
 // each rlock handle is one owner.
 import wasmModule from './web/redlatch_wasm_bg.wasm'
 import * as glue from './web/redlatch_wasm.js'
-import { install } from './lib/binding.mjs'
+import { install } from './engine.mjs'
 
 glue.initSync({ module: wasmModule })
 install(glue, { AsyncLocalStorage: globalThis.AsyncLocalStorage })
 
-export * from './lib/api.mjs'
+export * from './api.mjs'

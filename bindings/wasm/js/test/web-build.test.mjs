@@ -1,19 +1,27 @@
 // The `web` wasm-bindgen build (what browsers, Deno and workerd load), run in Node through
 // `initSync` on the .wasm bytes, installed without AsyncLocalStorage as on a host that has
 // none: locks work and each rlock handle is one owner. (Its own process: node --test runs
-// each file separately, so this install does not affect the other suites.)
+// each file separately, so this install does not affect the other suites. It does not import
+// helpers.mjs, whose Node entry would install Node's AsyncLocalStorage first.)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { PKG_DIR, redis, key } from './helpers.mjs'
+import { fileURLToPath } from 'node:url'
+import { createClient as createRedisClient } from 'redis'
+
+const PKG_DIR = fileURLToPath(new URL('../../pkg/wasm/', import.meta.url))
+const run = randomUUID().slice(0, 8)
+let seq = 0
+const key = () => `wasm-web-test:${run}:${++seq}`
 
 const glue = await import(`${PKG_DIR}web/redlatch_wasm.js`)
 glue.initSync({ module: readFileSync(`${PKG_DIR}web/redlatch_wasm_bg.wasm`) })
-const { install } = await import(`${PKG_DIR}lib/binding.mjs`)
+const { install } = await import(`${PKG_DIR}engine.mjs`)
 install(glue, {})
-const api = await import(`${PKG_DIR}lib/api.mjs`)
+const api = await import(`${PKG_DIR}api.mjs`)
 
-const conn = await redis()
+const conn = await createRedisClient({ url: process.env.REDLATCH_TEST_URL }).connect()
 const client = api.createClient(api.fromNodeRedis(conn))
 test.after(async () => {
   await client.close()

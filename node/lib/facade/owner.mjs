@@ -2,26 +2,33 @@
 // lock handle.
 //
 // The Redis owner of a reentrant lock is `<client id>:<owner number>`.
-// - With AsyncLocalStorage (Node; any host exposing `globalThis.AsyncLocalStorage`), the rules
-//   are the native entry's (node/lib/chain.js): the outermost `using` (or `acquire`) of an
-//   rlock picks a fresh owner number and makes it the chain's; everything that chain awaits
-//   or starts inherits it, so a nested `rlock(name).using(...)` re-enters while separate
-//   chains contend. A frame is joined only while it has granted holds: branches started
-//   together see the first one's frame (enterWith) while its acquire is still in flight and
-//   must not share its hold (node/lib/chain.js explains).
+// - With AsyncLocalStorage (Node; any host exposing `globalThis.AsyncLocalStorage`): the
+//   outermost `using` (or `acquire`) of an rlock picks a fresh owner number and makes it the
+//   chain's; everything that chain awaits or starts inherits it, so a nested
+//   `rlock(name).using(...)` re-enters while separate chains contend.
+//   A frame is joined only while it has granted holds; once the last is released, the next
+//   rlock in that chain starts a new frame. Why granted, not pending: `acquire()` can only
+//   *enter* the caller's context (`enterWith`), which also enters it into the rest of the
+//   caller's synchronous code. Branches the caller starts there (`Promise.all(items.map(async
+//   () => { await lock.acquire() ... }))`) see the first branch's frame while its acquire is
+//   still in flight; had they joined it, they would all have shared one hold.
 // - Without it (browsers, workerd without node compatibility), async context cannot be
-//   followed, so each `rlock` handle is one owner, as in the Rust API: acquiring again
-//   through the same handle re-enters, other handles contend.
+//   followed, so each `rlock` handle is one owner, as in the Rust API.
+//
+// The AsyncLocalStorage is created on first use: lease locks never touch it, so programs
+// that use only `lock()` pay nothing for async context tracking.
 
 let AsyncLocalStorageClass = null
 /** @type {{ run: Function, getStore: Function, enterWith: Function } | null} */
 let storage = null
 let nextOwner = 1
 
-/** Sets the AsyncLocalStorage class to use (null = per-handle owners). */
+/**
+ * Sets the AsyncLocalStorage class to follow async chains with (each entry passes its host's;
+ * once set, a later entry without one does not unset it: both entries share this module).
+ */
 export function useAsyncLocalStorage(cls) {
-  AsyncLocalStorageClass = typeof cls === 'function' ? cls : null
-  storage = null
+  if (typeof cls === 'function' && AsyncLocalStorageClass === null) AsyncLocalStorageClass = cls
 }
 
 /** `true` when reentrancy follows async call chains. */
@@ -47,6 +54,11 @@ function als() {
 function current() {
   const frame = storage === null ? undefined : storage.getStore()
   return frame !== undefined && frame.active > 0 ? frame : null
+}
+
+/** The frame a new rlock handle owns itself (only where chains are not followed). */
+export function forHandle() {
+  return followsChains() ? null : new Frame()
 }
 
 /** The frame whose holds `holdCount` reports: the chain's, or the handle's. */

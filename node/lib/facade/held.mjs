@@ -1,0 +1,152 @@
+// `Held`: one acquisition, over an engine hold (engine.mjs). Its `signal` is made on first
+// read: a hold nobody watches costs no AbortController and no loss watcher in the engine.
+
+import * as args from './args.mjs'
+import { INTERNAL } from './engine.mjs'
+import { InvalidArgumentError, LockLostError, NotOwnedError, toLockError } from './errors.mjs'
+
+// Where the well-known symbol is missing: Node's own name for it, which TypeScript's
+// downlevel `await using` also looks up.
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+// The module's own method key: what a scope ending now reports (not part of the public API).
+const lossAtScopeEnd = Symbol('lossAtScopeEnd')
+
+/**
+ * One acquisition. Release it with `release()`, or let `await using` / `lock.using(fn)` do it.
+ * A Held that is garbage-collected without a release is released in the background.
+ */
+export class Held {
+  #raw
+  #name
+  #frame
+  #controller = null
+  #done = false
+
+  /** @internal Returned by `lock.acquire()`. */
+  constructor(token, raw, name, frame) {
+    if (token !== INTERNAL) throw new InvalidArgumentError('a Held comes from lock.acquire()')
+    this.#raw = raw
+    this.#name = name
+    this.#frame = frame
+  }
+
+  /** The lock's name. */
+  get name() {
+    return this.#name
+  }
+
+  /** The fencing token of this acquisition (locks made with `fenced: true`), else `null`. */
+  get fencingToken() {
+    return this.#raw.fencingToken ?? null
+  }
+
+  /** The lease in ms this hold was acquired with (the watchdog timeout in watchdog mode). */
+  get leaseMs() {
+    return this.#raw.leaseMs
+  }
+
+  /** Aborts, with a LockLostError as its reason, when the hold is lost. Never after a release. */
+  get signal() {
+    this.#controller ??= this.#watch()
+    return this.#controller.signal
+  }
+
+  /** `true` once the hold is known lost (or released by `client.close()`). */
+  get lost() {
+    return this.#controller?.signal.aborted === true || this.#raw.lost
+  }
+
+  /**
+   * Releases the hold. Rejects with LockLostError when it had been lost, NotOwnedError when it
+   * expired, was taken or was already released, RedisConnectionError / QuorumError when Redis
+   * could not confirm (the key then expires with its lease) or when `client.close()` released it.
+   */
+  async release() {
+    try {
+      await this.#raw.release()
+    } catch (err) {
+      throw toLockError(err)
+    } finally {
+      this.#end()
+    }
+  }
+
+  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal sets it back to the watchdog timeout. */
+  async extend(leaseMs) {
+    if (leaseMs === undefined) throw new InvalidArgumentError('extend(leaseMs) needs a lease in milliseconds')
+    args.millis('leaseMs', leaseMs)
+    try {
+      await this.#raw.extend(leaseMs)
+    } catch (err) {
+      throw toLockError(err)
+    }
+  }
+
+  /** Asks Redis whether this hold is still ours. */
+  async owned() {
+    try {
+      return await this.#raw.owned()
+    } catch (err) {
+      throw toLockError(err)
+    }
+  }
+
+  /** `await using held = await lock.acquire()`: releases at the end of the block (no-op if already released). */
+  async [asyncDispose]() {
+    if (this.#done) return
+    await releaseAtScopeEnd(this)
+  }
+
+  /** The LockLostError a scope ending now reports, or null while the hold is not known lost. */
+  [lossAtScopeEnd]() {
+    if (this.#controller?.signal.aborted) return this.#controller.signal.reason
+    return this.#raw.lost ? lossError(this.#name, this.#raw.closedByClient) : null
+  }
+
+  #watch() {
+    const controller = new AbortController()
+    const raw = this.#raw
+    if (raw.lost) {
+      controller.abort(lossError(this.#name, raw.closedByClient))
+    } else if (!this.#done) {
+      // Captures only the controller and the name, so an unreleased Held can still be
+      // garbage-collected (and its hold released in the background).
+      const name = this.#name
+      raw.watch((closedByClient) => controller.abort(lossError(name, closedByClient)))
+    }
+    return controller
+  }
+
+  #end() {
+    if (this.#done) return
+    this.#done = true
+    if (this.#frame !== null) this.#frame.active--
+  }
+}
+
+function lossError(name, closedByClient) {
+  const why = closedByClient ? 'was released by client.close()' : 'was lost while held'
+  return new LockLostError(`lock ${JSON.stringify(name)} ${why}`)
+}
+
+/**
+ * The release that ends a scope (`using`, `await using`). The block ran believing it held the
+ * lock, so a hold found gone at its end (NotOwnedError: deleted, expired or taken) is a loss,
+ * reported as LockLostError with the release's error as its cause (shared/API.md "a scoped
+ * block ends after a loss").
+ */
+export async function releaseAtScopeEnd(held) {
+  try {
+    await held.release()
+  } catch (err) {
+    // Lost (or released by client.close()) while the block ran: that is what ended it.
+    const lost = held[lossAtScopeEnd]()
+    if (lost !== null) throw lost
+    if (err instanceof NotOwnedError && !(err instanceof LockLostError)) {
+      throw new LockLostError(`lock ${JSON.stringify(held.name)} was lost while the block held it: ${err.message}`, {
+        cause: err,
+      })
+    }
+    throw err
+  }
+}
