@@ -42,6 +42,7 @@ export class Client extends FacadeClient {
 export {
   Lock,
   Held,
+  Owner,
   STATUS,
   LockError,
   NotAcquiredError,

@@ -183,14 +183,20 @@ for (const entry of ENTRIES) {
 
     test('a using() whose lock close() released rejects with LockLostError', async () => {
       const c = await entry.connect()
+      let started
+      const inside = new Promise((resolve) => (started = resolve))
       const during = c.client.withLock(key(), async (signal) => {
+        started()
         await sleep(150)
         return signal.aborted
       })
-      await sleep(50)
-      await c.client.close()
-      await assert.rejects(during, (e) => e instanceof LockLostError && /client\.close\(\)/.test(e.message))
-      await c.close()
+      try {
+        await inside
+        await c.client.close()
+        await assert.rejects(during, (e) => e instanceof LockLostError && /client\.close\(\)/.test(e.message))
+      } finally {
+        await c.close()
+      }
     })
 
     test('close releases holds, rejects pending acquires and later calls', async () => {

@@ -1,5 +1,7 @@
-// rlock reentrancy, for both entries: nested uses in one async call chain re-enter (Redis counts
-// the holds), separate chains contend.
+// rlock owners, for both entries (shared/API.md, Node: mutual exclusion over convenience):
+// holds re-enter only for one owner: an explicit Owner, or the rlock using() scope the
+// code runs in (Redis counts the holds); a bare acquire() is an owner of its own, and
+// separate scopes contend.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENTRIES, key, redis, sleep } from './helpers.mjs'
@@ -13,7 +15,7 @@ async function holders(name) {
 }
 
 for (const entry of ENTRIES) {
-  const { NotAcquiredError } = entry.api
+  const { NotAcquiredError, Owner } = entry.api
 
   describe(`${entry.name} entry`, () => {
     let client, close
@@ -22,7 +24,7 @@ for (const entry of ENTRIES) {
       await close()
     })
 
-    test('a nested rlock in the same chain re-enters, through any handle', async () => {
+    test('a nested rlock in a using() scope re-enters, through any handle', async () => {
       const name = key()
       await client.rlock(name).using(async () => {
         assert.equal(await client.rlock(name).holdCount(), 1)
@@ -80,7 +82,7 @@ for (const entry of ENTRIES) {
       assert.equal(await r.exists(name), 0)
     })
 
-    test('work started inside a hold inherits the owner', async () => {
+    test("work a scope awaits or starts, while it holds, is the scope's owner", async () => {
       const name = key()
       await client.rlock(name).using(async () => {
         const children = await Promise.all(
@@ -102,34 +104,91 @@ for (const entry of ENTRIES) {
       assert.equal(await r.exists(name), 0)
     })
 
-    test('acquire() makes the caller the owner until it releases', async () => {
+    test('a bare acquire() is its own owner: a task started later by the same caller waits (issue #10 item 4)', async () => {
+      // The issue's reproduction: X holds through a bare acquire(); the caller that started
+      // X asks for the same rlock while X holds it. It must not re-enter X's hold.
       const name = key()
-      const held = await client.rlock(name).acquire()
-      // Later code in this chain re-enters...
-      const again = await client.rlock(name).acquire({ waitMs: 0 })
-      assert.deepEqual(Object.values(await holders(name)), ['2'])
-      await again.release()
+      const l = client.rlock(name)
+      const X = (async () => {
+        const h = await l.acquire()
+        await sleep(60)
+        await h.release()
+      })()
+      await sleep(10)
+      const err = await client.rlock(name).acquire({ waitMs: 0 }).then(
+        (h) => h.release().then(() => null),
+        (e) => e,
+      )
+      assert.ok(err instanceof NotAcquiredError, `two tasks held the lock at once (${err})`)
+      await X
+      assert.equal(await r.exists(name), 0)
+    })
+
+    test('a bare acquire() never re-enters, not even for the code that made it', async () => {
+      const name = key()
+      const lock = client.rlock(name)
+      const held = await lock.acquire()
+      await assert.rejects(lock.acquire({ waitMs: 0 }), NotAcquiredError)
+      await assert.rejects(client.rlock(name).acquire({ waitMs: 0 }), NotAcquiredError)
+      assert.equal(await lock.holdCount(), 0, 'no scope, no explicit owner: nobody to count for')
+      assert.deepEqual(Object.values(await holders(name)), ['1'])
       await held.release()
       assert.equal(await r.exists(name), 0)
-      // ...and after the release, this chain's later rlocks are fresh owners again, so two
-      // concurrent tasks started from here contend instead of sharing a stale owner.
-      const blocker = await client.rlock(name).acquire()
-      const contender = (async () => client.rlock(name).acquire({ waitMs: 50 }))()
-      // Still in the holding chain: a direct acquire here re-enters...
-      const reenter = await client.rlock(name).acquire({ waitMs: 0 })
-      await reenter.release()
-      // ...but the task started before is also in this chain; it re-entered too.
-      const c = await contender
-      await c.release()
-      await blocker.release()
-      assert.equal(await r.exists(name), 0)
+      // Two pending acquires of one caller contend too.
+      const both = await Promise.allSettled([lock.acquire({ waitMs: 200 }), lock.acquire({ waitMs: 200 })])
+      assert.deepEqual(both.map((b) => b.status).sort(), ['fulfilled', 'rejected'])
+      await both.find((b) => b.status === 'fulfilled').value.release()
+    })
 
-      // Released chain + two fresh tasks: they contend.
-      const t1 = (async () => client.rlock(name).using(() => sleep(150)))()
-      await sleep(20)
-      const t2 = (async () => client.rlock(name).using(async () => {}, { waitMs: 30 }))()
-      await assert.rejects(t2, NotAcquiredError)
-      await t1
+    test('an explicit Owner shares holds deliberately; other owners contend', async () => {
+      const name = key()
+      const owner = new Owner()
+      const a = await client.rlock(name, { owner }).acquire()
+      // From an unrelated task, through another handle with the same Owner: re-enters.
+      const b = await (async () => client.rlock(name, { owner, waitMs: 0 }).acquire())()
+      const owners = Object.entries(await holders(name))
+      assert.deepEqual(owners.map(([, n]) => n), ['2'])
+      assert.ok(owners[0][0].startsWith(`${client.id}:`))
+      assert.equal(await client.rlock(name, { owner }).holdCount(), 2)
+      await assert.rejects(client.rlock(name).acquire({ waitMs: 0 }), NotAcquiredError)
+      await assert.rejects(client.rlock(name, { owner: new Owner() }).acquire({ waitMs: 0 }), NotAcquiredError)
+      // A scope of that owner is that owner too: code it runs re-enters through any handle.
+      await client.rlock(name, { owner }).using(async () => {
+        assert.equal(await client.rlock(name).holdCount(), 3)
+        const c = await client.rlock(name, { waitMs: 0 }).acquire()
+        assert.equal(await client.rlock(name, { owner }).holdCount(), 4)
+        await c.release()
+      })
+      await b.release()
+      await a.release()
+      assert.equal(await r.exists(name), 0)
+    })
+
+    test('owner is for rlocks only, and must be an Owner', () => {
+      const { InvalidArgumentError } = entry.api
+      assert.throws(() => client.lock(key(), { owner: new Owner() }), InvalidArgumentError)
+      for (const owner of [{}, 1, 'me', null]) {
+        assert.throws(() => client.rlock(key(), { owner }), InvalidArgumentError, String(owner))
+      }
+    })
+
+    test('a scope is joined only while it holds: tasks it started that ask later get owners of their own', async () => {
+      const name = key()
+      let late
+      await client.rlock(name).using(async () => {
+        late = (async () => {
+          await sleep(80)
+          // The scope ended meanwhile, and someone else holds the lock now.
+          return client.rlock(name).acquire({ waitMs: 0 }).then(
+            (h) => h.release().then(() => 'joined a finished scope'),
+            (e) => e,
+          )
+        })()
+      })
+      const other = await client.rlock(name).acquire()
+      const outcome = await late
+      assert.ok(outcome instanceof NotAcquiredError, String(outcome))
+      await other.release()
     })
 
     test('lease locks are never reentrant: a second acquire contends', async () => {

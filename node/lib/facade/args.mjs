@@ -5,6 +5,7 @@
 // "watchdog mode".
 
 import { InvalidArgumentError } from './errors.mjs'
+import { Owner } from './owner.mjs'
 
 const MAX_MS = Number.MAX_SAFE_INTEGER // 2^53 - 1 (shared/API.md "Durations")
 
@@ -94,7 +95,7 @@ export function fn(value) {
 }
 
 const CLIENT_OPTIONS = ['watchdogTimeoutMs', 'networkTimeoutMs', 'nodeTimeoutMs', 'pollIntervalMs']
-const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced']
+const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced', 'owner']
 const ACQUIRE_OPTIONS = ['waitMs', 'signal']
 const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'waitMs', 'signal']
 
@@ -109,13 +110,19 @@ export function clientOptions(options) {
   return out
 }
 
-/** Lock options, checked: `{ leaseMs, waitMs, fenced }` (waitMs: undefined = forever). */
+function owner(value) {
+  if (value === undefined || value instanceof Owner) return value
+  throw new InvalidArgumentError(`owner must be an Owner (new Owner()), not ${typeOf(value)}`)
+}
+
+/** Lock options, checked: `{ leaseMs, waitMs, fenced, owner }` (waitMs: undefined = forever). */
 export function lockOptions(options) {
   const o = optionsObject('lock options', options, LOCK_OPTIONS)
   return {
     leaseMs: millis('leaseMs', o.leaseMs),
     waitMs: wait(o.waitMs),
     fenced: boolean('fenced', o.fenced),
+    owner: owner(o.owner),
   }
 }
 

@@ -41,7 +41,12 @@ export class Client {
     return this.#makeLock(false, name, options)
   }
 
-  /** A reentrant lock (Redisson RLock layout); owner.mjs and the README say who the owner is. */
+  /**
+   * A reentrant lock (Redisson RLock layout). Its holds re-enter only for one owner: an
+   * explicit `owner` option (an `Owner`), else the `using` scope of an rlock that
+   * the calling code runs in; a bare `acquire()` outside one is an owner of its own
+   * (owner.mjs; README "Reentrancy").
+   */
   rlock(name, options) {
     return this.#makeLock(true, name, options)
   }
@@ -49,13 +54,16 @@ export class Client {
   #makeLock(reentrant, name, options) {
     args.name(name)
     const o = args.lockOptions(options)
+    if (o.owner !== undefined && !reentrant) {
+      throw new InvalidArgumentError('owner applies to reentrant locks (client.rlock) only')
+    }
     let raw
     try {
       raw = this.#engine.lock(name, { reentrant, leaseMs: o.leaseMs, fenced: o.fenced })
     } catch (err) {
       throw toLockError(err)
     }
-    return new Lock(INTERNAL, this.#engine, raw, name, reentrant, o.waitMs)
+    return new Lock(INTERNAL, this.#engine, raw, name, reentrant, o.waitMs, o.owner)
   }
 
   /**

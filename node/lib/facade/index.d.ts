@@ -11,6 +11,21 @@ export interface LockOptions {
   waitMs?: number
   /** Fenced lock: every acquire returns a fencing token (single node only). */
   fenced?: boolean
+  /**
+   * `rlock` only: the owner its holds belong to, shared on purpose. Holds of one `Owner`
+   * re-enter, wherever they are acquired; without one, an rlock re-enters only inside a
+   * `using` scope of its owner (a bare `acquire()` is an owner of its own).
+   */
+  owner?: Owner
+}
+
+/**
+ * An rlock owner to share on purpose: `client.rlock(name, { owner })`. Holds made through
+ * rlock handles with the same Owner (of one client) re-enter; everyone else contends.
+ */
+export declare class Owner {
+  private readonly brand
+  constructor()
 }
 
 /** Options of one acquisition. */
@@ -40,7 +55,11 @@ export declare class Client {
   readonly closed: boolean
   /** A lease lock, wire-compatible with node-redlock and redis-py. Throws `InvalidArgumentError` for bad options. */
   lock(name: string, options?: LockOptions): Lock
-  /** A reentrant lock (Redisson RLock layout); the README says who owns its holds. */
+  /**
+   * A reentrant lock (Redisson RLock layout). Its holds re-enter only for one owner: the
+   * `owner` option, else the rlock `using` scope the calling code runs in; a bare
+   * `acquire()` outside one is an owner of its own.
+   */
   rlock(name: string, options?: LockOptions): Lock
   /** `client.lock(name, { leaseMs, fenced }).using(fn, { waitMs, signal })`. */
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: WithLockOptions): Promise<Awaited<T>>
@@ -68,7 +87,7 @@ export declare class Lock {
   locked(): Promise<boolean>
   /** Remaining lease in ms of whoever holds the lock; `null` when free. */
   ttl(): Promise<number | null>
-  /** `rlock`: how many holds the current owner has (0 without one, and for lease locks). */
+  /** `rlock`: how many holds the current owner has: the `owner` option's, else the enclosing scope's (0 without one, and for lease locks). */
   holdCount(): Promise<number>
 }
 

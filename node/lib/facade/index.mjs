@@ -4,6 +4,7 @@
 export { Client } from './client.mjs'
 export { Lock } from './lock.mjs'
 export { Held } from './held.mjs'
+export { Owner } from './owner.mjs'
 export {
   STATUS,
   LockError,

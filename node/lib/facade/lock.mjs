@@ -1,6 +1,7 @@
 // `Lock`: a named lock with its options, over an engine lock (engine.mjs). Each `acquire()`
 // returns its own `Held`; the hold belongs to that handle, never to the lock object (for
-// `rlock`, owner.mjs says who the owner is).
+// `rlock`, owner.mjs says who the owner is: an explicit Owner, the enclosing scope, or the
+// acquisition itself).
 
 import * as args from './args.mjs'
 import { INTERNAL, nextTicket } from './engine.mjs'
@@ -10,7 +11,8 @@ import * as owners from './owner.mjs'
 
 /**
  * A named lock. Acquisitions through one lock object contend like separate clients (for
- * `rlock`: unless they have the same owner).
+ * `rlock`: unless they have the same owner: the lock's explicit `Owner`, or the `using`
+ * scope they run in).
  */
 export class Lock {
   #engine
@@ -18,11 +20,11 @@ export class Lock {
   #name
   #reentrant
   #waitMs
-  /** The handle's own owner (rlock where async chains are not followed). */
+  /** The explicit owner's frame (`rlock(name, { owner })`), else null. */
   #frame
 
   /** @internal Use `client.lock(name)` or `client.rlock(name)`. */
-  constructor(token, engine, raw, name, reentrant, waitMs) {
+  constructor(token, engine, raw, name, reentrant, waitMs, owner) {
     if (token !== INTERNAL) {
       throw new InvalidArgumentError('use client.lock(name) or client.rlock(name) to create a lock')
     }
@@ -31,7 +33,7 @@ export class Lock {
     this.#name = name
     this.#reentrant = reentrant
     this.#waitMs = waitMs
-    this.#frame = reentrant ? owners.forHandle() : null
+    this.#frame = owner === undefined ? null : owners.frameOf(owner)
   }
 
   /** The lock's name (its Redis key). */
@@ -52,7 +54,7 @@ export class Lock {
    */
   async acquire(options) {
     const o = args.acquireOptions(options)
-    // Before the first await, so the frame is entered into the caller's async context.
+    // The explicit owner or the enclosing scope's; else (null) an owner of its own.
     const frame = this.#reentrant ? owners.forAcquire(this.#frame) : null
     return this.#acquire(o, frame)
   }
@@ -87,7 +89,7 @@ export class Lock {
     const unwatch = signal === undefined ? undefined : watchSignal(signal, this.#engine, ticket)
     let raw
     try {
-      raw = await this.#raw.acquire(engineWait, frame === null ? null : frame.owner, ticket)
+      raw = await this.#raw.acquire(engineWait, this.#ownerNumber(frame), ticket)
     } catch (err) {
       if (signal?.aborted) throw signal.reason
       throw toLockError(err)
@@ -103,6 +105,12 @@ export class Lock {
       throw signal.reason
     }
     return held
+  }
+
+  /** The Redis owner number of an acquisition with `frame` (rlock), or null (lease lock). */
+  #ownerNumber(frame) {
+    if (frame !== null) return frame.owner
+    return this.#reentrant ? owners.freshOwner() : null
   }
 
   /** `true` when anyone holds the lock (asks Redis). */
@@ -124,8 +132,9 @@ export class Lock {
   }
 
   /**
-   * `rlock`: how many holds the current owner has (asks Redis): the current async chain's,
-   * or this handle's where chains are not followed; 0 when there is none. Lease locks: 0.
+   * `rlock`: how many holds the current owner has (asks Redis): the lock's explicit owner's,
+   * else the enclosing `using` scope's; 0 outside both (a bare `acquire()` is an owner only
+   * its own Held knows). Lease locks: 0.
    */
   async holdCount() {
     if (!this.#reentrant) return 0

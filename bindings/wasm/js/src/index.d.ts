@@ -55,5 +55,5 @@ export declare function fromIoredis(
   options?: { label?: string },
 ): RedisTransport
 
-/** `true` when `rlock` owners follow async call chains on this host (AsyncLocalStorage); else each rlock handle is one owner. */
+/** `true` when `using` scopes of rlocks are followed into the code they run on this host (AsyncLocalStorage); else rlocks re-enter only for an explicit `Owner`. */
 export declare function rlockFollowsAsyncChains(): boolean

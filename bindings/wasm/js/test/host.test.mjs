@@ -40,7 +40,7 @@ test("a dead holder's lease bounds an unbounded wait", async () => {
   await held.release()
 })
 
-test('rlock owners follow async chains under Node', async () => {
+test('rlock scopes are followed under Node', async () => {
   assert.equal(wasm.rlockFollowsAsyncChains(), true)
   const name = key()
   await client.rlock(name, { leaseMs: 5000 }).using(async () => {

@@ -55,6 +55,7 @@ test('the public names are those of the native entry, plus the wasm factories an
     'LockLostError',
     'NotAcquiredError',
     'NotOwnedError',
+    'Owner',
     'QuorumError',
     'RedisConnectionError',
     'STATUS',
