@@ -26,20 +26,21 @@ export declare class NativeClient {
    */
   lock(name: string, options: LockOptions): NativeLock
   /**
-   * Admin: deletes lock `name` whatever its owner, waking its waiters. Resolves `true`
-   * when a lock was deleted (on a majority of nodes).
+   * Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
+   * with `true` when a lock was deleted (on a majority of nodes).
    */
-  forceUnlock(name: string): Promise<boolean>
+  forceUnlock(name: string, id: number): void
   /**
    * Cancels the pending acquire registered under `ticket` (no-op when it has finished).
    * The acquire rejects; anything it may have taken in Redis is undone in the background.
    */
   cancel(ticket: number): void
   /**
-   * Closes the client: pending acquires reject, live holds are released (resolves when
-   * Redis confirmed or failed), later calls reject with `ERR_CONNECTION`. Idempotent.
+   * Closes the client: pending acquires reject, live holds are released (call `id`
+   * settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
+   * Idempotent.
    */
-  close(): Promise<void>
+  close(id: number): void
 }
 
 /** One held acquisition (returned by `NativeLock.acquire`). */
@@ -63,21 +64,21 @@ export declare class NativeHeld {
    * released (the facade reads `lost` first).
    */
   watch(onEnd: (closedByClient: boolean) => void): void
-  /** `true` until the hold is released through this handle or by `close()`. */
-  get held(): boolean
   /**
-   * Releases the hold (decrements the hold count of a reentrant lock). Rejects with
-   * `ERR_NOT_OWNED` when it expired, was taken or was already released, `ERR_LOCK_LOST`
-   * when the loss had already been seen, `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
+   * Releases the hold (decrements the hold count of a reentrant lock) and settles call
+   * `id`. Rejects with `ERR_NOT_OWNED` when it expired, was taken or was already
+   * released, `ERR_LOCK_LOST` when the loss had already been seen,
+   * `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
    */
-  release(): Promise<void>
+  release(id: number): void
   /**
-   * Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost
-   * lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a bad lease.
+   * Resets the remaining lease to `leaseMs` (replace, never add) and settles call `id`;
+   * never re-creates a lost lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a
+   * bad lease.
    */
-  extend(leaseMs: number): Promise<void>
-  /** Asks Redis whether this hold is still this owner's. */
-  owned(): Promise<boolean>
+  extend(leaseMs: number, id: number): void
+  /** Settles call `id` with whether Redis still has this hold as this owner's. */
+  owned(id: number): void
 }
 
 /** A named lock handle (lease or reentrant); see `client.lock(name, options)`. */
@@ -87,21 +88,30 @@ export declare class NativeLock {
   /** `true` for reentrant locks. */
   get reentrant(): boolean
   /**
-   * Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is
-   * the reentrant owner number (`null` for lease locks). `ticket` identifies the attempt
-   * for `client.cancel(ticket)`.
+   * Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try), and
+   * settles call `id` with the `NativeHeld`. `owner` is the reentrant owner number (`null`
+   * for lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`.
    *
    * Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(waitMs: number | null, owner: number | null, ticket: number): Promise<NativeHeld>
-  /** `true` when anyone holds the lock (a majority of nodes in quorum mode). */
-  locked(): Promise<boolean>
-  /** Remaining lease in ms of whoever holds the lock; `null` when free. */
-  ttl(): Promise<number | null>
-  /** Reentrant locks: how many times `owner` holds it (asks Redis). Lease locks: 0. */
-  holdCount(owner?: number | undefined | null): Promise<number>
+  acquire(waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number): void
+  /**
+   * Settles call `id` with `true` when anyone holds the lock (a majority of nodes in
+   * quorum mode).
+   */
+  locked(id: number): void
+  /**
+   * Settles call `id` with the remaining lease in ms of whoever holds the lock; `null`
+   * when free.
+   */
+  ttl(id: number): void
+  /**
+   * Reentrant locks: settles call `id` with how many times `owner` holds it (asks
+   * Redis). Lease locks: 0.
+   */
+  holdCount(owner: number | undefined | null, id: number): void
 }
 
 /**
@@ -129,11 +139,39 @@ export interface ClientOptions {
 }
 
 /**
- * Connects to `urls` (one URL = single node, several = quorum). A single node must answer
- * `PING`; in quorum mode a majority must. Rejects with `ERR_INVALID_ARGUMENT` for bad URLs
- * or options, `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
+ * Connects to `urls` (one URL = single node, several = quorum) and settles call `id` with
+ * the client. A single node must answer `PING`; in quorum mode a majority must. `local`:
+ * the core runs on the JavaScript thread over Node sockets (else on tokio over redis-rs).
+ * Throws or rejects with `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` /
+ * `ERR_QUORUM` when too few nodes answer.
  */
-export declare function connect(urls: Array<string>, options?: ClientOptions | undefined | null): Promise<NativeClient>
+export declare function connect(urls: Array<string>, options: ClientOptions | undefined | null, local: boolean, id: number): void
+
+/**
+ * Installs this thread's engine functions (once per thread, by `lib/engine.mjs`):
+ * `settle(id, error, value)` settles call `id` (both engines); the others serve the local
+ * engine: `connect(socket, spec)`, `write(socket, bytes)`, `destroy(socket)`,
+ * `setTimer(ms)` (call `localTimer()` after `ms`), `kick()` (call `localDrain()` soon).
+ */
+export declare function installLocal(settle: (id: number, error: string | null, value: unknown) => void, connect: (socket: number, spec: SocketSpec) => void, write: (socket: number, bytes: Buffer) => void, destroy: (socket: number) => void, setTimer: (ms: number) => void, kick: () => void): void
+
+/** `kick()` asked for it: polls the tasks woken from elsewhere. */
+export declare function localDrain(): void
+
+/** Socket `socket` received `bytes`. */
+export declare function localSocketData(socket: number, bytes: Uint8Array): void
+
+/**
+ * Socket `socket` closed, with its error if it failed (the message has no credentials:
+ * Node's socket errors name the address only).
+ */
+export declare function localSocketEnd(socket: number, error?: string | undefined | null): void
+
+/** Socket `socket` connected (after its TLS handshake for TLS). */
+export declare function localSocketOpen(socket: number): void
+
+/** The timer `setTimer(ms)` asked for fired. */
+export declare function localTimer(): void
 
 /** Options of one lock handle (`client.lock(name, options)`). */
 export interface LockOptions {
@@ -148,4 +186,18 @@ export interface LockOptions {
   waitMs?: number
   /** Fenced lock: every acquire returns a fencing token (single node only). */
   fenced?: boolean
+}
+
+/** How JavaScript should open socket `id` (`net.connect` / `tls.connect` options). */
+export interface SocketSpec {
+  /** TCP host (absent for a Unix socket). */
+  host?: string
+  /** TCP port. */
+  port?: number
+  /** Unix socket path. */
+  path?: string
+  /** TLS (`rediss://`). */
+  tls: boolean
+  /** TLS without certificate verification (`rediss://...#insecure`). */
+  insecure: boolean
 }

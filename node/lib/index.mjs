@@ -1,29 +1,26 @@
 // `redlatch` for Node (shared/API.md, Node section): the shared facade (./facade/) over the
-// native addon, which implements the facade's engine interface (facade/engine.mjs) with its
-// `NativeClient`, `NativeLock` and `NativeHeld` classes (../src/). Lock logic, waiting,
-// renewal and timeouts run in the Rust core: nothing here blocks the event loop, and no timer
-// or socket keeps the process alive (README "Process exit").
+// native addon (../src/), which engine.mjs presents as the facade's engine. Lock logic,
+// waiting, renewal and timeouts run in the Rust core: nothing here blocks the event loop,
+// and no timer or socket keeps the process alive (README "Process exit").
 //
 // `require('redlatch')` loads this module too (index.cjs), so both forms share one instance.
 
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { createRequire } from 'node:module'
 import { Client as FacadeClient } from './facade/client.mjs'
 import { INTERNAL } from './facade/engine.mjs'
-import { toLockError } from './facade/errors.mjs'
 import * as args from './facade/args.mjs'
 import { useAsyncLocalStorage } from './facade/owner.mjs'
+import { connectEngine } from './engine.mjs'
 
-const native = createRequire(import.meta.url)('../index.js')
 useAsyncLocalStorage(AsyncLocalStorage)
+
+// Where the core runs: on this thread over Node sockets (the default), or on the addon's
+// tokio thread over redis-rs connections (REDLATCH_NODE_IO=tokio; README "Design").
+const local = globalThis.process?.env?.REDLATCH_NODE_IO !== 'tokio'
 
 async function connect(urls, options) {
   const opts = args.clientOptions(options)
-  try {
-    return new Client(INTERNAL, await native.connect(urls, opts))
-  } catch (err) {
-    throw toLockError(err)
-  }
+  return new Client(INTERNAL, await connectEngine(urls, opts, local))
 }
 
 /** Connection(s) to Redis and the locks made from them. Create with `Client.connect` / `Client.quorum`. */

@@ -10,16 +10,17 @@
 //! Holds are tracked weakly: a hold whose JavaScript object is garbage-collected without
 //! `release()` drops its core guard, which releases it in the background.
 
-use crate::error::{closed, invalid, IntoNapi};
+use crate::calls::{Driver, Value};
+use crate::error::{closed, IntoNapi};
 use crate::held::HoldSlot;
 use crate::lock::NativeLock;
-use crate::options::{opt_millis, ClientOptions, LockOptions};
+use crate::options::LockOptions;
 use futures::channel::oneshot;
+use napi::Env;
 use napi_derive::napi;
 use redlatch::protocol::keys;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
 
 /// Why a pending acquire was stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +38,8 @@ pub(crate) struct Shared {
     holds: Mutex<HashMap<u64, Weak<HoldSlot>>>,
     next_hold: Mutex<u64>,
     quorum: bool,
+    /// Runs this client's core futures and settles its calls (calls.rs).
+    pub(crate) driver: Arc<Driver>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -104,48 +107,22 @@ pub struct NativeClient {
     watchdog_timeout_ms: f64,
 }
 
-/// Connects to `urls` (one URL = single node, several = quorum). A single node must answer
-/// `PING`; in quorum mode a majority must. Rejects with `ERR_INVALID_ARGUMENT` for bad URLs
-/// or options, `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
-#[napi]
-pub async fn connect(urls: Vec<String>, options: Option<ClientOptions>) -> napi::Result<NativeClient> {
-    let options = options.unwrap_or_default();
-    if urls.is_empty() {
-        return Err(invalid("at least one Redis URL is required"));
-    }
-    let mut builder = if urls.len() == 1 {
-        redlatch::Client::builder(&urls[0])
-    } else {
-        redlatch::Client::quorum_builder(&urls)
-    };
-    if let Some(d) = opt_millis("watchdogTimeoutMs", options.watchdog_timeout_ms, false)? {
-        if d < Duration::from_millis(3) {
-            return Err(invalid("watchdogTimeoutMs must be at least 3 ms"));
+impl NativeClient {
+    pub(crate) fn new(client: redlatch::Client, driver: Arc<Driver>) -> NativeClient {
+        NativeClient {
+            id: client.id().to_owned(),
+            node_count: client.node_count() as u32,
+            watchdog_timeout_ms: client.config().watchdog_timeout.as_millis() as f64,
+            shared: Arc::new(Shared {
+                quorum: client.node_count() > 1,
+                client: Mutex::new(Some(client)),
+                pending: Mutex::new(HashMap::new()),
+                holds: Mutex::new(HashMap::new()),
+                next_hold: Mutex::new(0),
+                driver,
+            }),
         }
-        builder = builder.watchdog_timeout(d);
     }
-    if let Some(d) = opt_millis("networkTimeoutMs", options.network_timeout_ms, false)? {
-        builder = builder.network_timeout(d);
-    }
-    if let Some(d) = opt_millis("nodeTimeoutMs", options.node_timeout_ms, false)? {
-        builder = builder.node_timeout(d);
-    }
-    if let Some(d) = opt_millis("pollIntervalMs", options.poll_interval_ms, false)? {
-        builder = builder.poll_interval(d);
-    }
-    let client = builder.connect().await.js()?;
-    Ok(NativeClient {
-        id: client.id().to_owned(),
-        node_count: client.node_count() as u32,
-        watchdog_timeout_ms: client.config().watchdog_timeout.as_millis() as f64,
-        shared: Arc::new(Shared {
-            quorum: client.node_count() > 1,
-            client: Mutex::new(Some(client)),
-            pending: Mutex::new(HashMap::new()),
-            holds: Mutex::new(HashMap::new()),
-            next_hold: Mutex::new(0),
-        }),
-    })
 }
 
 #[napi]
@@ -184,13 +161,17 @@ impl NativeClient {
         NativeLock::new(self.shared.clone(), name, options)
     }
 
-    /// Admin: deletes lock `name` whatever its owner, waking its waiters. Resolves `true`
-    /// when a lock was deleted (on a majority of nodes).
+    /// Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
+    /// with `true` when a lock was deleted (on a majority of nodes).
     #[napi]
-    pub async fn force_unlock(&self, name: String) -> napi::Result<bool> {
+    pub fn force_unlock(&self, env: Env, name: String, id: u32) -> napi::Result<()> {
         keys::validate_name(&name).js()?;
         let client = self.shared.client()?;
-        client.force_unlock(&name).await.js()
+        let _entry = self.shared.driver.enter(&env);
+        self.shared
+            .driver
+            .call(id, async move { client.force_unlock(&name).await.map(Value::Bool) });
+        Ok(())
     }
 
     /// Cancels the pending acquire registered under `ticket` (no-op when it has finished).
@@ -202,27 +183,33 @@ impl NativeClient {
         }
     }
 
-    /// Closes the client: pending acquires reject, live holds are released (resolves when
-    /// Redis confirmed or failed), later calls reject with `ERR_CONNECTION`. Idempotent.
+    /// Closes the client: pending acquires reject, live holds are released (call `id`
+    /// settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
+    /// Idempotent.
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
-        let shared = &self.shared;
-        let (client, pending) = {
-            let mut p = locked(&shared.pending);
-            let Some(client) = locked(&shared.client).take() else {
-                return Ok(());
+    pub fn close(&self, env: Env, id: u32) -> napi::Result<()> {
+        let shared = self.shared.clone();
+        let driver = shared.driver.clone();
+        let _entry = driver.enter(&env);
+        driver.call(id, async move {
+            let (client, pending) = {
+                let mut p = locked(&shared.pending);
+                let Some(client) = locked(&shared.client).take() else {
+                    return Ok(Value::Unit);
+                };
+                (client, p.drain().map(|(_, tx)| tx).collect::<Vec<_>>())
             };
-            (client, p.drain().map(|(_, tx)| tx).collect::<Vec<_>>())
-        };
-        for tx in pending {
-            let _ = tx.send(Stop::Closed);
-        }
-        drop(client);
-        let holds: Vec<Arc<HoldSlot>> = locked(&shared.holds)
-            .drain()
-            .filter_map(|(_, w)| w.upgrade())
-            .collect();
-        futures::future::join_all(holds.iter().map(|h| h.release_on_close())).await;
+            for tx in pending {
+                let _ = tx.send(Stop::Closed);
+            }
+            drop(client);
+            let holds: Vec<Arc<HoldSlot>> = locked(&shared.holds)
+                .drain()
+                .filter_map(|(_, w)| w.upgrade())
+                .collect();
+            futures::future::join_all(holds.iter().map(|h| h.release_on_close())).await;
+            Ok(Value::Unit)
+        });
         Ok(())
     }
 }

@@ -12,14 +12,15 @@
 //! released is gone for its holder as well: the task then calls `onEnd(true)`. The task ends
 //! when the hold is released or lost, which also frees the callback.
 
+use crate::calls::{Driver, Value};
 use crate::client::Shared;
-use crate::error::{closed, not_owned, IntoNapi};
+use crate::lock::closed_error;
 use crate::options::millis;
 use napi::bindgen_prelude::Unknown;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::Status;
+use napi::{Env, Status};
 use napi_derive::napi;
-use redlatch::Guard;
+use redlatch::{Error, ErrorKind, Guard};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use tokio::sync::RwLock;
@@ -38,12 +39,14 @@ pub(crate) struct HoldSlot {
     lease_ms: f64,
     /// Set by `close()` before it releases the hold.
     closed: Arc<AtomicBool>,
+    driver: Arc<Driver>,
 }
 
 impl HoldSlot {
     pub(crate) fn new(shared: &Arc<Shared>, guard: Guard) -> Self {
         HoldSlot {
             closed: Arc::new(AtomicBool::new(false)),
+            driver: shared.driver.clone(),
             id: shared.next_hold_id(),
             shared: Arc::downgrade(shared),
             name: guard.name().to_owned(),
@@ -65,14 +68,14 @@ impl HoldSlot {
         }
     }
 
-    fn already_released(&self) -> napi::Error {
+    fn already_released(&self) -> Error {
         if self.closed.load(Ordering::Acquire) {
-            return closed();
+            return closed_error();
         }
-        not_owned(format!(
-            "lock {:?} was already released through this handle",
-            self.name
-        ))
+        Error::new(
+            ErrorKind::NotOwned,
+            format!("lock {:?} was already released through this handle", self.name),
+        )
     }
 }
 
@@ -148,60 +151,69 @@ impl NativeHeld {
         };
         let Some(ended) = ended else { return };
         let closed = self.slot.closed.clone();
-        napi::bindgen_prelude::within_runtime_if_available(|| {
-            tokio::spawn(async move {
-                let lost = ended.await;
-                let closed = closed.load(Ordering::Acquire);
-                if lost || closed {
-                    on_end.call(closed && !lost, ThreadsafeFunctionCallMode::NonBlocking);
-                }
-            })
+        self.slot.driver.spawn(async move {
+            let lost = ended.await;
+            let closed = closed.load(Ordering::Acquire);
+            if lost || closed {
+                on_end.call(closed && !lost, ThreadsafeFunctionCallMode::NonBlocking);
+            }
         });
     }
 
-    /// `true` until the hold is released through this handle or by `close()`.
-    #[napi(getter)]
-    pub fn held(&self) -> bool {
-        match self.slot.guard.try_read() {
-            Ok(g) => g.as_ref().is_some_and(|g| !g.is_lost()),
-            Err(_) => false,
-        }
+    /// Releases the hold (decrements the hold count of a reentrant lock) and settles call
+    /// `id`. Rejects with `ERR_NOT_OWNED` when it expired, was taken or was already
+    /// released, `ERR_LOCK_LOST` when the loss had already been seen,
+    /// `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
+    #[napi]
+    pub fn release(&self, env: Env, id: u32) -> napi::Result<()> {
+        let slot = self.slot.clone();
+        let driver = slot.driver.clone();
+        let _entry = driver.enter(&env);
+        driver.call(id, async move {
+            let guard = slot.guard.write().await.take();
+            let Some(guard) = guard else {
+                return Err(slot.already_released());
+            };
+            if let Some(shared) = slot.shared.upgrade() {
+                shared.untrack(slot.id);
+            }
+            guard.release().await.map(|()| Value::Unit)
+        });
+        Ok(())
     }
 
-    /// Releases the hold (decrements the hold count of a reentrant lock). Rejects with
-    /// `ERR_NOT_OWNED` when it expired, was taken or was already released, `ERR_LOCK_LOST`
-    /// when the loss had already been seen, `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
+    /// Resets the remaining lease to `leaseMs` (replace, never add) and settles call `id`;
+    /// never re-creates a lost lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a
+    /// bad lease.
     #[napi]
-    pub async fn release(&self) -> napi::Result<()> {
-        let guard = self.slot.guard.write().await.take();
-        let Some(guard) = guard else {
-            return Err(self.slot.already_released());
-        };
-        if let Some(shared) = self.slot.shared.upgrade() {
-            shared.untrack(self.slot.id);
-        }
-        guard.release().await.js()
-    }
-
-    /// Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost
-    /// lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a bad lease.
-    #[napi]
-    pub async fn extend(&self, lease_ms: f64) -> napi::Result<()> {
+    pub fn extend(&self, env: Env, lease_ms: f64, id: u32) -> napi::Result<()> {
         let lease = millis("leaseMs", lease_ms, false)?;
-        let slot = self.slot.guard.read().await;
-        match slot.as_ref() {
-            Some(guard) => guard.extend(lease).await.js(),
-            None => Err(self.slot.already_released()),
-        }
+        let slot = self.slot.clone();
+        let driver = slot.driver.clone();
+        let _entry = driver.enter(&env);
+        driver.call(id, async move {
+            let guard = slot.guard.read().await;
+            match guard.as_ref() {
+                Some(guard) => guard.extend(lease).await.map(|()| Value::Unit),
+                None => Err(slot.already_released()),
+            }
+        });
+        Ok(())
     }
 
-    /// Asks Redis whether this hold is still this owner's.
+    /// Settles call `id` with whether Redis still has this hold as this owner's.
     #[napi]
-    pub async fn owned(&self) -> napi::Result<bool> {
-        let slot = self.slot.guard.read().await;
-        match slot.as_ref() {
-            Some(guard) => guard.owned().await.js(),
-            None => Ok(false),
-        }
+    pub fn owned(&self, env: Env, id: u32) -> napi::Result<()> {
+        let slot = self.slot.clone();
+        let driver = slot.driver.clone();
+        let _entry = driver.enter(&env);
+        driver.call(id, async move {
+            let guard = slot.guard.read().await;
+            match guard.as_ref() {
+                Some(guard) => guard.owned().await.map(Value::Bool),
+                None => Ok(Value::Bool(false)),
+            }
+        });
+        Ok(())
     }
 }

@@ -16,14 +16,19 @@
 //! Durations cross the boundary as JavaScript numbers of milliseconds and are checked here
 //! (integer, finite, in range: shared/API.md "Durations") before anything reaches Redis.
 
+mod calls;
 mod client;
+mod connect;
 mod error;
 mod held;
+mod local;
 mod lock;
 mod options;
 
-pub use client::{connect, NativeClient};
+pub use client::NativeClient;
+pub use connect::connect;
 pub use held::NativeHeld;
+pub use local::{install_local, local_drain, local_socket_data, local_socket_end, local_socket_open, local_timer, SocketSpec};
 pub use lock::NativeLock;
 pub use options::{ClientOptions, LockOptions};
 

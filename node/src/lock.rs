@@ -5,11 +5,13 @@
 //! number from the caller: the facade decides who the owner is (lib/facade/owner.mjs), so
 //! holds of one owner re-enter through any `rlock` handle of the client.
 
+use crate::calls::Value;
 use crate::client::{Shared, Stop};
-use crate::error::{closed, invalid, to_napi, IntoNapi};
+use crate::error::invalid;
 use crate::held::{HoldSlot, NativeHeld};
 use crate::options::{self, opt_millis, LockOptions};
 use futures::future::{select, Either};
+use napi::Env;
 use napi_derive::napi;
 use redlatch::{Error, ErrorKind};
 use std::sync::Arc;
@@ -83,62 +85,93 @@ impl NativeLock {
         self.reentrant
     }
 
-    /// Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is
-    /// the reentrant owner number (`null` for lease locks). `ticket` identifies the attempt
-    /// for `client.cancel(ticket)`.
+    /// Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try), and
+    /// settles call `id` with the `NativeHeld`. `owner` is the reentrant owner number (`null`
+    /// for lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`.
     ///
     /// Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
     /// bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
     /// the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
-    #[napi(ts_args_type = "waitMs: number | null, owner: number | null, ticket: number")]
-    pub async fn acquire(
+    #[napi]
+    pub fn acquire(
         &self,
+        env: Env,
         wait_ms: Option<f64>,
         owner: Option<f64>,
         ticket: u32,
-    ) -> napi::Result<NativeHeld> {
+        id: u32,
+    ) -> napi::Result<()> {
         let wait = opt_millis("waitMs", wait_ms, true)?;
         let lock = self.core(owner)?;
         let stop = self.shared.start_pending(ticket)?;
-        let outcome = select(Box::pin(lock.acquire_with_wait(wait)), stop).await;
-        self.shared.end_pending(ticket);
-        let guard = match outcome {
-            Either::Left((result, _)) => result.js()?,
-            // Dropping the acquire future undoes it in the core (and unsubscribes).
-            Either::Right((Ok(Stop::Aborted), _)) => return Err(aborted()),
-            Either::Right((Ok(Stop::Closed) | Err(_), _)) => return Err(closed()),
-        };
-        let slot = Arc::new(HoldSlot::new(&self.shared, guard));
-        if !self.shared.track(&slot) {
-            slot.release_on_close().await;
-            return Err(closed());
-        }
-        Ok(NativeHeld::new(slot))
+        let shared = self.shared.clone();
+        let driver = shared.driver.clone();
+        let _entry = driver.enter(&env);
+        driver.call(id, async move {
+            let outcome = select(Box::pin(lock.acquire_with_wait(wait)), stop).await;
+            shared.end_pending(ticket);
+            let guard = match outcome {
+                Either::Left((result, _)) => result?,
+                // Dropping the acquire future undoes it in the core (and unsubscribes).
+                Either::Right((Ok(Stop::Aborted), _)) => return Err(aborted()),
+                Either::Right((Ok(Stop::Closed) | Err(_), _)) => return Err(closed_error()),
+            };
+            let slot = Arc::new(HoldSlot::new(&shared, guard));
+            if !shared.track(&slot) {
+                slot.release_on_close().await;
+                return Err(closed_error());
+            }
+            Ok(Value::Held(NativeHeld::new(slot)))
+        });
+        Ok(())
     }
 
-    /// `true` when anyone holds the lock (a majority of nodes in quorum mode).
+    /// Settles call `id` with `true` when anyone holds the lock (a majority of nodes in
+    /// quorum mode).
     #[napi]
-    pub async fn locked(&self) -> napi::Result<bool> {
-        self.core(None)?.locked().await.js()
+    pub fn locked(&self, env: Env, id: u32) -> napi::Result<()> {
+        let lock = self.core(None)?;
+        let _entry = self.shared.driver.enter(&env);
+        self.shared
+            .driver
+            .call(id, async move { lock.locked().await.map(Value::Bool) });
+        Ok(())
     }
 
-    /// Remaining lease in ms of whoever holds the lock; `null` when free.
+    /// Settles call `id` with the remaining lease in ms of whoever holds the lock; `null`
+    /// when free.
     #[napi]
-    pub async fn ttl(&self) -> napi::Result<Option<f64>> {
-        let ttl = self.core(None)?.ttl().await.js()?;
-        Ok(ttl.map(|d| d.as_millis() as f64))
+    pub fn ttl(&self, env: Env, id: u32) -> napi::Result<()> {
+        let lock = self.core(None)?;
+        let _entry = self.shared.driver.enter(&env);
+        self.shared.driver.call(id, async move {
+            let ttl = lock.ttl().await?;
+            Ok(Value::MaybeNumber(ttl.map(|d| d.as_millis() as f64)))
+        });
+        Ok(())
     }
 
-    /// Reentrant locks: how many times `owner` holds it (asks Redis). Lease locks: 0.
+    /// Reentrant locks: settles call `id` with how many times `owner` holds it (asks
+    /// Redis). Lease locks: 0.
     #[napi]
-    pub async fn hold_count(&self, owner: Option<f64>) -> napi::Result<u32> {
+    pub fn hold_count(&self, env: Env, owner: Option<f64>, id: u32) -> napi::Result<()> {
         let lock = self.core(owner.filter(|_| self.reentrant))?;
-        Ok(lock.hold_count().await.js()?.min(u64::from(u32::MAX)) as u32)
+        let _entry = self.shared.driver.enter(&env);
+        self.shared.driver.call(id, async move {
+            let n = lock.hold_count().await?;
+            Ok(Value::Number(n.min(u64::from(u32::MAX)) as f64))
+        });
+        Ok(())
     }
 }
 
 /// The rejection of an acquire cancelled through its ticket (the facade rejects with the
 /// AbortSignal's reason instead).
-fn aborted() -> napi::Error {
-    to_napi(Error::new(ErrorKind::NotAcquired, "aborted"))
+fn aborted() -> Error {
+    Error::new(ErrorKind::NotAcquired, "aborted")
+}
+
+/// The rejection of a call on a closed client.
+pub(crate) fn closed_error() -> Error {
+    Error::new(ErrorKind::Connection, "the client is closed")
 }

@@ -91,23 +91,7 @@ impl Transport for RedisTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
-            if let Some(plain) = &request.plain {
-                let mut cmd = redis::cmd(&plain[0]);
-                cmd.arg(&plain[1..]);
-                return cmd.query_async(&mut conn).await.map(convert).map_err(map_error);
-            }
-            let script = request.script;
-            match invoke(&mut conn, "EVALSHA", script.sha1(), request).await {
-                // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
-                // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
-                Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                    tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
-                    invoke(&mut conn, "EVAL", script.source(), request).await
-                }
-                other => other,
-            }
-            .map(convert)
-            .map_err(map_error)
+            Self::run_on(&mut conn, request).await
         })
     }
 
@@ -123,8 +107,43 @@ impl Transport for RedisTransport {
     }
 }
 
-async fn invoke(
-    conn: &mut ConnectionManager,
+impl RedisTransport {
+    /// Runs `request` on a redis-rs connection: its plain form when it has one, else
+    /// `EVALSHA`, repeated as `EVAL` after a `NOSCRIPT`. This transport runs it on its
+    /// `ConnectionManager`; bindings with connections of their own (the Node addon's sockets
+    /// on the JavaScript thread) run it on theirs, so what goes on the wire is written once.
+    ///
+    /// # Errors
+    /// As [`RedisTransport::error_from`] maps the connection's errors.
+    pub async fn run_on<C: redis::aio::ConnectionLike + Send>(conn: &mut C, request: &Request) -> Result<Reply> {
+        if let Some(plain) = &request.plain {
+            let mut cmd = redis::cmd(&plain[0]);
+            cmd.arg(&plain[1..]);
+            return cmd.query_async(conn).await.map(convert).map_err(map_error);
+        }
+        let script = request.script;
+        match invoke(conn, "EVALSHA", script.sha1(), request).await {
+            // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
+            // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
+                invoke(conn, "EVAL", script.source(), request).await
+            }
+            other => other,
+        }
+        .map(convert)
+        .map_err(map_error)
+    }
+
+    /// The core error for a redis-rs error: server error replies are `Redis`, everything
+    /// about reaching the server is `Connection`.
+    pub fn error_from(e: redis::RedisError) -> Error {
+        map_error(e)
+    }
+}
+
+async fn invoke<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
     command: &str,
     script: &str,
     request: &Request,
