@@ -29,7 +29,7 @@ export declare class NativeClient {
    * Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
    * with `true` when a lock was deleted (on a majority of nodes).
    */
-  forceUnlock(name: string, id: number): void
+  forceUnlock(name: string, id: number): unknown[] | null
   /**
    * Cancels the pending acquire registered under `ticket` (no-op when it has finished).
    * The acquire rejects; anything it may have taken in Redis is undone in the background.
@@ -40,7 +40,7 @@ export declare class NativeClient {
    * settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
    * Idempotent.
    */
-  close(id: number): void
+  close(id: number): unknown[] | null
 }
 
 /** One held acquisition (returned by `NativeLock.acquire`). */
@@ -70,15 +70,15 @@ export declare class NativeHeld {
    * released, `ERR_LOCK_LOST` when the loss had already been seen,
    * `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
    */
-  release(id: number): void
+  release(id: number): unknown[] | null
   /**
    * Resets the remaining lease to `leaseMs` (replace, never add) and settles call `id`;
    * never re-creates a lost lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a
    * bad lease.
    */
-  extend(leaseMs: number, id: number): void
+  extend(leaseMs: number, id: number): unknown[] | null
   /** Settles call `id` with whether Redis still has this hold as this owner's. */
-  owned(id: number): void
+  owned(id: number): unknown[] | null
 }
 
 /** A named lock handle (lease or reentrant); see `client.lock(name, options)`. */
@@ -96,22 +96,22 @@ export declare class NativeLock {
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number): void
+  acquire(waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number): unknown[] | null
   /**
    * Settles call `id` with `true` when anyone holds the lock (a majority of nodes in
    * quorum mode).
    */
-  locked(id: number): void
+  locked(id: number): unknown[] | null
   /**
    * Settles call `id` with the remaining lease in ms of whoever holds the lock; `null`
    * when free.
    */
-  ttl(id: number): void
+  ttl(id: number): unknown[] | null
   /**
    * Reentrant locks: settles call `id` with how many times `owner` holds it (asks
    * Redis). Lease locks: 0.
    */
-  holdCount(owner: number | undefined | null, id: number): void
+  holdCount(owner: number | undefined | null, id: number): unknown[] | null
 }
 
 /**
@@ -145,33 +145,33 @@ export interface ClientOptions {
  * Throws or rejects with `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` /
  * `ERR_QUORUM` when too few nodes answer.
  */
-export declare function connect(urls: Array<string>, options: ClientOptions | undefined | null, local: boolean, id: number): void
+export declare function connect(urls: Array<string>, options: ClientOptions | undefined | null, local: boolean, id: number): unknown[] | null
 
 /**
- * Installs this thread's engine functions (once per thread, by `lib/engine.mjs`):
- * `settle(id, error, value)` settles call `id` (both engines); the others serve the local
- * engine: `connect(socket, spec)`, `write(socket, bytes)`, `destroy(socket)`,
- * `setTimer(ms)` (call `localTimer()` after `ms`), `kick()` (call `localDrain()` soon).
+ * Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id,
+ * error, value)` settles call `id` for the tokio engine (the local one returns its results:
+ * host.rs); `kick()` asks for `localDrain()` soon, when a local task is woken from another
+ * thread.
  */
-export declare function installLocal(settle: (id: number, error: string | null, value: unknown) => void, connect: (socket: number, spec: SocketSpec) => void, write: (socket: number, bytes: Buffer) => void, destroy: (socket: number) => void, setTimer: (ms: number) => void, kick: () => void): void
+export declare function installLocal(settle: (id: number, error: string | null, value: unknown) => void, kick: () => void): void
 
 /** `kick()` asked for it: polls the tasks woken from elsewhere. */
-export declare function localDrain(): void
+export declare function localDrain(): unknown[] | null
 
 /** Socket `socket` received `bytes`. */
-export declare function localSocketData(socket: number, bytes: Uint8Array): void
+export declare function localSocketData(socket: number, bytes: Uint8Array): unknown[] | null
 
 /**
  * Socket `socket` closed, with its error if it failed (the message has no credentials:
  * Node's socket errors name the address only).
  */
-export declare function localSocketEnd(socket: number, error?: string | undefined | null): void
+export declare function localSocketEnd(socket: number, error?: string | undefined | null): unknown[] | null
 
 /** Socket `socket` connected (after its TLS handshake for TLS). */
-export declare function localSocketOpen(socket: number): void
+export declare function localSocketOpen(socket: number): unknown[] | null
 
-/** The timer `setTimer(ms)` asked for fired. */
-export declare function localTimer(): void
+/** The timer `4, ms` asked for fired. */
+export declare function localTimer(): unknown[] | null
 
 /** Options of one lock handle (`client.lock(name, options)`). */
 export interface LockOptions {

@@ -1,8 +1,9 @@
-// The native addon as the facade's engine (facade/engine.mjs). The addon's calls settle
-// through one function, `settle(id, error, value)` (../src/calls.rs), so this module keeps
-// the Promise of each call under its id; it also serves the addon's local engine
-// (../src/local/): the Node sockets its Redis connections run over, its one timer, and the
-// `kick` that polls tasks woken from another thread.
+// The native addon as the facade's engine (facade/engine.mjs). Each addon call that talks to
+// Redis takes a call id, and this module keeps the Promise of the call under it (../src/calls.rs).
+// With the local engine (../src/local/: the core on this thread) every call into the addon
+// returns records to deliver (`deliver`): results, and what the engine asks of its host: the
+// Node sockets its Redis connections run over and its one timer. The tokio engine settles
+// through `settle(id, error, value)` instead; `kick` polls local tasks woken from another thread.
 //
 // Process lifetime: sockets and timers are unref'd, so an idle client or a held lock never
 // keeps Node running; while a call is pending, one ref'd timer does (as a pending read would).
@@ -27,12 +28,15 @@ function call(start, wrap) {
     const id = (lastId = (lastId + 1) >>> 0 || 1)
     calls.set(id, [resolve, reject, wrap])
     if (calls.size === 1) keeper.ref()
+    let out
     try {
-      start(id)
+      out = start(id)
     } catch (err) {
       forget(id)
       reject(toLockError(err))
+      return
     }
+    delivered(out)
   })
 }
 
@@ -49,6 +53,44 @@ function settle(id, error, value) {
   else pending[0](pending[2] === undefined ? value : pending[2](value))
 }
 
+/**
+ * Does what an addon call of the local engine returned (../src/local/host.rs): a flat array
+ * of records, each a kind and its fields.
+ */
+function deliver(out) {
+  for (let i = 0; i < out.length; ) {
+    switch (out[i]) {
+      case 0:
+        settle(out[i + 1], out[i + 2], out[i + 3])
+        i += 4
+        break
+      case 1:
+        connect(out[i + 1], out[i + 2])
+        i += 3
+        break
+      case 2:
+        write(out[i + 1], out[i + 2])
+        i += 3
+        break
+      case 3:
+        destroy(out[i + 1])
+        i += 2
+        break
+      case 4:
+        setTimer(out[i + 1])
+        i += 2
+        break
+      default:
+        throw new Error(`redlatch: unknown record ${out[i]} from the addon`)
+    }
+  }
+}
+
+/** Delivers what an entry of the local engine returned, if anything. */
+function delivered(out) {
+  if (out != null) deliver(out)
+}
+
 // The local engine's sockets: id -> net.Socket | tls.TLSSocket.
 const sockets = new Map()
 
@@ -63,17 +105,29 @@ function connect(id, spec) {
   socket.unref()
   sockets.set(id, socket)
   let error = null
-  socket.once(spec.tls ? 'secureConnect' : 'connect', () => native.localSocketOpen(id))
-  socket.on('data', (bytes) => native.localSocketData(id, bytes))
+  socket.once(spec.tls ? 'secureConnect' : 'connect', () => delivered(native.localSocketOpen(id)))
+  socket.on('data', (bytes) => delivered(native.localSocketData(id, bytes)))
   socket.on('error', (e) => (error = e.message))
   socket.once('close', () => {
     sockets.delete(id)
-    native.localSocketEnd(id, error)
+    delivered(native.localSocketEnd(id, error))
   })
 }
 
-function write(id, bytes) {
-  sockets.get(id)?.write(bytes)
+// Writes of one tick go out in one writev: a socket written to is corked until the
+// process.nextTick after it, so 32 loops each sending a command make one system call.
+const corked = []
+function write(id, latin1) {
+  const socket = sockets.get(id)
+  if (socket === undefined) return
+  if (!socket.writableCorked) {
+    socket.cork()
+    if (corked.push(socket) === 1) process.nextTick(uncork)
+  }
+  socket.write(latin1, 'latin1')
+}
+function uncork() {
+  for (const socket of corked.splice(0)) socket.uncork()
 }
 
 function destroy(id) {
@@ -91,10 +145,10 @@ function setTimer(ms) {
 }
 function fire() {
   timer = null
-  native.localTimer()
+  delivered(native.localTimer())
 }
 
-native.installLocal(settle, connect, write, destroy, setTimer, () => native.localDrain())
+native.installLocal(settle, () => delivered(native.localDrain()))
 
 /**
  * Connects: resolves to an engine client over `urls` (one = single node, more = quorum).

@@ -2,21 +2,20 @@
 //!
 //! A call that talks to Redis takes a call id from the facade's engine (`lib/engine.mjs`),
 //! which keeps the Promise it returned under that id; when the core's future ends, its
-//! [`Outcome`] settles that Promise through one `settle(id, error, value)` function per
-//! thread. Why not napi-rs `async fn`: each such call makes its own deferred and threadsafe
-//! function (libuv handles and a hop to the next loop turn), where this is one function for
-//! every call; and the local driver settles on the JavaScript thread directly.
+//! [`Outcome`] settles that Promise. Why not napi-rs `async fn`: each such call makes its
+//! own deferred and threadsafe function (libuv handles and a hop to the next loop turn).
 //!
 //! - [`Driver::Local`]: the core runs on the JavaScript thread (local/), its I/O on Node
-//!   sockets; results are delivered by the drain that follows each entry.
+//!   sockets; outcomes are among the records the entry that finished them returns
+//!   (local/host.rs), with no call back into JavaScript.
 //! - [`Driver::Tokio`]: the core runs on napi-rs's tokio runtime with redis-rs connections;
-//!   results come back through a weak threadsafe function (it never keeps Node alive: the
+//!   results come back through one weak threadsafe function per thread, `settle(id, error, value)` (it never keeps Node alive: the
 //!   facade's engine does, while a call is pending).
 
 use crate::client::NativeClient;
 use crate::error::to_json;
 use crate::held::NativeHeld;
-use crate::local::{self, Executor, LocalRuntime};
+use crate::local::{self, Executor, LocalRuntime, Outs};
 use napi::bindgen_prelude::{Either4, FnArgs};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
@@ -55,7 +54,8 @@ pub(crate) fn split(outcome: Outcome) -> (Option<String>, JsValue) {
     }
 }
 
-pub(crate) type TokioSettle = ThreadsafeFunction<(u32, Outcome), (), FnArgs<(u32, Option<String>, JsValue)>, Status, false, true>;
+pub(crate) type TokioSettle =
+    ThreadsafeFunction<(u32, Outcome), (), FnArgs<(u32, Option<String>, JsValue)>, Status, false, true>;
 
 thread_local! {
     /// This thread's drivers, made by `installLocal`.
@@ -75,7 +75,10 @@ impl Driver {
             tokio::runtime::Handle::try_current().map(TokioRuntime::with_handle)
         })
         .map_err(|e| napi::Error::from_reason(format!("the addon's tokio runtime is unavailable: {e}")))?;
-        let local = Arc::new(Driver::Local(executor.clone(), Arc::new(LocalRuntime::new(executor))));
+        let local = Arc::new(Driver::Local(
+            executor.clone(),
+            Arc::new(LocalRuntime::new(executor)),
+        ));
         let tokio = Arc::new(Driver::Tokio(Arc::new(tokio_settle), Arc::new(runtime)));
         DRIVERS.with(|d| *d.borrow_mut() = Some((local, tokio)));
         Ok(())
@@ -87,7 +90,9 @@ impl Driver {
             d.borrow()
                 .as_ref()
                 .map(|(l, t)| if local { l.clone() } else { t.clone() })
-                .ok_or_else(|| napi::Error::from_reason("redlatch: installLocal() was not called on this thread"))
+                .ok_or_else(|| {
+                    napi::Error::from_reason("redlatch: installLocal() was not called on this thread")
+                })
         })
     }
 
@@ -104,30 +109,29 @@ impl Driver {
         matches!(self, Driver::Local(..))
     }
 
-    /// Marks a call from JavaScript: the local driver polls its tasks when it ends.
-    pub(crate) fn enter<'a>(&'a self, env: &'a Env) -> Option<local::Entry<'a>> {
-        match self {
-            Driver::Local(executor, _) => Some(local::Entry::enter(executor, env)),
-            Driver::Tokio(..) => None,
-        }
-    }
-
-    /// Runs `future` and settles call `id` with its outcome.
-    pub(crate) fn call<F>(&self, id: u32, future: F)
+    /// Runs `future` and settles call `id` with its outcome. Returns what JavaScript must
+    /// deliver now (the local driver polls the future at once: its first command, or its
+    /// result when it needs no Redis); the tokio driver settles later through `settle`.
+    pub(crate) fn call<'env, F>(&self, env: &'env Env, id: u32, future: F) -> napi::Result<Outs<'env>>
     where
         F: Future<Output = Outcome> + Send + 'static,
     {
         match self {
-            Driver::Local(executor, _) => executor.spawn(Box::pin(async move {
-                let outcome = future.await;
-                local::push(local::Out::Settle(id, outcome));
-            })),
+            Driver::Local(executor, _) => {
+                let entry = local::Entry::enter(executor);
+                executor.spawn(Box::pin(async move {
+                    let outcome = future.await;
+                    local::push(local::Out::Settle(id, outcome));
+                }));
+                entry.finish(env)
+            }
             Driver::Tokio(settle, runtime) => {
                 let settle = settle.clone();
                 runtime.spawn(Box::pin(async move {
                     let outcome = future.await;
                     settle.call((id, outcome), ThreadsafeFunctionCallMode::NonBlocking);
                 }));
+                Ok(None)
             }
         }
     }

@@ -13,6 +13,7 @@
 use crate::calls::{Driver, Value};
 use crate::error::{closed, IntoNapi};
 use crate::held::HoldSlot;
+use crate::local::Outs;
 use crate::lock::NativeLock;
 use crate::options::LockOptions;
 use futures::channel::oneshot;
@@ -163,15 +164,13 @@ impl NativeClient {
 
     /// Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
     /// with `true` when a lock was deleted (on a majority of nodes).
-    #[napi]
-    pub fn force_unlock(&self, env: Env, name: String, id: u32) -> napi::Result<()> {
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn force_unlock<'env>(&self, env: &'env Env, name: String, id: u32) -> napi::Result<Outs<'env>> {
         keys::validate_name(&name).js()?;
         let client = self.shared.client()?;
-        let _entry = self.shared.driver.enter(&env);
-        self.shared
-            .driver
-            .call(id, async move { client.force_unlock(&name).await.map(Value::Bool) });
-        Ok(())
+        self.shared.driver.call(env, id, async move {
+            client.force_unlock(&name).await.map(Value::Bool)
+        })
     }
 
     /// Cancels the pending acquire registered under `ticket` (no-op when it has finished).
@@ -186,12 +185,11 @@ impl NativeClient {
     /// Closes the client: pending acquires reject, live holds are released (call `id`
     /// settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
     /// Idempotent.
-    #[napi]
-    pub fn close(&self, env: Env, id: u32) -> napi::Result<()> {
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn close<'env>(&self, env: &'env Env, id: u32) -> napi::Result<Outs<'env>> {
         let shared = self.shared.clone();
         let driver = shared.driver.clone();
-        let _entry = driver.enter(&env);
-        driver.call(id, async move {
+        driver.call(env, id, async move {
             let (client, pending) = {
                 let mut p = locked(&shared.pending);
                 let Some(client) = locked(&shared.client).take() else {
@@ -209,7 +207,6 @@ impl NativeClient {
                 .collect();
             futures::future::join_all(holds.iter().map(|h| h.release_on_close())).await;
             Ok(Value::Unit)
-        });
-        Ok(())
+        })
     }
 }

@@ -6,6 +6,7 @@ use crate::calls::{Driver, Value};
 use crate::client::NativeClient;
 use crate::error::{invalid, IntoNapi};
 use crate::local::LocalTransport;
+use crate::local::Outs;
 use crate::options::{opt_millis, ClientOptions};
 use napi::Env;
 use napi_derive::napi;
@@ -39,25 +40,29 @@ fn config(options: &ClientOptions) -> napi::Result<Config> {
 /// the core runs on the JavaScript thread over Node sockets (else on tokio over redis-rs).
 /// Throws or rejects with `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` /
 /// `ERR_QUORUM` when too few nodes answer.
-#[napi]
-pub fn connect(env: Env, urls: Vec<String>, options: Option<ClientOptions>, local: bool, id: u32) -> napi::Result<()> {
+#[napi(ts_return_type = "unknown[] | null")]
+pub fn connect(
+    env: &Env,
+    urls: Vec<String>,
+    options: Option<ClientOptions>,
+    local: bool,
+    id: u32,
+) -> napi::Result<Outs<'_>> {
     let options = options.unwrap_or_default();
     if urls.is_empty() {
         return Err(invalid("at least one Redis URL is required"));
     }
     let config = config(&options)?;
     let driver = Driver::current(local)?;
-    let _entry = driver.enter(&env);
     let handle = driver.clone();
-    driver.call(id, async move {
+    driver.call(env, id, async move {
         let client = if handle.is_local() {
             connect_local(&urls, config, &handle).await?
         } else {
             connect_tokio(&urls, config).await?
         };
         Ok(Value::Client(NativeClient::new(client, handle)))
-    });
-    Ok(())
+    })
 }
 
 async fn connect_tokio(urls: &[String], config: Config) -> redlatch::Result<redlatch::Client> {
@@ -76,7 +81,11 @@ async fn connect_tokio(urls: &[String], config: Config) -> redlatch::Result<redl
     builder.connect().await
 }
 
-async fn connect_local(urls: &[String], config: Config, driver: &Driver) -> redlatch::Result<redlatch::Client> {
+async fn connect_local(
+    urls: &[String],
+    config: Config,
+    driver: &Driver,
+) -> redlatch::Result<redlatch::Client> {
     let runtime = match driver {
         Driver::Local(_, runtime) => runtime.clone(),
         Driver::Tokio(..) => return Err(Error::new(ErrorKind::Panic, "not the local driver")),
@@ -99,13 +108,17 @@ async fn connect_local(urls: &[String], config: Config, driver: &Driver) -> redl
     }))
     .await;
     enough_nodes(&transports, pings)?;
-    let transports: Vec<Arc<dyn Transport>> = transports.into_iter().map(|t| t as Arc<dyn Transport>).collect();
+    let transports: Vec<Arc<dyn Transport>> =
+        transports.into_iter().map(|t| t as Arc<dyn Transport>).collect();
     redlatch::Client::from_transports(transports, driver.runtime(), config)
 }
 
 /// `Ok` when a majority of nodes answered; else the error `Client::connect` gives for it
 /// (each failure named by its node).
-fn enough_nodes(transports: &[Arc<LocalTransport>], pings: Vec<redlatch::Result<()>>) -> redlatch::Result<()> {
+fn enough_nodes(
+    transports: &[Arc<LocalTransport>],
+    pings: Vec<redlatch::Result<()>>,
+) -> redlatch::Result<()> {
     let answered = pings.iter().filter(|p| p.is_ok()).count();
     if answered >= quorum::majority(transports.len()) {
         return Ok(());
@@ -119,7 +132,10 @@ fn enough_nodes(transports: &[Arc<LocalTransport>], pings: Vec<redlatch::Result<
         }
     };
     if transports.len() == 1 {
-        let e = pings.into_iter().find_map(|p| p.err()).unwrap_or_else(|| Error::connection("unreachable"));
+        let e = pings
+            .into_iter()
+            .find_map(|p| p.err())
+            .unwrap_or_else(|| Error::connection("unreachable"));
         return Err(Error::new(e.kind(), named(&transports[0], &e)));
     }
     let detail: Vec<String> = transports
@@ -137,7 +153,11 @@ fn enough_nodes(transports: &[Arc<LocalTransport>], pings: Vec<redlatch::Result<
         .collect();
     Err(Error::new(
         ErrorKind::Quorum,
-        format!("only {answered} of {} nodes answered: {}", transports.len(), detail.join("; ")),
+        format!(
+            "only {answered} of {} nodes answered: {}",
+            transports.len(),
+            detail.join("; ")
+        ),
     )
     .with_nodes(nodes))
 }

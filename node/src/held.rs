@@ -14,6 +14,7 @@
 
 use crate::calls::{Driver, Value};
 use crate::client::Shared;
+use crate::local::Outs;
 use crate::lock::closed_error;
 use crate::options::millis;
 use napi::bindgen_prelude::Unknown;
@@ -164,12 +165,11 @@ impl NativeHeld {
     /// `id`. Rejects with `ERR_NOT_OWNED` when it expired, was taken or was already
     /// released, `ERR_LOCK_LOST` when the loss had already been seen,
     /// `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
-    #[napi]
-    pub fn release(&self, env: Env, id: u32) -> napi::Result<()> {
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn release<'env>(&self, env: &'env Env, id: u32) -> napi::Result<Outs<'env>> {
         let slot = self.slot.clone();
         let driver = slot.driver.clone();
-        let _entry = driver.enter(&env);
-        driver.call(id, async move {
+        driver.call(env, id, async move {
             let guard = slot.guard.write().await.take();
             let Some(guard) = guard else {
                 return Err(slot.already_released());
@@ -178,42 +178,37 @@ impl NativeHeld {
                 shared.untrack(slot.id);
             }
             guard.release().await.map(|()| Value::Unit)
-        });
-        Ok(())
+        })
     }
 
     /// Resets the remaining lease to `leaseMs` (replace, never add) and settles call `id`;
     /// never re-creates a lost lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a
     /// bad lease.
-    #[napi]
-    pub fn extend(&self, env: Env, lease_ms: f64, id: u32) -> napi::Result<()> {
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn extend<'env>(&self, env: &'env Env, lease_ms: f64, id: u32) -> napi::Result<Outs<'env>> {
         let lease = millis("leaseMs", lease_ms, false)?;
         let slot = self.slot.clone();
         let driver = slot.driver.clone();
-        let _entry = driver.enter(&env);
-        driver.call(id, async move {
+        driver.call(env, id, async move {
             let guard = slot.guard.read().await;
             match guard.as_ref() {
                 Some(guard) => guard.extend(lease).await.map(|()| Value::Unit),
                 None => Err(slot.already_released()),
             }
-        });
-        Ok(())
+        })
     }
 
     /// Settles call `id` with whether Redis still has this hold as this owner's.
-    #[napi]
-    pub fn owned(&self, env: Env, id: u32) -> napi::Result<()> {
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn owned<'env>(&self, env: &'env Env, id: u32) -> napi::Result<Outs<'env>> {
         let slot = self.slot.clone();
         let driver = slot.driver.clone();
-        let _entry = driver.enter(&env);
-        driver.call(id, async move {
+        driver.call(env, id, async move {
             let guard = slot.guard.read().await;
             match guard.as_ref() {
                 Some(guard) => guard.owned().await.map(Value::Bool),
                 None => Ok(Value::Bool(false)),
             }
-        });
-        Ok(())
+        })
     }
 }

@@ -28,7 +28,10 @@ mod options;
 pub use client::NativeClient;
 pub use connect::connect;
 pub use held::NativeHeld;
-pub use local::{install_local, local_drain, local_socket_data, local_socket_end, local_socket_open, local_timer, SocketSpec};
+pub use local::{
+    install_local, local_drain, local_socket_data, local_socket_end, local_socket_open, local_timer,
+    SocketSpec,
+};
 pub use lock::NativeLock;
 pub use options::{ClientOptions, LockOptions};
 

@@ -9,6 +9,7 @@ use crate::calls::Value;
 use crate::client::{Shared, Stop};
 use crate::error::invalid;
 use crate::held::{HoldSlot, NativeHeld};
+use crate::local::Outs;
 use crate::options::{self, opt_millis, LockOptions};
 use futures::future::{select, Either};
 use napi::Env;
@@ -92,22 +93,21 @@ impl NativeLock {
     /// Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
     /// bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
     /// the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
-    #[napi]
-    pub fn acquire(
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn acquire<'env>(
         &self,
-        env: Env,
+        env: &'env Env,
         wait_ms: Option<f64>,
         owner: Option<f64>,
         ticket: u32,
         id: u32,
-    ) -> napi::Result<()> {
+    ) -> napi::Result<Outs<'env>> {
         let wait = opt_millis("waitMs", wait_ms, true)?;
         let lock = self.core(owner)?;
         let stop = self.shared.start_pending(ticket)?;
         let shared = self.shared.clone();
         let driver = shared.driver.clone();
-        let _entry = driver.enter(&env);
-        driver.call(id, async move {
+        driver.call(env, id, async move {
             let outcome = select(Box::pin(lock.acquire_with_wait(wait)), stop).await;
             shared.end_pending(ticket);
             let guard = match outcome {
@@ -122,46 +122,39 @@ impl NativeLock {
                 return Err(closed_error());
             }
             Ok(Value::Held(NativeHeld::new(slot)))
-        });
-        Ok(())
+        })
     }
 
     /// Settles call `id` with `true` when anyone holds the lock (a majority of nodes in
     /// quorum mode).
-    #[napi]
-    pub fn locked(&self, env: Env, id: u32) -> napi::Result<()> {
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn locked<'env>(&self, env: &'env Env, id: u32) -> napi::Result<Outs<'env>> {
         let lock = self.core(None)?;
-        let _entry = self.shared.driver.enter(&env);
         self.shared
             .driver
-            .call(id, async move { lock.locked().await.map(Value::Bool) });
-        Ok(())
+            .call(env, id, async move { lock.locked().await.map(Value::Bool) })
     }
 
     /// Settles call `id` with the remaining lease in ms of whoever holds the lock; `null`
     /// when free.
-    #[napi]
-    pub fn ttl(&self, env: Env, id: u32) -> napi::Result<()> {
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn ttl<'env>(&self, env: &'env Env, id: u32) -> napi::Result<Outs<'env>> {
         let lock = self.core(None)?;
-        let _entry = self.shared.driver.enter(&env);
-        self.shared.driver.call(id, async move {
+        self.shared.driver.call(env, id, async move {
             let ttl = lock.ttl().await?;
             Ok(Value::MaybeNumber(ttl.map(|d| d.as_millis() as f64)))
-        });
-        Ok(())
+        })
     }
 
     /// Reentrant locks: settles call `id` with how many times `owner` holds it (asks
     /// Redis). Lease locks: 0.
-    #[napi]
-    pub fn hold_count(&self, env: Env, owner: Option<f64>, id: u32) -> napi::Result<()> {
+    #[napi(ts_return_type = "unknown[] | null")]
+    pub fn hold_count<'env>(&self, env: &'env Env, owner: Option<f64>, id: u32) -> napi::Result<Outs<'env>> {
         let lock = self.core(owner.filter(|_| self.reentrant))?;
-        let _entry = self.shared.driver.enter(&env);
-        self.shared.driver.call(id, async move {
+        self.shared.driver.call(env, id, async move {
             let n = lock.hold_count().await?;
             Ok(Value::Number(n.min(u64::from(u32::MAX)) as f64))
-        });
-        Ok(())
+        })
     }
 }
 

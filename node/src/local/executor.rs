@@ -4,13 +4,13 @@
 //!
 //! When polling happens: every call from JavaScript into the local engine (a lock call, bytes
 //! arriving on a socket, a timer firing) is an [`Entry`]; when the outermost entry ends it
-//! runs every task that became ready, then hands what the tasks produced to JavaScript (socket
-//! writes, results, the next timer: `host.rs`). A task woken outside an entry (from another
+//! runs every task that became ready, then returns what the tasks produced to JavaScript
+//! (socket writes, results, the next timer: `host.rs`). A task woken outside an entry (from another
 //! thread: the tokio subscriber that wakes pub/sub waiters, or a guard dropped by the garbage
 //! collector) schedules a drain through a weak threadsafe function instead, so the wake-up
 //! is never lost and never keeps the process alive.
 
-use super::host;
+use super::host::{self, Outs};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use std::cell::Cell;
@@ -80,10 +80,8 @@ impl Executor {
         std::thread::current().id() == self.thread && DEPTH.with(|d| d.get() > 0)
     }
 
-    /// Polls every ready task and delivers what they produced, until nothing is left. Calls
-    /// into JavaScript (socket writes, results) may queue more: the loop catches them. A
-    /// drain started while one runs (JavaScript calling back in) returns at once.
-    pub(crate) fn drain(&self, env: &Env) {
+    /// Polls every ready task until none is left (tasks woken meanwhile included).
+    fn run_ready(&self) {
         if DRAINING.with(|d| d.replace(true)) {
             return;
         }
@@ -92,14 +90,17 @@ impl Executor {
             let next = locked(&self.ready).pop_front();
             match next {
                 Some(task) => task.run(),
-                None => {
-                    if !host::flush(env) {
-                        break;
-                    }
-                }
+                None => break,
             }
         }
         DRAINING.with(|d| d.set(false));
+    }
+
+    /// Asks JavaScript for a drain soon (`kick`), unless one is already asked for.
+    fn request_drain(&self) {
+        if !self.kicked.swap(true, Ordering::AcqRel) {
+            self.kick.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        }
     }
 }
 
@@ -111,8 +112,8 @@ impl Task {
         let executor = &self.executor;
         locked(&executor.ready).push_back(self.clone());
         // Inside an entry the drain at its end runs the task; elsewhere ask for one.
-        if !executor.inside_entry() && !executor.kicked.swap(true, Ordering::AcqRel) {
-            executor.kick.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        if !executor.inside_entry() {
+            executor.request_drain();
         }
     }
 
@@ -141,21 +142,25 @@ impl Wake for Task {
     }
 }
 
-/// One call from JavaScript into the local engine; the outermost one drains when it ends.
+/// One call from JavaScript into the local engine. The outermost one polls the ready tasks
+/// when it ends; [`Entry::finish`] then returns what they queued for JavaScript (host.rs).
 pub(crate) struct Entry<'a> {
     executor: &'a Executor,
-    env: &'a Env,
+    finished: bool,
 }
 
 impl<'a> Entry<'a> {
-    pub(crate) fn enter(executor: &'a Executor, env: &'a Env) -> Entry<'a> {
+    pub(crate) fn enter(executor: &'a Executor) -> Entry<'a> {
         DEPTH.with(|d| d.set(d.get() + 1));
-        Entry { executor, env }
+        Entry {
+            executor,
+            finished: false,
+        }
     }
-}
 
-impl Drop for Entry<'_> {
-    fn drop(&mut self) {
+    /// Leaves; `true` for the outermost entry, which then runs the ready tasks.
+    fn leave(&mut self) -> bool {
+        self.finished = true;
         let outermost = DEPTH.with(|d| {
             let depth = d.get() - 1;
             d.set(depth);
@@ -164,8 +169,29 @@ impl Drop for Entry<'_> {
         if outermost {
             // Still counted as inside while draining, so wake-ups during it need no kick.
             DEPTH.with(|d| d.set(1));
-            self.executor.drain(self.env);
+            self.executor.run_ready();
             DEPTH.with(|d| d.set(0));
+        }
+        outermost
+    }
+
+    /// Ends the entry and returns what JavaScript must deliver (nothing from a nested
+    /// entry: the outermost one returns it all).
+    pub(crate) fn finish(mut self, env: &Env) -> napi::Result<Outs<'_>> {
+        if self.leave() {
+            host::take(env)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+impl Drop for Entry<'_> {
+    fn drop(&mut self) {
+        // An entry left early (an error before `finish`): its tasks still run, and what
+        // they queued is delivered by a drain JavaScript is asked for.
+        if !self.finished && self.leave() && host::pending() {
+            self.executor.request_drain();
         }
     }
 }

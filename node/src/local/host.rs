@@ -1,11 +1,21 @@
-//! The JavaScript half of the local engine, seen from Rust: the functions `lib/engine.mjs`
-//! installs once per thread (`installLocal`), and what tasks hand to them. Tasks never call
-//! JavaScript while they are polled: they queue an [`Out`], and the drain at the end of the
-//! entry (executor.rs) delivers the queue, so a callback can never re-enter a task mid-poll.
+//! What the local engine's tasks ask JavaScript to do, and how it gets there.
+//!
+//! Tasks never call JavaScript: they queue an [`Out`], and the call from JavaScript that ran
+//! them (an entry: executor.rs) returns the queue as its value, which `lib/engine.mjs`
+//! delivers. So a callback can never re-enter a task mid-poll, and no addon call makes a
+//! second crossing back into JavaScript (`napi_call_function` per socket write and per
+//! result cost about as much as the rest of a round trip; README "Design").
+//!
+//! The returned value is one flat array of records, each a kind number and its fields:
+//! - `0, id, error, value`: settle call `id` (`error` the JSON of errors.mjs, or null);
+//! - `1, socket, spec`: open a socket (`net.connect` / `tls.connect`);
+//! - `2, socket, latin1`: write these bytes (a Latin-1 string);
+//! - `3, socket`: close the socket;
+//! - `4, ms`: call `localTimer()` after `ms` (replacing the timer set before).
 
-use super::socket::SocketShared;
+use super::conn::SocketShared;
 use crate::calls::{self, Outcome};
-use napi::bindgen_prelude::{Buffer, FnArgs, FunctionRef};
+use napi::bindgen_prelude::{Array, ToNapiValue};
 use napi::Env;
 use napi_derive::napi;
 use std::cell::RefCell;
@@ -37,87 +47,93 @@ pub(crate) enum Out {
     Write(Arc<SocketShared>),
     /// Close socket `id`.
     Destroy(u32),
-    /// Run `timerFired()` after this many ms (replacing the timer set before).
+    /// Run `localTimer()` after this many ms (replacing the timer set before).
     Timer(f64),
 }
 
-type Settle = FunctionRef<FnArgs<(u32, Option<String>, calls::JsValue)>, ()>;
-
-/// The functions of one thread's `installLocal(...)` and what waits for them.
-pub(crate) struct Host {
-    pub(crate) settle: Settle,
-    pub(crate) connect: FunctionRef<FnArgs<(u32, SocketSpec)>, ()>,
-    pub(crate) write: FunctionRef<FnArgs<(u32, Buffer)>, ()>,
-    pub(crate) destroy: FunctionRef<u32, ()>,
-    pub(crate) set_timer: FunctionRef<f64, ()>,
-    queue: RefCell<Vec<Out>>,
-}
+/// What JavaScript must deliver after an entry: `None` (undefined) when there is nothing.
+pub type Outs<'env> = Option<Array<'env>>;
 
 thread_local! {
-    static HOST: RefCell<Option<Arc<Host>>> = const { RefCell::new(None) };
+    static QUEUE: RefCell<Vec<Out>> = const { RefCell::new(Vec::new()) };
 }
 
-impl Host {
-    pub(crate) fn install(
-        settle: Settle,
-        connect: FunctionRef<FnArgs<(u32, SocketSpec)>, ()>,
-        write: FunctionRef<FnArgs<(u32, Buffer)>, ()>,
-        destroy: FunctionRef<u32, ()>,
-        set_timer: FunctionRef<f64, ()>,
-    ) {
-        let host = Arc::new(Host {
-            settle,
-            connect,
-            write,
-            destroy,
-            set_timer,
-            queue: RefCell::new(Vec::new()),
-        });
-        HOST.with(|h| *h.borrow_mut() = Some(host));
-    }
-}
-
-/// This thread's host, if `installLocal` ran here.
-pub(crate) fn current() -> Option<Arc<Host>> {
-    HOST.with(|h| h.borrow().clone())
-}
-
-/// Queues `out` for this thread's next delivery. Tasks run only on their executor's thread,
-/// which is the host's; elsewhere (a bug) the request is dropped.
+/// Queues `out` for the value of this thread's current entry.
 pub(crate) fn push(out: Out) {
-    HOST.with(|h| {
-        if let Some(host) = h.borrow().as_ref() {
-            host.queue.borrow_mut().push(out);
-        }
-    });
+    QUEUE.with(|q| q.borrow_mut().push(out));
 }
 
-/// Delivers the queue; `false` when it was empty. Errors thrown by the JavaScript functions
-/// (none are expected: they are the package's own) are dropped rather than unwound.
-pub(crate) fn flush(env: &Env) -> bool {
-    let Some(host) = current() else { return false };
-    let outs = std::mem::take(&mut *host.queue.borrow_mut());
+/// `true` when something is queued.
+pub(crate) fn pending() -> bool {
+    QUEUE.with(|q| !q.borrow().is_empty())
+}
+
+/// The queue as the flat array described in the module docs.
+pub(crate) fn take(env: &Env) -> napi::Result<Outs<'_>> {
+    let outs = QUEUE.with(|q| std::mem::take(&mut *q.borrow_mut()));
     if outs.is_empty() {
-        return false;
+        return Ok(None);
     }
+    let mut records = Records {
+        array: env.create_array(0)?,
+        len: 0,
+    };
     for out in outs {
-        let _ = deliver(&host, env, out);
+        match out {
+            Out::Settle(id, outcome) => {
+                let (error, value) = calls::split(outcome);
+                records.push(0u32)?;
+                records.push(id)?;
+                records.push(error)?;
+                records.push(value)?;
+            }
+            Out::Connect(id, spec) => {
+                records.push(1u32)?;
+                records.push(id)?;
+                records.push(spec)?;
+            }
+            Out::Write(socket) => {
+                // None when an earlier record of this drain already took the bytes.
+                if let Some(bytes) = socket.take_outgoing() {
+                    records.push(2u32)?;
+                    records.push(socket.id)?;
+                    records.push(latin1(bytes))?;
+                }
+            }
+            Out::Destroy(id) => {
+                records.push(3u32)?;
+                records.push(id)?;
+            }
+            Out::Timer(ms) => {
+                records.push(4u32)?;
+                records.push(ms)?;
+            }
+        }
     }
-    true
+    Ok((records.len > 0).then_some(records.array))
 }
 
-fn deliver(host: &Host, env: &Env, out: Out) -> napi::Result<()> {
-    match out {
-        Out::Settle(id, outcome) => {
-            let (error, value) = calls::split(outcome);
-            host.settle.borrow_back(env)?.call(FnArgs::from((id, error, value)))
-        }
-        Out::Connect(id, spec) => host.connect.borrow_back(env)?.call(FnArgs::from((id, spec))),
-        Out::Write(socket) => match socket.take_outgoing() {
-            Some(bytes) => host.write.borrow_back(env)?.call(FnArgs::from((socket.id, Buffer::from(bytes)))),
-            None => Ok(()),
-        },
-        Out::Destroy(id) => host.destroy.borrow_back(env)?.call(id),
-        Out::Timer(ms) => host.set_timer.borrow_back(env)?.call(ms),
+struct Records<'env> {
+    array: Array<'env>,
+    len: u32,
+}
+
+impl Records<'_> {
+    fn push<T: ToNapiValue>(&mut self, value: T) -> napi::Result<()> {
+        self.array.set(self.len, value)?;
+        self.len += 1;
+        Ok(())
     }
+}
+
+/// `bytes` as the string whose Latin-1 encoding they are, for `socket.write(text, 'latin1')`:
+/// a short one-byte string costs V8 less than a Buffer (no backing store, no finalizer),
+/// and Node writes it without copying it into one. Commands are ASCII but for the bytes of
+/// non-ASCII lock names.
+fn latin1(bytes: Vec<u8>) -> String {
+    if bytes.is_ascii() {
+        // ASCII is valid UTF-8 as it is.
+        return String::from_utf8(bytes).unwrap_or_default();
+    }
+    bytes.iter().map(|&b| char::from(b)).collect()
 }

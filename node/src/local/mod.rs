@@ -5,24 +5,26 @@
 //! | concern | module | on the JavaScript side (`lib/engine.mjs`) |
 //! |---|---|---|
 //! | tasks | [`executor`] | `kick()` when a task is woken from another thread |
-//! | sockets | [`socket`], [`transport`] | `net.connect` / `tls.connect`, `data`, `close` |
+//! | sockets | [`conn`] (+ [`resp`]), [`transport`] | `net.connect` / `tls.connect`, `data`, `close` |
 //! | time | [`timer`] | one unref'd `setTimeout` |
-//! | results | `host.rs`, `../calls.rs` | `settle(id, error, value)` |
+//! | results | `host.rs`, `../calls.rs` | the records each entry returns |
 
+mod conn;
 mod executor;
 mod host;
-mod socket;
+mod resp;
 mod timer;
 mod transport;
 
 pub(crate) use executor::{Entry, Executor};
-pub(crate) use host::{push, Out};
+pub use host::Outs;
 pub use host::SocketSpec;
+pub(crate) use host::{push, Out};
 pub(crate) use transport::LocalTransport;
 
 use crate::calls::{Driver, JsValue, Outcome};
 use executor::Kick;
-use napi::bindgen_prelude::{Buffer, FnArgs, Function};
+use napi::bindgen_prelude::{FnArgs, Function};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -66,81 +68,79 @@ fn driver() -> napi::Result<Arc<Driver>> {
     Driver::current(true)
 }
 
-/// Runs `f` as an entry of this thread's local engine (its tasks are polled afterwards).
-fn entry(env: &Env, f: impl FnOnce(&LocalRuntime)) -> napi::Result<()> {
+/// Runs `f` as an entry of this thread's local engine and returns what JavaScript must
+/// deliver (host.rs).
+fn entry<'env>(env: &'env Env, f: impl FnOnce(&LocalRuntime)) -> napi::Result<Outs<'env>> {
     let driver = driver()?;
     let Driver::Local(executor, runtime) = &*driver else {
-        return Ok(());
+        return Ok(None);
     };
-    let _entry = Entry::enter(executor, env);
+    let entry = Entry::enter(executor);
     f(runtime);
-    Ok(())
+    entry.finish(env)
 }
 
-/// Installs this thread's engine functions (once per thread, by `lib/engine.mjs`):
-/// `settle(id, error, value)` settles call `id` (both engines); the others serve the local
-/// engine: `connect(socket, spec)`, `write(socket, bytes)`, `destroy(socket)`,
-/// `setTimer(ms)` (call `localTimer()` after `ms`), `kick()` (call `localDrain()` soon).
-#[napi(
-    ts_args_type = "settle: (id: number, error: string | null, value: unknown) => void, connect: (socket: number, spec: SocketSpec) => void, write: (socket: number, bytes: Buffer) => void, destroy: (socket: number) => void, setTimer: (ms: number) => void, kick: () => void"
-)]
+/// Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id,
+/// error, value)` settles call `id` for the tokio engine (the local one returns its results:
+/// host.rs); `kick()` asks for `localDrain()` soon, when a local task is woken from another
+/// thread.
+#[napi(ts_args_type = "settle: (id: number, error: string | null, value: unknown) => void, kick: () => void")]
 pub fn install_local(
     settle: Function<FnArgs<(u32, Option<String>, JsValue)>, ()>,
-    connect: Function<FnArgs<(u32, SocketSpec)>, ()>,
-    write: Function<FnArgs<(u32, Buffer)>, ()>,
-    destroy: Function<u32, ()>,
-    set_timer: Function<f64, ()>,
     kick: Function<(), ()>,
 ) -> napi::Result<()> {
-    let kick: Kick = kick.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
+    let kick: Kick = kick
+        .build_threadsafe_function()
+        .weak::<true>()
+        .callee_handled::<false>()
+        .build()?;
     let executor = Executor::new(kick);
-    let tokio_settle: ThreadsafeFunction<(u32, Outcome), (), FnArgs<(u32, Option<String>, JsValue)>, Status, false, true> =
-        settle
-            .build_threadsafe_function::<(u32, Outcome)>()
-            .weak::<true>()
-            .callee_handled::<false>()
-            .build_callback(|ctx| {
-                let (id, outcome) = ctx.value;
-                let (error, value) = crate::calls::split(outcome);
-                Ok(FnArgs::from((id, error, value)))
-            })?;
-    host::Host::install(
-        settle.create_ref()?,
-        connect.create_ref()?,
-        write.create_ref()?,
-        destroy.create_ref()?,
-        set_timer.create_ref()?,
-    );
+    let tokio_settle: ThreadsafeFunction<
+        (u32, Outcome),
+        (),
+        FnArgs<(u32, Option<String>, JsValue)>,
+        Status,
+        false,
+        true,
+    > = settle
+        .build_threadsafe_function::<(u32, Outcome)>()
+        .weak::<true>()
+        .callee_handled::<false>()
+        .build_callback(|ctx| {
+            let (id, outcome) = ctx.value;
+            let (error, value) = crate::calls::split(outcome);
+            Ok(FnArgs::from((id, error, value)))
+        })?;
     Driver::install(executor, tokio_settle)
 }
 
 /// `kick()` asked for it: polls the tasks woken from elsewhere.
-#[napi]
-pub fn local_drain(env: Env) -> napi::Result<()> {
-    entry(&env, |_| {})
+#[napi(ts_return_type = "unknown[] | null")]
+pub fn local_drain(env: &Env) -> napi::Result<Outs<'_>> {
+    entry(env, |_| {})
 }
 
-/// The timer `setTimer(ms)` asked for fired.
-#[napi]
-pub fn local_timer(env: Env) -> napi::Result<()> {
-    entry(&env, |runtime| runtime.timers.fire())
+/// The timer `4, ms` asked for fired.
+#[napi(ts_return_type = "unknown[] | null")]
+pub fn local_timer(env: &Env) -> napi::Result<Outs<'_>> {
+    entry(env, |runtime| runtime.timers.fire())
 }
 
 /// Socket `socket` connected (after its TLS handshake for TLS).
-#[napi]
-pub fn local_socket_open(env: Env, socket: u32) -> napi::Result<()> {
-    entry(&env, |_| socket::opened(socket))
+#[napi(ts_return_type = "unknown[] | null")]
+pub fn local_socket_open(env: &Env, socket: u32) -> napi::Result<Outs<'_>> {
+    entry(env, |_| conn::opened(socket))
 }
 
 /// Socket `socket` received `bytes`.
-#[napi]
-pub fn local_socket_data(env: Env, socket: u32, bytes: &[u8]) -> napi::Result<()> {
-    entry(&env, |_| socket::received(socket, bytes))
+#[napi(ts_return_type = "unknown[] | null")]
+pub fn local_socket_data<'env>(env: &'env Env, socket: u32, bytes: &[u8]) -> napi::Result<Outs<'env>> {
+    entry(env, |_| conn::received(socket, bytes))
 }
 
 /// Socket `socket` closed, with its error if it failed (the message has no credentials:
 /// Node's socket errors name the address only).
-#[napi]
-pub fn local_socket_end(env: Env, socket: u32, error: Option<String>) -> napi::Result<()> {
-    entry(&env, |_| socket::ended(socket, error))
+#[napi(ts_return_type = "unknown[] | null")]
+pub fn local_socket_end(env: &Env, socket: u32, error: Option<String>) -> napi::Result<Outs<'_>> {
+    entry(env, |_| conn::ended(socket, error))
 }

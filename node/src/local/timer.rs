@@ -71,7 +71,9 @@ pub(crate) struct Sleep {
 impl Sleep {
     pub(crate) fn new(timers: Arc<Timers>, duration: Duration) -> Sleep {
         let now = Instant::now();
-        let deadline = now.checked_add(duration).unwrap_or(now + Duration::from_secs(86_400 * 365 * 100));
+        let deadline = now
+            .checked_add(duration)
+            .unwrap_or(now + Duration::from_secs(86_400 * 365 * 100));
         Sleep {
             timers,
             deadline,
