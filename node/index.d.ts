@@ -9,9 +9,22 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** Connection(s) to Redis: one node or a Redlock quorum of independent nodes. */
+/**
+ * Connection(s) to Redis: one node or a Redlock quorum of independent nodes. Made with
+ * `new NativeClient(urls, options, local)`, then `connect(id, out)`.
+ */
 export declare class NativeClient {
-  /** This client's id (a UUID, the first half of every reentrant owner id). */
+  /**
+   * A client over `urls` (one URL = single node, several = quorum); nothing is sent
+   * before `connect`. `local`: the core runs on the JavaScript thread over Node sockets
+   * (else on the addon's tokio thread over redis-rs connections). Throws
+   * `ERR_INVALID_ARGUMENT` for no URL or bad options (integer ms, in range).
+   */
+  constructor(urls: Array<string>, options: ClientOptions | undefined | null, local: boolean)
+  /**
+   * This client's id (a UUID, the first half of every reentrant owner id); empty before
+   * `connect` resolved.
+   */
   get id(): string
   /** Number of Redis nodes (1 = single node, more = quorum). */
   get nodeCount(): number
@@ -19,17 +32,6 @@ export declare class NativeClient {
   get watchdogTimeoutMs(): number
   /** `true` once `close()` was called. */
   get closed(): boolean
-  /**
-   * A lock handle. Throws `ERR_INVALID_ARGUMENT` for a bad name or options (empty name,
-   * over 4096 bytes, bad `leaseMs`/`waitMs`, `fenced` on a quorum client) and
-   * `ERR_CONNECTION` on a closed client.
-   */
-  lock(name: string, options: LockOptions): NativeLock
-  /**
-   * Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
-   * with `true` when a lock was deleted (on a majority of nodes).
-   */
-  forceUnlock(name: string, id: number): unknown[] | null
   /**
    * Cancels the pending acquire registered under `ticket` (no-op when it has finished).
    * The acquire rejects; anything it may have taken in Redis is undone in the background.
@@ -40,78 +42,80 @@ export declare class NativeClient {
    * settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
    * Idempotent.
    */
-  close(id: number): unknown[] | null
-}
-
-/** One held acquisition (returned by `NativeLock.acquire`). */
-export declare class NativeHeld {
-  /** The lock's name. */
-  get name(): string
-  /** The fencing token of this acquisition (fenced locks), else `null`. */
-  get fencingToken(): number | null
-  /** The lease in ms this hold was acquired with (the watchdog timeout in watchdog mode). */
-  get leaseMs(): number
+  close(id: number, out: Scratch): string | null
   /**
-   * `true` once the hold is known lost, or was released by `client.close()` (read
-   * locally, never blocks).
+   * Connects and settles call `id` (once). A single node must answer `PING`; in quorum
+   * mode a majority must. Rejects with `ERR_INVALID_ARGUMENT` for bad URLs,
+   * `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
    */
-  get lost(): boolean
-  /** `true` once `client.close()` released this hold. */
-  get closedByClient(): boolean
+  connect(id: number, out: Scratch): string | null
   /**
-   * Calls `onEnd(false)` once if the hold is lost, `onEnd(true)` if `client.close()`
-   * releases it; never after a release through this handle. A no-op for a hold already
-   * released (the facade reads `lost` first).
-   */
-  watch(onEnd: (closedByClient: boolean) => void): void
-  /**
-   * Releases the hold (decrements the hold count of a reentrant lock) and settles call
+   * Releases hold `hold` (decrements the hold count of a reentrant lock) and settles call
    * `id`. Rejects with `ERR_NOT_OWNED` when it expired, was taken or was already
    * released, `ERR_LOCK_LOST` when the loss had already been seen,
-   * `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed.
+   * `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed or `close()` released it.
    */
-  release(id: number): unknown[] | null
+  release(hold: number, id: number, out: Scratch): string | null
   /**
-   * Resets the remaining lease to `leaseMs` (replace, never add) and settles call `id`;
-   * never re-creates a lost lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a
-   * bad lease.
+   * Resets the remaining lease of hold `hold` to `leaseMs` (replace, never add) and
+   * settles call `id`; never re-creates a lost lock. Rejects as `release`, plus
+   * `ERR_INVALID_ARGUMENT` for a bad lease.
    */
-  extend(leaseMs: number, id: number): unknown[] | null
-  /** Settles call `id` with whether Redis still has this hold as this owner's. */
-  owned(id: number): unknown[] | null
-}
-
-/** A named lock handle (lease or reentrant); see `client.lock(name, options)`. */
-export declare class NativeLock {
-  /** The lock's name (its Redis key). */
-  get name(): string
-  /** `true` for reentrant locks. */
-  get reentrant(): boolean
+  extend(hold: number, leaseMs: number, id: number, out: Scratch): string | null
+  /** Settles call `id` with whether Redis still has hold `hold` as this owner's. */
+  owned(hold: number, id: number, out: Scratch): string | null
   /**
-   * Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try), and
-   * settles call `id` with the `NativeHeld`. `owner` is the reentrant owner number (`null`
-   * for lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`.
+   * Hold `hold`'s state, read locally (never blocks): bit 1 = known lost (or released by
+   * `client.close()`), bit 2 = released by `client.close()`.
+   */
+  holdState(hold: number): number
+  /**
+   * Calls `onEnd(false)` once if hold `hold` is lost, `onEnd(true)` if `client.close()`
+   * releases it; never after a release. A no-op for a hold already released (the facade
+   * reads the state first).
+   */
+  watch(hold: number, onEnd: (closedByClient: boolean) => void): void
+  /**
+   * Forgets hold `hold` (its JavaScript object was garbage-collected): a hold never
+   * released is released in the background.
+   */
+  dropHold(hold: number): void
+  /**
+   * Checks a lock's name and options (`client.lock(name, options)` throws what this
+   * throws): `ERR_INVALID_ARGUMENT` for an empty or over-long name, a bad `leaseMs` /
+   * `waitMs`, `fenced` on a quorum client; `ERR_CONNECTION` on a closed client.
+   */
+  checkLock(name: string, leaseMs: number | undefined | null, waitMs: number | undefined | null, fenced: boolean): void
+  /**
+   * Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
+   * settles call `id` with the hold. `owner` is the reentrant owner number (`null` for
+   * lease locks). `ticket` identifies the attempt for `cancel(ticket)`.
    *
    * Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number): unknown[] | null
+  acquire(name: string, reentrant: boolean, leaseMs: number | undefined | null, fenced: boolean, waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
   /**
-   * Settles call `id` with `true` when anyone holds the lock (a majority of nodes in
+   * Settles call `id` with `true` when anyone holds lock `name` (a majority of nodes in
    * quorum mode).
    */
-  locked(id: number): unknown[] | null
+  locked(name: string, reentrant: boolean, id: number, out: Scratch): string | null
   /**
-   * Settles call `id` with the remaining lease in ms of whoever holds the lock; `null`
+   * Settles call `id` with the remaining lease in ms of whoever holds lock `name`; `null`
    * when free.
    */
-  ttl(id: number): unknown[] | null
+  ttl(name: string, reentrant: boolean, id: number, out: Scratch): string | null
   /**
-   * Reentrant locks: settles call `id` with how many times `owner` holds it (asks
-   * Redis). Lease locks: 0.
+   * Settles call `id` with how many times `owner` holds reentrant lock `name` (asks
+   * Redis).
    */
-  holdCount(owner: number | undefined | null, id: number): unknown[] | null
+  holdCount(name: string, owner: number, id: number, out: Scratch): string | null
+  /**
+   * Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
+   * with `true` when a lock was deleted (on a majority of nodes).
+   */
+  forceUnlock(name: string, id: number, out: Scratch): string | null
 }
 
 /**
@@ -139,65 +143,27 @@ export interface ClientOptions {
 }
 
 /**
- * Connects to `urls` (one URL = single node, several = quorum) and settles call `id` with
- * the client. A single node must answer `PING`; in quorum mode a majority must. `local`:
- * the core runs on the JavaScript thread over Node sockets (else on tokio over redis-rs).
- * Throws or rejects with `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` /
- * `ERR_QUORUM` when too few nodes answer.
+ * Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id, kind,
+ * a, b, c, text)` settles call `id` for the tokio engine (the local one hands its results
+ * back from each entry: host.rs); `kick()` asks for `localDrain(out)` soon, when a local
+ * task is woken from another thread.
  */
-export declare function connect(urls: Array<string>, options: ClientOptions | undefined | null, local: boolean, id: number): unknown[] | null
-
-/**
- * Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id,
- * error, value)` settles call `id` for the tokio engine (the local one returns its results:
- * host.rs); `kick()` asks for `localDrain()` soon, when a local task is woken from another
- * thread.
- */
-export declare function installLocal(settle: (id: number, error: string | null, value: unknown) => void, kick: () => void): void
+export declare function installLocal(settle: (id: number, kind: number, a: number, b: number, c: number, text: string | null) => void, kick: () => void): void
 
 /** `kick()` asked for it: polls the tasks woken from elsewhere. */
-export declare function localDrain(): unknown[] | null
+export declare function localDrain(out: Scratch): string | null
 
 /** Socket `socket` received `bytes`. */
-export declare function localSocketData(socket: number, bytes: Uint8Array): unknown[] | null
+export declare function localSocketData(socket: number, bytes: Uint8Array, out: Scratch): string | null
 
 /**
  * Socket `socket` closed, with its error if it failed (the message has no credentials:
  * Node's socket errors name the address only).
  */
-export declare function localSocketEnd(socket: number, error?: string | undefined | null): unknown[] | null
+export declare function localSocketEnd(socket: number, error: string | undefined | null, out: Scratch): string | null
 
 /** Socket `socket` connected (after its TLS handshake for TLS). */
-export declare function localSocketOpen(socket: number): unknown[] | null
+export declare function localSocketOpen(socket: number, out: Scratch): string | null
 
-/** The timer `4, ms` asked for fired. */
-export declare function localTimer(): unknown[] | null
-
-/** Options of one lock handle (`client.lock(name, options)`). */
-export interface LockOptions {
-  /** `true` for a reentrant lock (Redisson RLock layout), `false` for a lease lock. */
-  reentrant: boolean
-  /** Fixed lease in ms (no renewal). Absent: watchdog mode. */
-  leaseMs?: number
-  /**
-   * Default wait of `acquire` in ms (0 = one try); absent = forever. Only checked here:
-   * the facade passes the effective wait to each `acquire`.
-   */
-  waitMs?: number
-  /** Fenced lock: every acquire returns a fencing token (single node only). */
-  fenced?: boolean
-}
-
-/** How JavaScript should open socket `id` (`net.connect` / `tls.connect` options). */
-export interface SocketSpec {
-  /** TCP host (absent for a Unix socket). */
-  host?: string
-  /** TCP port. */
-  port?: number
-  /** Unix socket path. */
-  path?: string
-  /** TLS (`rediss://`). */
-  tls: boolean
-  /** TLS without certificate verification (`rediss://...#insecure`). */
-  insecure: boolean
-}
+/** The timer record `4, ms` asked for fired. */
+export declare function localTimer(out: Scratch): string | null

@@ -1,9 +1,13 @@
-// The native addon as the facade's engine (facade/engine.mjs). Each addon call that talks to
-// Redis takes a call id, and this module keeps the Promise of the call under it (../src/calls.rs).
-// With the local engine (../src/local/: the core on this thread) every call into the addon
-// returns records to deliver (`deliver`): results, and what the engine asks of its host: the
-// Node sockets its Redis connections run over and its one timer. The tokio engine settles
-// through `settle(id, error, value)` instead; `kick` polls local tasks woken from another thread.
+// The native addon as the facade's engine (facade/engine.mjs).
+//
+// Each addon call that talks to Redis takes a call id, and this module keeps the Promise of
+// the call under it (../src/calls.rs). With the local engine (../src/local/: the core on this
+// thread, its I/O on Node sockets) every call into the addon hands back records to deliver:
+// numbers in `out`, text as its return value (../src/local/host.rs): results, and what the
+// engine asks of its host (open, write to and close the sockets its Redis connections run
+// over; set its one timer). The tokio engine settles through `settle` instead. `kick` polls
+// local tasks woken from another thread. Holds are numbers in the client's table; a
+// FinalizationRegistry drops the entry of a hold whose object is collected.
 //
 // Process lifetime: sockets and timers are unref'd, so an idle client or a held lock never
 // keeps Node running; while a call is pending, one ref'd timer does (as a pending read would).
@@ -15,6 +19,9 @@ import { toLockError } from './facade/errors.mjs'
 
 const native = createRequire(import.meta.url)('../index.js')
 
+/** The records an entry of the local engine writes (out[0] = slots used after it). */
+const out = new Float64Array(4096)
+
 /** Pending calls: id -> [resolve, reject, wrap]. */
 const calls = new Map()
 let lastId = 0
@@ -22,21 +29,21 @@ let lastId = 0
 const keeper = setInterval(() => {}, 1 << 30)
 keeper.unref()
 
-/** Starts `start(id)` and resolves to what the addon settles call `id` with (`wrap`ped). */
+/** Starts `start(id)` and resolves to what call `id` settles with (`wrap(a, b, c)`ped). */
 function call(start, wrap) {
   return new Promise((resolve, reject) => {
     const id = (lastId = (lastId + 1) >>> 0 || 1)
     calls.set(id, [resolve, reject, wrap])
     if (calls.size === 1) keeper.ref()
-    let out
+    let text
     try {
-      out = start(id)
+      text = start(id)
     } catch (err) {
       forget(id)
       reject(toLockError(err))
       return
     }
-    delivered(out)
+    deliver(text)
   })
 }
 
@@ -45,33 +52,53 @@ function forget(id) {
   if (calls.size === 0) keeper.unref()
 }
 
-function settle(id, error, value) {
+// Kinds of a settle record (../src/calls.rs `kind`).
+const UNDEFINED = 0
+const FALSE = 1
+const TRUE = 2
+const NUMBER = 3
+const HOLD = 5
+const ERROR = 6
+
+/** Settles call `id`: `kind` and its numbers, or for ERROR the error's JSON `text`. */
+function settle(id, kind, a, b, c, text) {
   const pending = calls.get(id)
   if (pending === undefined) return
   forget(id)
-  if (error !== null) pending[1](toLockError(new Error(error)))
-  else pending[0](pending[2] === undefined ? value : pending[2](value))
+  if (kind === ERROR) {
+    pending[1](toLockError(new Error(text)))
+    return
+  }
+  const value =
+    kind === UNDEFINED ? undefined : kind === FALSE ? false : kind === TRUE ? true : kind === NUMBER || kind === HOLD ? a : null
+  pending[0](pending[2] === undefined ? value : pending[2](value, b, c))
 }
 
-/**
- * Does what an addon call of the local engine returned (../src/local/host.rs): a flat array
- * of records, each a kind and its fields.
- */
-function deliver(out) {
-  for (let i = 0; i < out.length; ) {
+/** Delivers the records the last entry of the local engine wrote, with its `text`. */
+function deliver(text) {
+  const n = out[0]
+  if (n === 0) return
+  out[0] = 0
+  for (let i = 1; i <= n; ) {
     switch (out[i]) {
-      case 0:
-        settle(out[i + 1], out[i + 2], out[i + 3])
+      case 0: {
+        const kind = out[i + 2]
+        const error = kind === ERROR ? text.substring(out[i + 3], out[i + 3] + out[i + 4]) : null
+        settle(out[i + 1], kind, out[i + 3], out[i + 4], out[i + 5], error)
+        i += 6
+        break
+      }
+      case 1:
+        connect(out[i + 1], out[i + 2], out[i + 3], text.substring(out[i + 4], out[i + 4] + out[i + 5]))
+        i += 6
+        break
+      case 2: {
+        const at = out[i + 2]
+        const len = out[i + 3]
+        write(out[i + 1], at === 0 && len === text.length ? text : text.substring(at, at + len))
         i += 4
         break
-      case 1:
-        connect(out[i + 1], out[i + 2])
-        i += 3
-        break
-      case 2:
-        write(out[i + 1], out[i + 2])
-        i += 3
-        break
+      }
       case 3:
         destroy(out[i + 1])
         i += 2
@@ -86,48 +113,56 @@ function deliver(out) {
   }
 }
 
-/** Delivers what an entry of the local engine returned, if anything. */
-function delivered(out) {
-  if (out != null) deliver(out)
-}
-
 // The local engine's sockets: id -> net.Socket | tls.TLSSocket.
 const sockets = new Map()
+const TLS = 1
+const INSECURE = 2
+const UNIX = 4
 
-function connect(id, spec) {
+function connect(id, port, flags, target) {
   let socket
-  if (spec.path != null) socket = net.connect({ path: spec.path })
-  else if (spec.tls) {
-    const servername = net.isIP(spec.host) === 0 ? spec.host : undefined
-    socket = tls.connect({ host: spec.host, port: spec.port, servername, rejectUnauthorized: !spec.insecure })
-  } else socket = net.connect({ host: spec.host, port: spec.port })
+  try {
+    if (flags & UNIX) socket = net.connect({ path: target })
+    else if (flags & TLS) {
+      const servername = net.isIP(target) === 0 ? target : undefined
+      socket = tls.connect({ host: target, port, servername, rejectUnauthorized: (flags & INSECURE) === 0 })
+    } else socket = net.connect({ host: target, port })
+  } catch (err) {
+    // Reported after this delivery (an entry now would overwrite the records being read).
+    process.nextTick(() => deliver(native.localSocketEnd(id, err.message, out)))
+    return
+  }
   socket.setNoDelay(true)
   socket.unref()
   sockets.set(id, socket)
   let error = null
-  socket.once(spec.tls ? 'secureConnect' : 'connect', () => delivered(native.localSocketOpen(id)))
-  socket.on('data', (bytes) => delivered(native.localSocketData(id, bytes)))
+  socket.once(flags & TLS ? 'secureConnect' : 'connect', () => deliver(native.localSocketOpen(id, out)))
+  socket.on('data', (bytes) => deliver(native.localSocketData(id, bytes, out)))
   socket.on('error', (e) => (error = e.message))
   socket.once('close', () => {
     sockets.delete(id)
-    delivered(native.localSocketEnd(id, error))
+    deliver(native.localSocketEnd(id, error, out))
   })
 }
 
-// Writes of one tick go out in one writev: a socket written to is corked until the
-// process.nextTick after it, so 32 loops each sending a command make one system call.
-const corked = []
+// The first write to a socket in a tick goes out at once (one round trip at a time pays no
+// buffering); later ones in the same tick are corked until the process.nextTick after it, so
+// 32 loops each sending a command make two system calls, not 32.
+const writtenThisTick = new Set()
 function write(id, latin1) {
   const socket = sockets.get(id)
   if (socket === undefined) return
-  if (!socket.writableCorked) {
-    socket.cork()
-    if (corked.push(socket) === 1) process.nextTick(uncork)
+  if (writtenThisTick.has(socket)) {
+    if (!socket.writableCorked) socket.cork()
+  } else {
+    writtenThisTick.add(socket)
+    if (writtenThisTick.size === 1) process.nextTick(endTick)
   }
   socket.write(latin1, 'latin1')
 }
-function uncork() {
-  for (const socket of corked.splice(0)) socket.uncork()
+function endTick() {
+  for (const socket of writtenThisTick) if (socket.writableCorked) socket.uncork()
+  writtenThisTick.clear()
 }
 
 function destroy(id) {
@@ -145,10 +180,10 @@ function setTimer(ms) {
 }
 function fire() {
   timer = null
-  delivered(native.localTimer())
+  deliver(native.localTimer(out))
 }
 
-native.installLocal(settle, () => delivered(native.localDrain()))
+native.installLocal(settle, () => deliver(native.localDrain(out)))
 
 /**
  * Connects: resolves to an engine client over `urls` (one = single node, more = quorum).
@@ -156,15 +191,27 @@ native.installLocal(settle, () => delivered(native.localDrain()))
  * over redis-rs connections.
  */
 export function connectEngine(urls, options, local) {
-  return call((id) => native.connect(urls, options, local, id), (raw) => new NativeEngine(raw))
+  let raw
+  try {
+    raw = new native.NativeClient(urls, options, local)
+  } catch (err) {
+    return Promise.reject(toLockError(err))
+  }
+  return call(
+    (id) => raw.connect(id, out),
+    () => new NativeEngine(raw),
+  )
 }
 
 /** A `NativeClient` as the facade's engine client. */
 class NativeEngine {
   #raw
+  /** Drops the table entry of a hold whose object was collected (released in the background if need be). */
+  #holds
 
   constructor(raw) {
     this.#raw = raw
+    this.#holds = new FinalizationRegistry((hold) => raw.dropHold(hold))
   }
 
   get id() {
@@ -180,11 +227,14 @@ class NativeEngine {
   }
 
   lock(name, options) {
-    return new NativeEngineLock(this.#raw.lock(name, options))
+    const leaseMs = options.leaseMs ?? null
+    const fenced = options.fenced === true
+    this.#raw.checkLock(name, leaseMs, null, fenced)
+    return new NativeEngineLock(this.#raw, this.#holds, name, options.reentrant, leaseMs, fenced)
   }
 
   forceUnlock(name) {
-    return call((id) => this.#raw.forceUnlock(name, id))
+    return call((id) => this.#raw.forceUnlock(name, id, out))
   }
 
   cancel(ticket) {
@@ -192,73 +242,90 @@ class NativeEngine {
   }
 
   close() {
-    return call((id) => this.#raw.close(id))
+    return call((id) => this.#raw.close(id, out))
   }
 }
-
-const asHold = (raw) => new NativeEngineHold(raw)
 
 class NativeEngineLock {
   #raw
+  #holds
+  #name
+  #reentrant
+  #leaseMs
+  #fenced
 
-  constructor(raw) {
+  constructor(raw, holds, name, reentrant, leaseMs, fenced) {
     this.#raw = raw
+    this.#holds = holds
+    this.#name = name
+    this.#reentrant = reentrant
+    this.#leaseMs = leaseMs
+    this.#fenced = fenced
   }
 
   acquire(waitMs, owner, ticket) {
-    return call((id) => this.#raw.acquire(waitMs, owner, ticket, id), asHold)
+    const raw = this.#raw
+    const holds = this.#holds
+    return call(
+      (id) => raw.acquire(this.#name, this.#reentrant, this.#leaseMs, this.#fenced, waitMs, owner, ticket, id, out),
+      (hold, token, leaseMs) => {
+        const engineHold = new NativeEngineHold(raw, hold, Number.isNaN(token) ? null : token, leaseMs)
+        holds.register(engineHold, hold)
+        return engineHold
+      },
+    )
   }
 
   locked() {
-    return call((id) => this.#raw.locked(id))
+    return call((id) => this.#raw.locked(this.#name, this.#reentrant, id, out))
   }
 
   ttl() {
-    return call((id) => this.#raw.ttl(id))
+    return call((id) => this.#raw.ttl(this.#name, this.#reentrant, id, out))
   }
 
   holdCount(owner) {
-    return call((id) => this.#raw.holdCount(owner, id))
+    return call((id) => this.#raw.holdCount(this.#name, owner, id, out))
   }
 }
 
+// Bits of `holdState` (../src/held.rs).
+const LOST = 1
+const CLOSED_BY_CLIENT = 2
+
 class NativeEngineHold {
   #raw
+  #hold
 
-  constructor(raw) {
+  constructor(raw, hold, fencingToken, leaseMs) {
     this.#raw = raw
-  }
-
-  get fencingToken() {
-    return this.#raw.fencingToken
-  }
-
-  get leaseMs() {
-    return this.#raw.leaseMs
+    this.#hold = hold
+    this.fencingToken = fencingToken
+    this.leaseMs = leaseMs
   }
 
   get lost() {
-    return this.#raw.lost
+    return (this.#raw.holdState(this.#hold) & LOST) !== 0
   }
 
   get closedByClient() {
-    return this.#raw.closedByClient
+    return (this.#raw.holdState(this.#hold) & CLOSED_BY_CLIENT) !== 0
   }
 
   watch(onEnd) {
-    this.#raw.watch(onEnd)
+    this.#raw.watch(this.#hold, onEnd)
   }
 
   release() {
-    return call((id) => this.#raw.release(id), discard)
+    return call((id) => this.#raw.release(this.#hold, id, out), discard)
   }
 
   extend(leaseMs) {
-    return call((id) => this.#raw.extend(leaseMs, id), discard)
+    return call((id) => this.#raw.extend(this.#hold, leaseMs, id, out), discard)
   }
 
   owned() {
-    return call((id) => this.#raw.owned(id))
+    return call((id) => this.#raw.owned(this.#hold, id, out))
   }
 }
 

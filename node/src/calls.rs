@@ -2,23 +2,24 @@
 //!
 //! A call that talks to Redis takes a call id from the facade's engine (`lib/engine.mjs`),
 //! which keeps the Promise it returned under that id; when the core's future ends, its
-//! [`Outcome`] settles that Promise. Why not napi-rs `async fn`: each such call makes its
-//! own deferred and threadsafe function (libuv handles and a hop to the next loop turn).
+//! [`Outcome`] settles that Promise. Results are plain numbers (a hold is its id in the
+//! client's table, with its fencing token and lease) or an error's JSON text, so no
+//! JavaScript object is made per call (napi-rs `async fn` makes a deferred and a threadsafe
+//! function per call; a class instance per hold cost as much again: README "Design").
 //!
 //! - [`Driver::Local`]: the core runs on the JavaScript thread (local/), its I/O on Node
-//!   sockets; outcomes are among the records the entry that finished them returns
+//!   sockets; outcomes are among the records the entry that finished them writes
 //!   (local/host.rs), with no call back into JavaScript.
 //! - [`Driver::Tokio`]: the core runs on napi-rs's tokio runtime with redis-rs connections;
-//!   results come back through one weak threadsafe function per thread, `settle(id, error, value)` (it never keeps Node alive: the
-//!   facade's engine does, while a call is pending).
+//!   results come back through one weak threadsafe function per thread, `settle(id, kind, a,
+//!   b, c, text)` (it never keeps Node alive: the facade's engine does, while a call is
+//!   pending).
 
-use crate::client::NativeClient;
 use crate::error::to_json;
-use crate::held::NativeHeld;
-use crate::local::{self, Executor, LocalRuntime, Outs};
-use napi::bindgen_prelude::{Either4, FnArgs};
+use crate::local::{self, Executor, LocalRuntime, Scratch};
+use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, Status};
+use napi::Status;
 use redlatch::{Runtime, TokioRuntime};
 use std::cell::RefCell;
 use std::future::Future;
@@ -26,36 +27,58 @@ use std::sync::Arc;
 
 /// What a call resolves to.
 pub(crate) enum Value {
-    /// `undefined` (release, extend, close): sent as `null`.
+    /// `undefined` (release, extend, close, connect).
     Unit,
     Bool(bool),
     Number(f64),
     MaybeNumber(Option<f64>),
-    Held(NativeHeld),
-    Client(NativeClient),
+    /// A new hold: its id in the client's table, fencing token and lease in ms.
+    Hold {
+        id: f64,
+        token: Option<u64>,
+        lease_ms: f64,
+    },
 }
 
 /// A call's result: a value, or a core error (sent as the JSON `lib/facade/errors.mjs` reads).
 pub(crate) type Outcome = Result<Value, redlatch::Error>;
 
-/// The value argument of `settle`.
-pub(crate) type JsValue = Either4<bool, Option<f64>, NativeHeld, NativeClient>;
-
-/// `settle`'s `(error, value)` arguments for `outcome`.
-pub(crate) fn split(outcome: Outcome) -> (Option<String>, JsValue) {
-    match outcome {
-        Ok(Value::Unit) => (None, Either4::B(None)),
-        Ok(Value::Bool(b)) => (None, Either4::A(b)),
-        Ok(Value::Number(n)) => (None, Either4::B(Some(n))),
-        Ok(Value::MaybeNumber(n)) => (None, Either4::B(n)),
-        Ok(Value::Held(h)) => (None, Either4::C(h)),
-        Ok(Value::Client(c)) => (None, Either4::D(c)),
-        Err(e) => (Some(to_json(&e)), Either4::B(None)),
-    }
+/// Kind numbers of a settle record (`lib/engine.mjs` reads them).
+pub(crate) mod kind {
+    pub(crate) const UNDEFINED: f64 = 0.0;
+    pub(crate) const FALSE: f64 = 1.0;
+    pub(crate) const TRUE: f64 = 2.0;
+    pub(crate) const NUMBER: f64 = 3.0;
+    pub(crate) const NULL: f64 = 4.0;
+    pub(crate) const HOLD: f64 = 5.0;
+    pub(crate) const ERROR: f64 = 6.0;
 }
 
-pub(crate) type TokioSettle =
-    ThreadsafeFunction<(u32, Outcome), (), FnArgs<(u32, Option<String>, JsValue)>, Status, false, true>;
+/// `outcome` as a settle record's `[kind, a, b, c]` and, for an error, its JSON text.
+pub(crate) fn encode(outcome: Outcome) -> ([f64; 4], Option<String>) {
+    let nums = match outcome {
+        Ok(Value::Unit) => [kind::UNDEFINED, 0.0, 0.0, 0.0],
+        Ok(Value::Bool(false)) => [kind::FALSE, 0.0, 0.0, 0.0],
+        Ok(Value::Bool(true)) => [kind::TRUE, 0.0, 0.0, 0.0],
+        Ok(Value::Number(n)) | Ok(Value::MaybeNumber(Some(n))) => [kind::NUMBER, n, 0.0, 0.0],
+        Ok(Value::MaybeNumber(None)) => [kind::NULL, 0.0, 0.0, 0.0],
+        Ok(Value::Hold { id, token, lease_ms }) => {
+            [kind::HOLD, id, token.map_or(f64::NAN, |t| t as f64), lease_ms]
+        }
+        Err(e) => return ([kind::ERROR, 0.0, 0.0, 0.0], Some(to_json(&e))),
+    };
+    (nums, None)
+}
+
+/// `settle(id, kind, a, b, c, text)` of the tokio driver.
+pub(crate) type TokioSettle = ThreadsafeFunction<
+    (u32, Outcome),
+    (),
+    FnArgs<(u32, f64, f64, f64, f64, Option<String>)>,
+    Status,
+    false,
+    true,
+>;
 
 thread_local! {
     /// This thread's drivers, made by `installLocal`.
@@ -104,15 +127,11 @@ impl Driver {
         }
     }
 
-    /// `true` for the driver whose I/O runs on the JavaScript thread.
-    pub(crate) fn is_local(&self) -> bool {
-        matches!(self, Driver::Local(..))
-    }
-
-    /// Runs `future` and settles call `id` with its outcome. Returns what JavaScript must
-    /// deliver now (the local driver polls the future at once: its first command, or its
-    /// result when it needs no Redis); the tokio driver settles later through `settle`.
-    pub(crate) fn call<'env, F>(&self, env: &'env Env, id: u32, future: F) -> napi::Result<Outs<'env>>
+    /// Runs `future` and settles call `id` with its outcome. The local driver polls it at
+    /// once and writes what JavaScript must do now into `out` (its first command, or its
+    /// result when it needs no Redis; local/host.rs), returning the records' text; the tokio
+    /// driver settles later through `settle`.
+    pub(crate) fn call<F>(&self, out: Scratch<'_>, id: u32, future: F) -> Option<String>
     where
         F: Future<Output = Outcome> + Send + 'static,
     {
@@ -123,7 +142,7 @@ impl Driver {
                     let outcome = future.await;
                     local::push(local::Out::Settle(id, outcome));
                 }));
-                entry.finish(env)
+                entry.finish(out)
             }
             Driver::Tokio(settle, runtime) => {
                 let settle = settle.clone();
@@ -131,7 +150,7 @@ impl Driver {
                     let outcome = future.await;
                     settle.call((id, outcome), ThreadsafeFunctionCallMode::NonBlocking);
                 }));
-                Ok(None)
+                None
             }
         }
     }

@@ -1,14 +1,13 @@
-//! `connect(urls, options, local, id)`: a client over one node or a quorum, with the core on
-//! the JavaScript thread (`local`, the default of `Client.connect`: local/) or on tokio with
-//! redis-rs connections.
+//! `client.connect(id, out)`: connects a `NativeClient` to one node or a quorum, with the
+//! core on the JavaScript thread (the local driver, `Client.connect`'s default: local/) or
+//! on tokio with redis-rs connections.
 
 use crate::calls::{Driver, Value};
 use crate::client::NativeClient;
 use crate::error::{invalid, IntoNapi};
 use crate::local::LocalTransport;
-use crate::local::Outs;
+use crate::local::Scratch;
 use crate::options::{opt_millis, ClientOptions};
-use napi::Env;
 use napi_derive::napi;
 use redlatch::protocol::quorum;
 use redlatch::{Config, Error, ErrorKind, NodeOutcome, Transport};
@@ -16,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The core's settings from `options` (integer ms; checked).
-fn config(options: &ClientOptions) -> napi::Result<Config> {
+pub(crate) fn config(options: &ClientOptions) -> napi::Result<Config> {
     let mut config = Config::default();
     if let Some(d) = opt_millis("watchdogTimeoutMs", options.watchdog_timeout_ms, false)? {
         if d < Duration::from_millis(3) {
@@ -35,34 +34,31 @@ fn config(options: &ClientOptions) -> napi::Result<Config> {
     Ok(config)
 }
 
-/// Connects to `urls` (one URL = single node, several = quorum) and settles call `id` with
-/// the client. A single node must answer `PING`; in quorum mode a majority must. `local`:
-/// the core runs on the JavaScript thread over Node sockets (else on tokio over redis-rs).
-/// Throws or rejects with `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` /
-/// `ERR_QUORUM` when too few nodes answer.
-#[napi(ts_return_type = "unknown[] | null")]
-pub fn connect(
-    env: &Env,
-    urls: Vec<String>,
-    options: Option<ClientOptions>,
-    local: bool,
-    id: u32,
-) -> napi::Result<Outs<'_>> {
-    let options = options.unwrap_or_default();
-    if urls.is_empty() {
-        return Err(invalid("at least one Redis URL is required"));
-    }
-    let config = config(&options)?;
-    let driver = Driver::current(local)?;
-    let handle = driver.clone();
-    driver.call(env, id, async move {
-        let client = if handle.is_local() {
-            connect_local(&urls, config, &handle).await?
-        } else {
-            connect_tokio(&urls, config).await?
+#[napi]
+impl NativeClient {
+    /// Connects and settles call `id` (once). A single node must answer `PING`; in quorum
+    /// mode a majority must. Rejects with `ERR_INVALID_ARGUMENT` for bad URLs,
+    /// `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
+    #[napi]
+    pub fn connect(&self, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+        let Some((urls, config)) = crate::client::locked(&self.plan).take() else {
+            return Err(invalid("connect() was already called"));
         };
-        Ok(Value::Client(NativeClient::new(client, handle)))
-    })
+        let shared = self.shared.clone();
+        let driver = shared.driver.clone();
+        let handle = driver.clone();
+        Ok(driver.call(out, id, async move {
+            let client = match &*handle {
+                Driver::Local(..) => connect_local(&urls, config, &handle).await?,
+                Driver::Tokio(..) => connect_tokio(&urls, config).await?,
+            };
+            if shared.opened(client) {
+                Ok(Value::Unit)
+            } else {
+                Err(Error::new(ErrorKind::Connection, "the client is closed"))
+            }
+        }))
+    }
 }
 
 async fn connect_tokio(urls: &[String], config: Config) -> redlatch::Result<redlatch::Client> {

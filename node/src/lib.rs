@@ -26,14 +26,10 @@ mod lock;
 mod options;
 
 pub use client::NativeClient;
-pub use connect::connect;
-pub use held::NativeHeld;
 pub use local::{
     install_local, local_drain, local_socket_data, local_socket_end, local_socket_open, local_timer,
-    SocketSpec,
 };
-pub use lock::NativeLock;
-pub use options::{ClientOptions, LockOptions};
+pub use options::ClientOptions;
 
 /// Gives napi-rs a tokio runtime with one worker thread (`REDLATCH_WORKER_THREADS`, 1..=16,
 /// changes it). Why one: every call hops from the JavaScript thread to a worker and back; with

@@ -1,57 +1,35 @@
-//! `NativeLock`: a lock name with its options; `acquire` resolves to a `NativeHeld`.
-//!
-//! The handle keeps the options, not a core `Lock`, because a core `Lock` holds the client's
-//! engine alive and `close()` must be able to let go of it. Reentrant locks take the owner
-//! number from the caller: the facade decides who the owner is (lib/facade/owner.mjs), so
-//! holds of one owner re-enter through any `rlock` handle of the client.
+//! The lock operations of `NativeClient`: a lock is its name and options, passed with each
+//! call (the facade's engine keeps them), so no object is made per `client.lock(name)`.
+//! Reentrant locks take the owner number from the caller: the facade decides who the owner
+//! is (lib/facade/owner.mjs), so holds of one owner re-enter through any `rlock` handle.
 
 use crate::calls::Value;
-use crate::client::{Shared, Stop};
-use crate::error::invalid;
-use crate::held::{HoldSlot, NativeHeld};
-use crate::local::Outs;
-use crate::options::{self, opt_millis, LockOptions};
+use crate::client::{NativeClient, Stop};
+use crate::error::{closed, invalid, IntoNapi};
+use crate::held::HoldSlot;
+use crate::local::Scratch;
+use crate::options::{self, opt_millis};
 use futures::future::{select, Either};
-use napi::Env;
 use napi_derive::napi;
+use redlatch::protocol::keys;
 use redlatch::{Error, ErrorKind};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// A named lock handle (lease or reentrant); see `client.lock(name, options)`.
-#[napi]
-pub struct NativeLock {
-    shared: Arc<Shared>,
-    name: String,
-    reentrant: bool,
-    lease: Option<Duration>,
-    fenced: bool,
-}
-
-impl NativeLock {
-    pub(crate) fn new(shared: Arc<Shared>, name: String, options: LockOptions) -> napi::Result<Self> {
-        let lease = opt_millis("leaseMs", options.lease_ms, false)?;
-        // Checked now so that `client.lock()` throws; the facade passes the effective wait
-        // to each `acquire`.
-        opt_millis("waitMs", options.wait_ms, true)?;
-        let fenced = options.fenced.unwrap_or(false);
-        if fenced && shared.is_quorum() {
-            return Err(invalid("fencing tokens are not offered in quorum mode"));
-        }
-        Ok(NativeLock {
-            shared,
-            name,
-            reentrant: options.reentrant,
-            lease,
-            fenced,
-        })
-    }
-
-    /// The core lock for `owner` (reentrant locks only).
-    fn core(&self, owner: Option<f64>) -> napi::Result<redlatch::Lock> {
+impl NativeClient {
+    /// The core lock `name` for `owner` (reentrant locks only). Checks the name and lease.
+    fn core(
+        &self,
+        name: &str,
+        reentrant: bool,
+        lease_ms: Option<f64>,
+        fenced: bool,
+        owner: Option<f64>,
+    ) -> napi::Result<redlatch::Lock> {
+        let lease = opt_millis("leaseMs", lease_ms, false)?;
+        keys::validate_name(name).js()?;
         let client = self.shared.client()?;
-        let mut lock = if self.reentrant {
-            let mut lock = client.rlock(self.name.as_str());
+        let mut lock = if reentrant {
+            let mut lock = client.rlock(name);
             if let Some(n) = owner {
                 lock = lock.owner(options::owner(n)?);
             }
@@ -60,12 +38,12 @@ impl NativeLock {
             if owner.is_some() {
                 return Err(invalid("owner applies to reentrant locks (rlock) only"));
             }
-            client.lock(self.name.as_str())
+            client.lock(name)
         };
-        if let Some(lease) = self.lease {
+        if let Some(lease) = lease {
             lock = lock.lease(lease);
         }
-        if self.fenced {
+        if fenced {
             lock = lock.fenced();
         }
         Ok(lock)
@@ -73,41 +51,54 @@ impl NativeLock {
 }
 
 #[napi]
-impl NativeLock {
-    /// The lock's name (its Redis key).
-    #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.name.clone()
+impl NativeClient {
+    /// Checks a lock's name and options (`client.lock(name, options)` throws what this
+    /// throws): `ERR_INVALID_ARGUMENT` for an empty or over-long name, a bad `leaseMs` /
+    /// `waitMs`, `fenced` on a quorum client; `ERR_CONNECTION` on a closed client.
+    #[napi]
+    pub fn check_lock(
+        &self,
+        name: String,
+        lease_ms: Option<f64>,
+        wait_ms: Option<f64>,
+        fenced: bool,
+    ) -> napi::Result<()> {
+        keys::validate_name(&name).js()?;
+        opt_millis("leaseMs", lease_ms, false)?;
+        opt_millis("waitMs", wait_ms, true)?;
+        self.shared.client()?;
+        if fenced && self.shared.is_quorum() {
+            return Err(invalid("fencing tokens are not offered in quorum mode"));
+        }
+        Ok(())
     }
 
-    /// `true` for reentrant locks.
-    #[napi(getter)]
-    pub fn reentrant(&self) -> bool {
-        self.reentrant
-    }
-
-    /// Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try), and
-    /// settles call `id` with the `NativeHeld`. `owner` is the reentrant owner number (`null`
-    /// for lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`.
+    /// Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
+    /// settles call `id` with the hold. `owner` is the reentrant owner number (`null` for
+    /// lease locks). `ticket` identifies the attempt for `cancel(ticket)`.
     ///
     /// Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
     /// bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
     /// the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
-    #[napi(ts_return_type = "unknown[] | null")]
-    pub fn acquire<'env>(
+    #[napi]
+    #[allow(clippy::too_many_arguments)] // one call per acquire: no options object to read
+    pub fn acquire(
         &self,
-        env: &'env Env,
+        name: String,
+        reentrant: bool,
+        lease_ms: Option<f64>,
+        fenced: bool,
         wait_ms: Option<f64>,
         owner: Option<f64>,
         ticket: u32,
         id: u32,
-    ) -> napi::Result<Outs<'env>> {
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
         let wait = opt_millis("waitMs", wait_ms, true)?;
-        let lock = self.core(owner)?;
+        let lock = self.core(&name, reentrant, lease_ms, fenced, owner)?;
         let stop = self.shared.start_pending(ticket)?;
         let shared = self.shared.clone();
-        let driver = shared.driver.clone();
-        driver.call(env, id, async move {
+        Ok(self.shared.driver.call(out, id, async move {
             let outcome = select(Box::pin(lock.acquire_with_wait(wait)), stop).await;
             shared.end_pending(ticket);
             let guard = match outcome {
@@ -117,44 +108,81 @@ impl NativeLock {
                 Either::Right((Ok(Stop::Closed) | Err(_), _)) => return Err(closed_error()),
             };
             let slot = Arc::new(HoldSlot::new(&shared, guard));
-            if !shared.track(&slot) {
-                slot.release_on_close().await;
-                return Err(closed_error());
+            let (token, lease_ms) = (slot.fencing_token, slot.lease_ms);
+            match shared.track(slot.clone()) {
+                Some(hold) => Ok(Value::Hold {
+                    id: hold as f64,
+                    token,
+                    lease_ms,
+                }),
+                None => {
+                    slot.release_on_close().await;
+                    Err(closed_error())
+                }
             }
-            Ok(Value::Held(NativeHeld::new(slot)))
-        })
+        }))
     }
 
-    /// Settles call `id` with `true` when anyone holds the lock (a majority of nodes in
+    /// Settles call `id` with `true` when anyone holds lock `name` (a majority of nodes in
     /// quorum mode).
-    #[napi(ts_return_type = "unknown[] | null")]
-    pub fn locked<'env>(&self, env: &'env Env, id: u32) -> napi::Result<Outs<'env>> {
-        let lock = self.core(None)?;
-        self.shared
+    #[napi]
+    pub fn locked(
+        &self,
+        name: String,
+        reentrant: bool,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
+        let lock = self.core(&name, reentrant, None, false, None)?;
+        Ok(self
+            .shared
             .driver
-            .call(env, id, async move { lock.locked().await.map(Value::Bool) })
+            .call(out, id, async move { lock.locked().await.map(Value::Bool) }))
     }
 
-    /// Settles call `id` with the remaining lease in ms of whoever holds the lock; `null`
+    /// Settles call `id` with the remaining lease in ms of whoever holds lock `name`; `null`
     /// when free.
-    #[napi(ts_return_type = "unknown[] | null")]
-    pub fn ttl<'env>(&self, env: &'env Env, id: u32) -> napi::Result<Outs<'env>> {
-        let lock = self.core(None)?;
-        self.shared.driver.call(env, id, async move {
+    #[napi]
+    pub fn ttl(
+        &self,
+        name: String,
+        reentrant: bool,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
+        let lock = self.core(&name, reentrant, None, false, None)?;
+        Ok(self.shared.driver.call(out, id, async move {
             let ttl = lock.ttl().await?;
             Ok(Value::MaybeNumber(ttl.map(|d| d.as_millis() as f64)))
-        })
+        }))
     }
 
-    /// Reentrant locks: settles call `id` with how many times `owner` holds it (asks
-    /// Redis). Lease locks: 0.
-    #[napi(ts_return_type = "unknown[] | null")]
-    pub fn hold_count<'env>(&self, env: &'env Env, owner: Option<f64>, id: u32) -> napi::Result<Outs<'env>> {
-        let lock = self.core(owner.filter(|_| self.reentrant))?;
-        self.shared.driver.call(env, id, async move {
+    /// Settles call `id` with how many times `owner` holds reentrant lock `name` (asks
+    /// Redis).
+    #[napi]
+    pub fn hold_count(
+        &self,
+        name: String,
+        owner: f64,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
+        let lock = self.core(&name, true, None, false, Some(owner))?;
+        Ok(self.shared.driver.call(out, id, async move {
             let n = lock.hold_count().await?;
             Ok(Value::Number(n.min(u64::from(u32::MAX)) as f64))
-        })
+        }))
+    }
+
+    /// Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
+    /// with `true` when a lock was deleted (on a majority of nodes).
+    #[napi]
+    pub fn force_unlock(&self, name: String, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+        keys::validate_name(&name).js()?;
+        let client = self.shared.client().map_err(|_| closed())?;
+        Ok(self.shared.driver.call(out, id, async move {
+            client.force_unlock(&name).await.map(Value::Bool)
+        }))
     }
 }
 

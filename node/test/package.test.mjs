@@ -29,7 +29,7 @@ test('require and import load the same module; the native binding is the generat
   assert.equal(esm, cjs)
   assert.ok(pkg.engines.node.includes('20.19'), 'require(esm) needs Node >= 20.19')
   const nativeBinding = require(join(root, 'index.js'))
-  assert.equal(typeof nativeBinding.connect, 'function')
+  assert.equal(typeof nativeBinding.installLocal, 'function')
   assert.equal(typeof nativeBinding.NativeClient, 'function')
 })
 

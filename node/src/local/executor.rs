@@ -10,9 +10,9 @@
 //! collector) schedules a drain through a weak threadsafe function instead, so the wake-up
 //! is never lost and never keeps the process alive.
 
-use super::host::{self, Outs};
+use super::host::{self, Scratch};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, Status};
+use napi::Status;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -175,14 +175,17 @@ impl<'a> Entry<'a> {
         outermost
     }
 
-    /// Ends the entry and returns what JavaScript must deliver (nothing from a nested
-    /// entry: the outermost one returns it all).
-    pub(crate) fn finish(mut self, env: &Env) -> napi::Result<Outs<'_>> {
-        if self.leave() {
-            host::take(env)
-        } else {
-            Ok(None)
+    /// Ends the entry: writes what JavaScript must deliver into `out` and returns its text
+    /// (host.rs; nothing from a nested entry: the outermost one hands it all over).
+    pub(crate) fn finish(mut self, out: Scratch<'_>) -> Option<String> {
+        if !self.leave() {
+            return None;
         }
+        let (text, all) = host::take(out);
+        if !all {
+            self.executor.request_drain();
+        }
+        text
     }
 }
 

@@ -7,7 +7,7 @@
 //! | tasks | [`executor`] | `kick()` when a task is woken from another thread |
 //! | sockets | [`conn`] (+ [`resp`]), [`transport`] | `net.connect` / `tls.connect`, `data`, `close` |
 //! | time | [`timer`] | one unref'd `setTimeout` |
-//! | results | `host.rs`, `../calls.rs` | the records each entry returns |
+//! | results | `host.rs`, `../calls.rs` | the records each entry hands back |
 
 mod conn;
 mod executor;
@@ -17,16 +17,12 @@ mod timer;
 mod transport;
 
 pub(crate) use executor::{Entry, Executor};
-pub use host::Outs;
-pub use host::SocketSpec;
-pub(crate) use host::{push, Out};
+pub(crate) use host::{push, Out, Scratch};
 pub(crate) use transport::LocalTransport;
 
-use crate::calls::{Driver, JsValue, Outcome};
+use crate::calls::{Driver, Outcome, TokioSettle};
 use executor::Kick;
 use napi::bindgen_prelude::{FnArgs, Function};
-use napi::threadsafe_function::ThreadsafeFunction;
-use napi::{Env, Status};
 use napi_derive::napi;
 use redlatch::{BoxFut, Runtime};
 use std::sync::Arc;
@@ -68,25 +64,27 @@ fn driver() -> napi::Result<Arc<Driver>> {
     Driver::current(true)
 }
 
-/// Runs `f` as an entry of this thread's local engine and returns what JavaScript must
-/// deliver (host.rs).
-fn entry<'env>(env: &'env Env, f: impl FnOnce(&LocalRuntime)) -> napi::Result<Outs<'env>> {
+/// Runs `f` as an entry of this thread's local engine; what JavaScript must deliver goes
+/// into `out` and the returned text (host.rs).
+fn entry(out: Scratch<'_>, f: impl FnOnce(&LocalRuntime)) -> napi::Result<Option<String>> {
     let driver = driver()?;
     let Driver::Local(executor, runtime) = &*driver else {
         return Ok(None);
     };
     let entry = Entry::enter(executor);
     f(runtime);
-    entry.finish(env)
+    Ok(entry.finish(out))
 }
 
-/// Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id,
-/// error, value)` settles call `id` for the tokio engine (the local one returns its results:
-/// host.rs); `kick()` asks for `localDrain()` soon, when a local task is woken from another
-/// thread.
-#[napi(ts_args_type = "settle: (id: number, error: string | null, value: unknown) => void, kick: () => void")]
+/// Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id, kind,
+/// a, b, c, text)` settles call `id` for the tokio engine (the local one hands its results
+/// back from each entry: host.rs); `kick()` asks for `localDrain(out)` soon, when a local
+/// task is woken from another thread.
+#[napi(
+    ts_args_type = "settle: (id: number, kind: number, a: number, b: number, c: number, text: string | null) => void, kick: () => void"
+)]
 pub fn install_local(
-    settle: Function<FnArgs<(u32, Option<String>, JsValue)>, ()>,
+    settle: Function<FnArgs<(u32, f64, f64, f64, f64, Option<String>)>, ()>,
     kick: Function<(), ()>,
 ) -> napi::Result<()> {
     let kick: Kick = kick
@@ -95,52 +93,49 @@ pub fn install_local(
         .callee_handled::<false>()
         .build()?;
     let executor = Executor::new(kick);
-    let tokio_settle: ThreadsafeFunction<
-        (u32, Outcome),
-        (),
-        FnArgs<(u32, Option<String>, JsValue)>,
-        Status,
-        false,
-        true,
-    > = settle
+    let tokio_settle: TokioSettle = settle
         .build_threadsafe_function::<(u32, Outcome)>()
         .weak::<true>()
         .callee_handled::<false>()
         .build_callback(|ctx| {
             let (id, outcome) = ctx.value;
-            let (error, value) = crate::calls::split(outcome);
-            Ok(FnArgs::from((id, error, value)))
+            let ([kind, a, b, c], text) = crate::calls::encode(outcome);
+            Ok(FnArgs::from((id, kind, a, b, c, text)))
         })?;
     Driver::install(executor, tokio_settle)
 }
 
 /// `kick()` asked for it: polls the tasks woken from elsewhere.
-#[napi(ts_return_type = "unknown[] | null")]
-pub fn local_drain(env: &Env) -> napi::Result<Outs<'_>> {
-    entry(env, |_| {})
+#[napi]
+pub fn local_drain(out: Scratch<'_>) -> napi::Result<Option<String>> {
+    entry(out, |_| {})
 }
 
-/// The timer `4, ms` asked for fired.
-#[napi(ts_return_type = "unknown[] | null")]
-pub fn local_timer(env: &Env) -> napi::Result<Outs<'_>> {
-    entry(env, |runtime| runtime.timers.fire())
+/// The timer record `4, ms` asked for fired.
+#[napi]
+pub fn local_timer(out: Scratch<'_>) -> napi::Result<Option<String>> {
+    entry(out, |runtime| runtime.timers.fire())
 }
 
 /// Socket `socket` connected (after its TLS handshake for TLS).
-#[napi(ts_return_type = "unknown[] | null")]
-pub fn local_socket_open(env: &Env, socket: u32) -> napi::Result<Outs<'_>> {
-    entry(env, |_| conn::opened(socket))
+#[napi]
+pub fn local_socket_open(socket: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+    entry(out, |_| conn::opened(socket))
 }
 
 /// Socket `socket` received `bytes`.
-#[napi(ts_return_type = "unknown[] | null")]
-pub fn local_socket_data<'env>(env: &'env Env, socket: u32, bytes: &[u8]) -> napi::Result<Outs<'env>> {
-    entry(env, |_| conn::received(socket, bytes))
+#[napi]
+pub fn local_socket_data(socket: u32, bytes: &[u8], out: Scratch<'_>) -> napi::Result<Option<String>> {
+    entry(out, |_| conn::received(socket, bytes))
 }
 
 /// Socket `socket` closed, with its error if it failed (the message has no credentials:
 /// Node's socket errors name the address only).
-#[napi(ts_return_type = "unknown[] | null")]
-pub fn local_socket_end(env: &Env, socket: u32, error: Option<String>) -> napi::Result<Outs<'_>> {
-    entry(env, |_| conn::ended(socket, error))
+#[napi]
+pub fn local_socket_end(
+    socket: u32,
+    error: Option<String>,
+    out: Scratch<'_>,
+) -> napi::Result<Option<String>> {
+    entry(out, |_| conn::ended(socket, error))
 }
