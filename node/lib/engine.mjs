@@ -139,6 +139,9 @@ function connect(id, port, flags, target) {
   socket.once(flags & TLS ? 'secureConnect' : 'connect', () => deliver(native.localSocketOpen(id, out)))
   socket.on('data', (bytes) => deliver(native.localSocketData(id, bytes, out)))
   socket.on('error', (e) => (error = e.message))
+  // The server closed its side (CLIENT KILL, an idle timeout, a restart): no reply can come,
+  // so the connection ends now, not at 'close', and the next command opens a new one.
+  socket.once('end', () => deliver(native.localSocketEnd(id, null, out)))
   socket.once('close', () => {
     sockets.delete(id)
     deliver(native.localSocketEnd(id, error, out))

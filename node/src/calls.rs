@@ -70,15 +70,11 @@ pub(crate) fn encode(outcome: Outcome) -> ([f64; 4], Option<String>) {
     (nums, None)
 }
 
+/// The arguments of `settle(id, kind, a, b, c, text)`.
+pub(crate) type SettleArgs = FnArgs<(u32, f64, f64, f64, f64, Option<String>)>;
+
 /// `settle(id, kind, a, b, c, text)` of the tokio driver.
-pub(crate) type TokioSettle = ThreadsafeFunction<
-    (u32, Outcome),
-    (),
-    FnArgs<(u32, f64, f64, f64, f64, Option<String>)>,
-    Status,
-    false,
-    true,
->;
+pub(crate) type TokioSettle = ThreadsafeFunction<(u32, Outcome), (), SettleArgs, Status, false, true>;
 
 thread_local! {
     /// This thread's drivers, made by `installLocal`.

@@ -15,7 +15,7 @@
 use super::host::{self, Out, SocketSpec};
 use super::resp::{self, Frame};
 use futures::channel::oneshot;
-use redis::{Cmd, RedisError, RedisFuture, RedisResult, Value};
+use redis::{Cmd, PushKind, RedisError, RedisFuture, RedisResult, Value};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -37,7 +37,14 @@ struct State {
     waiting: VecDeque<oneshot::Sender<RedisResult<Value>>>,
     outgoing: Vec<u8>,
     write_queued: bool,
+    /// Subscriber connections: called with each pub/sub message (channel, payload).
+    on_message: Option<MessageHandler>,
+    /// Called once when the connection ends.
+    on_end: Option<Box<dyn FnOnce() + Send>>,
 }
+
+/// What a subscriber connection does with a pub/sub message: `(channel, payload)`.
+pub(crate) type MessageHandler = Arc<dyn Fn(&[u8], &[u8]) + Send + Sync>;
 
 /// One socket's state, shared by its [`Conn`] handles and the entry points that feed it.
 pub(crate) struct SocketShared {
@@ -75,7 +82,7 @@ impl SocketShared {
 
     /// Ends the connection: every waiting command fails with `why`; later ones at once.
     fn end(&self, why: String) {
-        let waiting = {
+        let (waiting, on_end) = {
             let mut state = self.state();
             if state.ended.is_some() {
                 return;
@@ -84,10 +91,14 @@ impl SocketShared {
             if let Some(w) = state.opener.take() {
                 w.wake();
             }
-            std::mem::take(&mut state.waiting)
+            state.on_message = None;
+            (std::mem::take(&mut state.waiting), state.on_end.take())
         };
         for slot in waiting {
             let _ = slot.send(Err(io_error(io::ErrorKind::ConnectionReset, &why)));
+        }
+        if let Some(on_end) = on_end {
+            on_end();
         }
     }
 }
@@ -103,12 +114,15 @@ pub(crate) fn opened(id: u32) {
     }
 }
 
-/// `socket.on('data')`: completes the oldest waiting commands with the whole replies received.
+/// `socket.on('data')`: completes the oldest waiting commands with the whole replies
+/// received; on a subscriber connection, hands pub/sub messages to its handler.
 pub(crate) fn received(id: u32, data: &[u8]) {
     let Some(socket) = find(id) else { return };
-    let mut replies = Vec::new();
+    let mut messages = Vec::new();
     let invalid = {
-        let mut state = socket.state();
+        let mut guard = socket.state();
+        let state = &mut *guard;
+        let subscriber = state.on_message.is_some();
         let mut invalid = false;
         // Most data events hold whole replies: parse them in place, keep only a tail.
         let buffered = !state.incoming.is_empty();
@@ -118,31 +132,24 @@ pub(crate) fn received(id: u32, data: &[u8]) {
         let input: &[u8] = if buffered { &state.incoming } else { data };
         let mut at = 0;
         while at < input.len() {
-            match resp::frame(&input[at..]) {
-                Frame::Complete(n) => {
-                    let reply = redis::parse_redis_value(&input[at..at + n]);
-                    at += n;
-                    // RESP3 pushes (none are expected: no subscriptions or tracking here)
-                    // answer no command.
-                    if !matches!(reply, Ok(Value::Push { .. })) {
-                        replies.push(reply);
-                    }
-                }
+            let n = match resp::frame(&input[at..]) {
+                Frame::Complete(n) => n,
                 Frame::Partial => break,
                 Frame::Invalid => {
                     invalid = true;
                     break;
                 }
-            }
-        }
-        if at == input.len() {
-            state.incoming.clear();
-        } else if buffered {
-            state.incoming.drain(..at);
-        } else {
-            state.incoming = data[at..].to_vec();
-        }
-        for reply in replies.drain(..) {
+            };
+            let reply = redis::parse_redis_value(&input[at..at + n]);
+            at += n;
+            let reply = match classify(reply, subscriber) {
+                Received::Reply(reply) => reply,
+                Received::Message(channel, payload) => {
+                    messages.push((channel, payload));
+                    continue;
+                }
+                Received::Skip => continue,
+            };
             match state.waiting.pop_front() {
                 // A receiver dropped (its call timed out or was cancelled) skips its reply.
                 Some(slot) => {
@@ -154,12 +161,67 @@ pub(crate) fn received(id: u32, data: &[u8]) {
                 }
             }
         }
+        if invalid || at == input.len() {
+            state.incoming.clear();
+        } else if buffered {
+            state.incoming.drain(..at);
+        } else {
+            state.incoming = data[at..].to_vec();
+        }
         invalid
     };
+    if !messages.is_empty() {
+        let handler = socket.state().on_message.clone();
+        if let Some(handler) = handler {
+            for (channel, payload) in &messages {
+                handler(channel, payload);
+            }
+        }
+    }
     if invalid {
         // Replies no longer line up with commands: nothing on this connection can be trusted.
         socket.end("the server's reply is not the Redis protocol".to_owned());
         host::push(Out::Destroy(id));
+    }
+}
+
+/// What one parsed frame is for.
+enum Received {
+    /// The reply to the oldest waiting command.
+    Reply(RedisResult<Value>),
+    /// A pub/sub message (subscriber connections): channel and payload.
+    Message(Vec<u8>, Vec<u8>),
+    /// Answers nothing (a RESP3 push no command waits for).
+    Skip,
+}
+
+fn classify(reply: RedisResult<Value>, subscriber: bool) -> Received {
+    let bulk = |v: &Value| match v {
+        Value::BulkString(b) => Some(b.clone()),
+        _ => None,
+    };
+    match reply {
+        // RESP2: messages are arrays `message, channel, payload`.
+        Ok(Value::Array(items))
+            if subscriber && items.len() == 3 && bulk(&items[0]).as_deref() == Some(b"message") =>
+        {
+            match (bulk(&items[1]), bulk(&items[2])) {
+                (Some(channel), Some(payload)) => Received::Message(channel, payload),
+                _ => Received::Skip,
+            }
+        }
+        // RESP3: pushes; (un)subscribe confirmations answer their command.
+        Ok(Value::Push { kind, data }) => match kind {
+            PushKind::Message if data.len() == 2 => match (bulk(&data[0]), bulk(&data[1])) {
+                (Some(channel), Some(payload)) => Received::Message(channel, payload),
+                _ => Received::Skip,
+            },
+            PushKind::Subscribe | PushKind::Unsubscribe if subscriber => {
+                Received::Reply(Ok(Value::Push { kind, data }))
+            }
+            _ => Received::Skip,
+        },
+        other => Received::Reply(other),
     }
 }
 
@@ -221,6 +283,27 @@ impl Conn {
     /// `false` once the socket ended.
     pub(crate) fn alive(&self) -> bool {
         self.shared().state().ended.is_none()
+    }
+
+    /// Closes the connection now: waiting commands fail, and its socket is destroyed.
+    pub(crate) fn close(&self) {
+        let shared = self.shared();
+        shared.end("the connection was closed".to_owned());
+        host::push(Out::Destroy(shared.id));
+    }
+
+    /// Makes this a subscriber connection: pub/sub messages go to `on_message` (a RESP2
+    /// message is an array, so only a connection that subscribes may read one as such), and
+    /// `on_end` runs once when the connection ends (at once if it already has).
+    pub(crate) fn subscriber(&self, on_message: MessageHandler, on_end: Box<dyn FnOnce() + Send>) {
+        let mut state = self.shared().state();
+        if state.ended.is_some() {
+            drop(state);
+            on_end();
+            return;
+        }
+        state.on_message = Some(on_message);
+        state.on_end = Some(on_end);
     }
 
     /// Queues `cmd` and returns the receiver of its reply.

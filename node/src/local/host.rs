@@ -17,6 +17,7 @@
 //! - `2, socket, at, len`: write the text's bytes (Latin-1);
 //! - `3, socket`: close the socket;
 //! - `4, ms`: call `localTimer()` after `ms` (replacing the timer set before).
+//!
 //! Records that do not fit stay queued for a drain JavaScript is asked for (`kick`).
 
 use super::conn::SocketShared;

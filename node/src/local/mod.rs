@@ -5,13 +5,15 @@
 //! | concern | module | on the JavaScript side (`lib/engine.mjs`) |
 //! |---|---|---|
 //! | tasks | [`executor`] | `kick()` when a task is woken from another thread |
-//! | sockets | [`conn`] (+ [`resp`]), [`transport`] | `net.connect` / `tls.connect`, `data`, `close` |
+//! | sockets | [`conn`] (+ [`resp`]), [`node`], [`transport`], [`pubsub`] | `net.connect` / `tls.connect`, `data`, `close` |
 //! | time | [`timer`] | one unref'd `setTimeout` |
 //! | results | `host.rs`, `../calls.rs` | the records each entry hands back |
 
 mod conn;
 mod executor;
 mod host;
+mod node;
+mod pubsub;
 mod resp;
 mod timer;
 mod transport;
@@ -20,7 +22,7 @@ pub(crate) use executor::{Entry, Executor};
 pub(crate) use host::{push, Out, Scratch};
 pub(crate) use transport::LocalTransport;
 
-use crate::calls::{Driver, Outcome, TokioSettle};
+use crate::calls::{Driver, Outcome, SettleArgs, TokioSettle};
 use executor::Kick;
 use napi::bindgen_prelude::{FnArgs, Function};
 use napi_derive::napi;
@@ -83,10 +85,7 @@ fn entry(out: Scratch<'_>, f: impl FnOnce(&LocalRuntime)) -> napi::Result<Option
 #[napi(
     ts_args_type = "settle: (id: number, kind: number, a: number, b: number, c: number, text: string | null) => void, kick: () => void"
 )]
-pub fn install_local(
-    settle: Function<FnArgs<(u32, f64, f64, f64, f64, Option<String>)>, ()>,
-    kick: Function<(), ()>,
-) -> napi::Result<()> {
+pub fn install_local(settle: Function<SettleArgs, ()>, kick: Function<(), ()>) -> napi::Result<()> {
     let kick: Kick = kick
         .build_threadsafe_function()
         .weak::<true>()
