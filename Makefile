@@ -77,9 +77,11 @@ test-node: setup-test wasm-stage node-test
 test-python: setup-test py-test
 
 # The npm package carries the wasm build (`redlatch/wasm`); its prepack check refuses to pack
-# without it, and node/test runs the surface both entries share against both.
+# without it, and node/test runs the surface both entries share against both; the bench has a
+# redlatch/wasm row.
 node-publish-check: wasm-stage
 node-test: wasm-stage
+node-bench: wasm-stage
 
 install: c-install
 

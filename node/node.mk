@@ -50,7 +50,7 @@ node-check: node-setup
 	@echo "node/index.js and node/index.d.ts are current"
 
 node-bench: node-build-release node-fleet
-	cd $(NODE_DIR) && $(NODE_TARGET_DIR)/debug/redlatch-fleet --quorum 3 -- node bench/bench.mjs
+	cd $(NODE_DIR) && $(NODE_TARGET_DIR)/debug/redlatch-fleet --quorum 3 -- node --expose-gc bench/bench.mjs
 
 node-publish-check: node-build-release
 	cd $(NODE_DIR) && npm publish --dry-run
