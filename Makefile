@@ -1,7 +1,8 @@
 # redlatch: `make demo` and `make test` each install what they need first (tests/setup.sh and
-# each binding's setup). `make check` = formatting, lints, docs and generated-file freshness;
-# `make bench` = benchmark figures (release build); `make soak` = the fault soak's figures
-# (release build, 10^5 fenced critical sections); `make install PREFIX=...` = the C library.
+# each binding's setup); the demo only what it runs. `make check` = formatting, lints, docs and
+# generated-file freshness; `make bench` = benchmark figures (release build); `make soak` = the
+# fault soak's figures (release build, 10^5 fenced critical sections); `make dist` = release
+# artifacts in dist/; `make install PREFIX=...` = the C library (release build).
 
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
@@ -9,7 +10,8 @@ export CARGO_TERM_COLOR ?= never
 # Plain `make` only explains; the included files must not pick the default goal.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test check test-rust test-faults test-wasm test-c test-node test-python publish-check bench soak setup setup-test fmt install
+.PHONY: help demo test check test-rust test-faults test-interop test-wasm test-c test-node test-python \
+	test-readme publish-check bench soak setup setup-test setup-java fmt install dist dist-test crate-dist
 
 help:
 	@echo "make demo    run the stock-oversell demo (installs redis-server if missing)"
@@ -17,13 +19,16 @@ help:
 	@echo "make check   formatting, clippy, docs, generated header/typings current"
 	@echo "make bench   benchmark figures (release builds)"
 	@echo "make soak    fault soak: 10^5 fenced critical sections under injected faults, with figures"
-	@echo "make install PREFIX=...   install the C library, headers, pkg-config and CMake files"
+	@echo "make dist    release artifacts in dist/: wheel + sdist, npm tarball, C tarball, crate"
+	@echo "make dist-test   make dist, then the README's examples on those artifacts, installed as it says"
+	@echo "make install PREFIX=...   install the C library (release), headers, pkg-config and CMake files"
 
 # The bindings' own targets (each file documents its targets).
 include bindings/c/c.mk
 include node/node.mk
 include python/python.mk
 include bindings/wasm/wasm.mk
+include tests/readme/readme.mk
 
 setup:
 	tests/setup.sh redis
@@ -31,7 +36,13 @@ setup:
 setup-test: setup
 	tests/setup.sh rust
 
-# Eight worker processes in several languages sell from one stock counter.
+# A JDK and Maven (installed when missing), then the Redisson interop peer, built when stale.
+setup-java:
+	tests/setup.sh java
+
+# Eight worker processes in several languages sell from one stock counter. Set-up: redis-server,
+# the wasm32 target and wasm-bindgen (wasm-setup-build), npm ci in node/ (the napi CLI, and
+# ioredis for the Node and wasm workers), maturin and redis-py in venvs; nothing only tests use.
 demo: setup c-demo-worker node-demo-worker py-demo-worker wasm-build
 	$(CARGO) build -p redlatch-demo
 	./target/debug/redlatch-demo \
@@ -41,11 +52,12 @@ demo: setup c-demo-worker node-demo-worker py-demo-worker wasm-build
 		--worker-cmd 'target/py-demo-venv/bin/python examples/demo/workers/py_worker.py' \
 		--worker-cmd 'node examples/demo/workers/wasm_worker.mjs'
 
-test: setup-test check test-rust test-c test-node test-wasm test-python publish-check
+test: setup-test check test-rust test-interop test-c test-node test-wasm test-python test-readme publish-check
 	@echo "make test: all suites passed"
 
 check: setup-test c-header-check node-check py-check
 	$(CARGO) fmt --all -- --check
+	$(CARGO) run -q -p redlatch-readme -- list >/dev/null
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p redlatch --no-default-features --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p redlatch-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
@@ -54,7 +66,12 @@ check: setup-test c-header-check node-check py-check
 # The workspace's tests include the fault suite (tests/faults) in its bounded form: the
 # scenarios and a 20 s storm of random faults.
 test-rust: setup-test
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --exclude redlatch-interop
+
+# Against a real Redisson 4.7.0 client (tests/interop): one JVM per test binary, each test on
+# its own Redis server; bounded by the peer's timeouts (30 s a call, 60 s to start).
+test-interop: setup-test setup-java
+	$(CARGO) test -p redlatch-interop
 
 # The fault suite alone.
 test-faults: setup-test
@@ -76,6 +93,9 @@ test-node: setup-test wasm-stage node-test
 # Python: the wheel, installed into a fresh venv, against a Redis fleet.
 test-python: setup-test py-test
 
+# Every program block of the READMEs, run as written (tests/readme/readme.mk).
+test-readme: setup-test readme-test
+
 # The npm package carries the wasm build (`redlatch/wasm`); its prepack check refuses to pack
 # without it, and node/test runs the surface both entries share against both; the bench has a
 # redlatch/wasm row.
@@ -84,6 +104,28 @@ node-test: wasm-stage
 node-bench: wasm-stage
 
 install: c-install
+
+DIST_VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -1)
+
+# Release artifacts (README.md, "Install"): dist/ is rebuilt from scratch. Each binding's part
+# is in its .mk file; the npm tarball carries the wasm build.
+dist:
+	rm -rf dist
+	$(MAKE) --no-print-directory py-dist node-dist c-dist crate-dist
+	@echo "== dist/ (KiB)"
+	@cd dist && for f in *; do printf '%8s  %s\n' "$$(du -k "$$f" | cut -f1)" "$$f"; done
+
+node-dist: wasm-build
+
+# Not part of `make test` (release builds of every binding, and the sdist built again by pip:
+# about 10 minutes on 2 cores); `make test` runs the same blocks on dev builds and the C tarball.
+dist-test: dist
+	$(MAKE) --no-print-directory readme-dist-test
+
+# The crate as crates.io would get it (`cargo package` builds it from the packed sources).
+crate-dist:
+	$(CARGO) package -p redlatch
+	mkdir -p dist && cp target/package/redlatch-$(DIST_VERSION).crate dist/
 
 publish-check:
 	$(CARGO) publish --dry-run -p redlatch --allow-dirty

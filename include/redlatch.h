@@ -54,7 +54,31 @@ typedef enum redlatch_status {
     REDLATCH_REDIS = 7,
     // Internal failure: a Rust panic caught at the boundary, or the OS random source failed.
     REDLATCH_PANIC = 8,
+    // Redis refused a command, key or channel to this ACL user (`NOPERM`); nothing changed.
+    REDLATCH_NO_PERMISSION = 9,
+    // Redis is out of memory (`OOM`, `maxmemory` reached under `noeviction`).
+    REDLATCH_OUT_OF_MEMORY = 10,
+    // The lock's name collides with application data: a key of a type no lock of this kind
+    // uses, or a string (lease lock) / hash (reentrant lock) without TTL that is no lock.
+    REDLATCH_KEY_CONFLICT = 11,
 } redlatch_status;
+
+// Why a hold is not (or no longer) this owner's: the reason of the last `REDLATCH_NOT_OWNED`
+// or `REDLATCH_LOCK_LOST` on this thread (`redlatch_last_error_reason()`). The same words
+// and numbers in every redlatch language (`redlatch_reason_name`).
+typedef enum redlatch_reason {
+    // The last error has no reason (it is not NOT_OWNED / LOCK_LOST), or none yet.
+    REDLATCH_REASON_NONE = 0,
+    // `"expired"`: the hold's lease (validity) ran out.
+    REDLATCH_REASON_EXPIRED = 1,
+    // `"taken"`: another owner holds the lock now.
+    REDLATCH_REASON_TAKEN = 2,
+    // `"deleted"`: the key was deleted while the hold was valid (DEL, force unlock, eviction,
+    // restart).
+    REDLATCH_REASON_DELETED = 3,
+    // `"never_held"`: nothing held to act on (never acquired by this owner, or released).
+    REDLATCH_REASON_NEVER_HELD = 4,
+} redlatch_reason;
 
 // A connected client (opaque). Thread-safe; see `redlatch_client_new`.
 typedef struct redlatch_client redlatch_client;
@@ -92,8 +116,15 @@ typedef struct redlatch_lock_options {
     // thread.
     uint64_t owner_id;
     // Fenced lock: every acquire gets a fencing token (`redlatch_lock_fencing_token`).
-    // Single-node clients only.
+    // Single-node clients only. A re-entry of a reentrant lock gets the outer hold's token.
     bool fenced;
+    // Fenced locks: the fencing counter key `redisson_lock_token:{name}` expires this many ms
+    // after the last fenced acquire. 0 (default): it persists, one key per name ever fenced.
+    // Hazard: after it expired, tokens start again at 1, so a resource that remembers a
+    // higher token rejects new holders until the counter catches up, and one that forgot
+    // may accept an old holder's higher token; use a TTL far longer than any hold, pause and
+    // resource memory (days).
+    uint64_t fence_ttl_ms;
 } redlatch_lock_options;
 
 // `void (*)(void *user_data, const char *name)`: called once per hold that is lost.
@@ -160,6 +191,17 @@ enum redlatch_status redlatch_force_unlock(const struct redlatch_client *client,
                                            const char *name,
                                            bool *deleted);
 
+// The reason of the last failed redlatch call on this thread: set for `REDLATCH_NOT_OWNED`
+// and `REDLATCH_LOCK_LOST` (expired, taken, deleted, never held), `REDLATCH_REASON_NONE` for
+// other failures and before any. Successful calls leave it unchanged, like
+// `redlatch_last_error()`. May be called from the lost-lock callback.
+enum redlatch_reason redlatch_last_error_reason(void);
+
+// The stable word of a reason, the same in every redlatch language: `"expired"`,
+// `"taken"`, `"deleted"`, `"never_held"`; `""` for `REDLATCH_REASON_NONE` and any other value.
+// Takes an `int` so that any value is safe to pass. The string is static. Never NULL.
+const char *redlatch_reason_name(int reason);
+
 // The message of the last failed redlatch call on this thread, e.g.
 // `"NotAcquired: lock \"job\" was not acquired within 500 ms"`; `""` before any failure.
 //
@@ -170,22 +212,37 @@ const char *redlatch_last_error(void);
 
 // The stable name of a status, the same in every redlatch language: `"Ok"`, `"NotAcquired"`,
 // `"NotOwned"`, `"LockLost"`, `"Quorum"`, `"Connection"`, `"InvalidArgument"`, `"Redis"`,
-// `"Panic"`; `"Unknown"` for any other value.
+// `"Panic"`, `"NoPermission"`, `"OutOfMemory"`, `"KeyConflict"`; `"Unknown"` for any other
+// value.
 //
 // Takes an `int` so that any value is safe to pass. The string is static. Never NULL.
 const char *redlatch_status_name(int status);
 
 // Releases the calling owner's most recent hold (for a reentrant lock: one level).
 //
-// Errors: `REDLATCH_NOT_OWNED` (not held by this owner through this handle, or the lock
-// expired or was taken: the new holder's key is left alone); `REDLATCH_LOCK_LOST` (the loss
-// had already been seen: watchdog, lease validity or extend); `REDLATCH_CONNECTION`,
-// `REDLATCH_REDIS`, `REDLATCH_QUORUM` (the key then expires with its lease). The hold is
-// forgotten by the handle in every case.
+// Errors (`redlatch_last_error_reason()` tells why a hold is not ours):
+// `REDLATCH_NOT_OWNED` (`NEVER_HELD`: not held by this owner through this handle; `DELETED` /
+// `TAKEN`: Redis found the key gone or another owner's, whose key is left alone);
+// `REDLATCH_LOCK_LOST` (the loss was known before the call: the watchdog or an extend saw it,
+// with its reason, or the lease ran out: `EXPIRED`); `REDLATCH_CONNECTION`,
+// `REDLATCH_QUORUM`, `REDLATCH_REDIS`, `REDLATCH_NO_PERMISSION`, `REDLATCH_OUT_OF_MEMORY`,
+// `REDLATCH_KEY_CONFLICT` (the outcome is unknown or nothing changed: the hold stays with the
+// handle, and calling `redlatch_lock_release` again once Redis is reachable releases it
+// exactly once). After any other outcome the handle forgets the hold.
 //
 // # Safety
 // `lock` must be NULL or a valid handle.
 enum redlatch_status redlatch_lock_release(const struct redlatch_lock *lock);
+
+// Releases like `redlatch_lock_release`, but the handle forgets the hold whatever the
+// outcome: when the outcome is unknown (`REDLATCH_CONNECTION`, ...), the release goes on in
+// the background, retried while the hold is valid (after that its key expires with its
+// lease). For clean-up paths that cannot retry, such as RAII destructors (the C++
+// `Lock::unlock` uses it). Returns the status of the first attempt.
+//
+// # Safety
+// `lock` must be NULL or a valid handle.
+enum redlatch_status redlatch_lock_release_final(const struct redlatch_lock *lock);
 
 // Resets the remaining lease of the calling owner's hold to `lease_ms` (replace, never add).
 // Never re-creates a lock that is gone. In watchdog mode the next renewal sets it back to the

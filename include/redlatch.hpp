@@ -47,8 +47,9 @@ namespace redlatch {
 /// A failed redlatch call: the status code and the library's message.
 class Error : public std::runtime_error {
   public:
-    Error(redlatch_status status, const std::string &message)
-        : std::runtime_error(message), status_(status) {}
+    Error(redlatch_status status, const std::string &message,
+          redlatch_reason reason = REDLATCH_REASON_NONE)
+        : std::runtime_error(message), status_(status), reason_(reason) {}
 
     /// The status, equal to the core's ErrorKind code.
     redlatch_status status() const noexcept { return status_; }
@@ -56,15 +57,23 @@ class Error : public std::runtime_error {
     /// The status's stable name, e.g. "NotAcquired".
     const char *status_name() const noexcept { return redlatch_status_name(status_); }
 
+    /// Why a hold is not ours (NOT_OWNED / LOCK_LOST: expired, taken, deleted, never held);
+    /// REDLATCH_REASON_NONE for other errors.
+    redlatch_reason reason() const noexcept { return reason_; }
+
+    /// The reason's stable word ("expired", "taken", "deleted", "never_held"; "" for none).
+    const char *reason_name() const noexcept { return redlatch_reason_name(reason_); }
+
   private:
     redlatch_status status_;
+    redlatch_reason reason_;
 };
 
 namespace detail {
 
 inline void check(redlatch_status status) {
     if (status != REDLATCH_OK) {
-        throw Error(status, redlatch_last_error());
+        throw Error(status, redlatch_last_error(), redlatch_last_error_reason());
     }
 }
 
@@ -143,6 +152,13 @@ class LockOptions {
         return *this;
     }
     /// Fencing tokens (single-node clients only).
+    /// Fenced locks: the counter key expires `ttl` after the last fenced acquire (default: it
+    /// persists). Hazard: tokens then start again at 1; see redlatch_lock_options.fence_ttl_ms.
+    template <class Rep, class Period>
+    LockOptions &fence_ttl(const std::chrono::duration<Rep, Period> &ttl) {
+        o_.fence_ttl_ms = detail::millis(ttl);
+        return *this;
+    }
     LockOptions &fenced(bool on = true) {
         o_.fenced = on;
         return *this;
@@ -206,9 +222,10 @@ class Lock {
     }
 
     /// Releases the calling thread's most recent hold, ignoring errors (see the file comment).
-    void unlock() noexcept { (void)redlatch_lock_release(handle_.get()); }
+    void unlock() noexcept { (void)redlatch_lock_release_final(handle_.get()); }
 
-    /// Releases the calling thread's most recent hold. Throws Error (NOT_OWNED, LOCK_LOST, ...).
+    /// Releases the calling thread's most recent hold. Throws Error (NOT_OWNED, LOCK_LOST, ...);
+    /// after CONNECTION (outcome unknown) the hold stays and release() may be called again.
     void release() { detail::check(redlatch_lock_release(handle_.get())); }
 
     /// Resets the remaining lease to `lease` (replace, never add). In watchdog mode the next

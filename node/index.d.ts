@@ -50,12 +50,16 @@ export declare class NativeClient {
    */
   connect(id: number, out: Scratch): string | null
   /**
-   * Releases hold `hold` (decrements the hold count of a reentrant lock) and settles call
-   * `id`. Rejects with `ERR_NOT_OWNED` when it expired, was taken or was already
-   * released, `ERR_LOCK_LOST` when the loss had already been seen,
-   * `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed or `close()` released it.
+   * Releases hold `hold` (decrements the hold count of a reentrant lock), at most once,
+   * and settles call `id`. Rejects with `ERR_NOT_OWNED` (reason `deleted`, `taken` or
+   * `never_held`) or `ERR_LOCK_LOST` (the loss was known before: its reason, or
+   * `expired`); with `ERR_CONNECTION`/`ERR_QUORUM`/`ERR_NO_PERMISSION`/`ERR_OUT_OF_MEMORY`
+   * the hold stays (`holdState` bit 4) and `release` may be called again once Redis is
+   * back; `ERR_CONNECTION` too when `close()` released it. `scopeEnd` (the end of
+   * `using`, `await using`): nobody can call again, so a hold still held after the attempt
+   * is handed to the core, which retries in the background while it is valid.
    */
-  release(hold: number, id: number, out: Scratch): string | null
+  release(hold: number, scopeEnd: boolean, id: number, out: Scratch): string | null
   /**
    * Resets the remaining lease of hold `hold` to `leaseMs` (replace, never add) and
    * settles call `id`; never re-creates a lost lock. Rejects as `release`, plus
@@ -66,15 +70,17 @@ export declare class NativeClient {
   owned(hold: number, id: number, out: Scratch): string | null
   /**
    * Hold `hold`'s state, read locally (never blocks): bit 1 = known lost (or released by
-   * `client.close()`), bit 2 = released by `client.close()`.
+   * `client.close()`), bit 2 = released by `client.close()`, bit 4 = still held (not
+   * released, not lost; a release whose outcome was unknown leaves it held), bits 8 and up
+   * = the loss reason's code (1 expired, 2 taken, 3 deleted; 0 while not known lost).
    */
   holdState(hold: number): number
   /**
-   * Calls `onEnd(false)` once if hold `hold` is lost, `onEnd(true)` if `client.close()`
-   * releases it; never after a release. A no-op for a hold already released (the facade
-   * reads the state first).
+   * Calls `onEnd(reason)` once if hold `hold` is lost (`"expired"`, `"taken"`,
+   * `"deleted"`), `onEnd("closed")` if `client.close()` releases it; never after a
+   * release. A no-op for a hold already released (the facade reads the state first).
    */
-  watch(hold: number, onEnd: (closedByClient: boolean) => void): void
+  watch(hold: number, onEnd: (why: string) => void): void
   /**
    * Forgets hold `hold` (its JavaScript object was garbage-collected): a hold never
    * released is released in the background.
@@ -83,19 +89,23 @@ export declare class NativeClient {
   /**
    * Checks a lock's name and options (`client.lock(name, options)` throws what this
    * throws): `ERR_INVALID_ARGUMENT` for an empty or over-long name, a bad `leaseMs` /
-   * `waitMs`, `fenced` on a quorum client; `ERR_CONNECTION` on a closed client.
+   * `waitMs` / `fenceTtlMs`, `fenced` on a quorum client; `ERR_CONNECTION` on a closed
+   * client. `fenceTtlMs` (fenced locks): the fencing counter key expires that many ms
+   * after the last fenced acquire (absent: it persists; see `Lock::fence_ttl` in the core
+   * for the hazard).
    */
-  checkLock(name: string, leaseMs: number | undefined | null, waitMs: number | undefined | null, fenced: boolean): void
+  checkLock(name: string, leaseMs: number | undefined | null, waitMs: number | undefined | null, fenced: boolean, fenceTtlMs?: number | undefined | null): void
   /**
    * Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
    * settles call `id` with the hold. `owner` is the reentrant owner number (`null` for
-   * lease locks). `ticket` identifies the attempt for `cancel(ticket)`.
+   * lease locks). `ticket` identifies the attempt for `cancel(ticket)`. `fenceTtlMs` as in
+   * `checkLock` (fenced locks only).
    *
    * Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(name: string, reentrant: boolean, leaseMs: number | undefined | null, fenced: boolean, waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  acquire(name: string, reentrant: boolean, leaseMs: number | undefined | null, fenced: boolean, fenceTtlMs: number | undefined | null, waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
   /**
    * Settles call `id` with `true` when anyone holds lock `name` (a majority of nodes in
    * quorum mode).

@@ -10,6 +10,10 @@
 #   node-bench   release addon, then bench/bench.mjs (redlatch vs redlock on one Redis)
 #   node-publish-check   release addon, then `npm publish --dry-run` (lists the package files)
 #   node-demo-worker     builds the (debug) addon that examples/demo/workers/node_worker.mjs loads
+#   node-dist    dist/redlatch-<version>.tgz: the package with a release, stripped addon and the
+#                wasm build (bindings/wasm/pkg/wasm, from the root Makefile's wasm-build), packed
+#                from a staging copy (target/node/dist) so node/ keeps its debug addon; then
+#                tools/check-tarball.sh checks its files, the addon and the size
 #
 # napi builds for --target x86_64-unknown-linux-gnu, so its artifacts are in
 # target/x86_64-unknown-linux-gnu/{debug,release}, apart from `cargo build` ones.
@@ -22,9 +26,12 @@ NODE_OUT := $(NODE_TARGET_DIR)/node
 NODE_FLEET := $(NODE_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --
 NAPI := $(NODE_DIR)/node_modules/.bin/napi
 NAPI_GEN := --platform --js index.js --dts index.d.ts
+NODE_DIST_DIR ?= $(NODE_ROOT)/dist
+NODE_DIST_STAGE := $(NODE_OUT)/dist
+NODE_VERSION = $(shell node -p "require('$(NODE_DIR)/package.json').version")
 
 .PHONY: node-setup node-build node-build-release node-fleet node-test node-check node-bench \
-	node-publish-check node-demo-worker node-clean
+	node-publish-check node-demo-worker node-dist node-clean
 
 node-setup:
 	@[ -x $(NAPI) ] || (cd $(NODE_DIR) && npm ci --no-audit --no-fund)
@@ -56,6 +63,18 @@ node-publish-check: node-build-release
 	cd $(NODE_DIR) && npm publish --dry-run
 
 node-demo-worker: node-build
+
+node-dist: node-setup
+	rm -rf $(NODE_DIST_STAGE) && mkdir -p $(NODE_DIST_STAGE) $(NODE_DIST_DIR)
+	cd $(NODE_DIR) && $(NAPI) build --release $(NAPI_GEN) -o $(NODE_DIST_STAGE)
+	@# napi's --strip leaves the symbol table in (3.8 MB); strip keeps the dynamic symbols.
+	strip --strip-unneeded $(NODE_DIST_STAGE)/*.node
+	cp -R $(NODE_DIR)/package.json $(NODE_DIR)/README.md $(NODE_DIR)/LICENSE $(NODE_DIR)/lib \
+		$(NODE_DIST_STAGE)/
+	cp -R $(NODE_ROOT)/bindings/wasm/pkg/wasm $(NODE_DIST_STAGE)/wasm
+	rm -f $(NODE_DIST_DIR)/redlatch-$(NODE_VERSION).tgz
+	cd $(NODE_DIST_STAGE) && npm pack --silent --pack-destination $(NODE_DIST_DIR) >/dev/null
+	$(NODE_DIR)/tools/check-tarball.sh $(NODE_DIST_DIR)/redlatch-$(NODE_VERSION).tgz
 
 node-clean:
 	rm -rf $(NODE_OUT) $(NODE_DIR)/*.node

@@ -1,10 +1,12 @@
 # Python binding targets (crate redlatch-python + wheel `redlatch`). Included by the root
 # Makefile (`include python/python.mk`), or used alone: `make -f python/python.mk py-test`.
 #
+#   py-setup-build  .venv with maturin, all that building a wheel needs (idempotent)
 #   py-setup      .venv with maturin, pytest, redis-py, python-redis-lock, twine, mypy
 #                 (idempotent: creates the venv / installs only when something is missing)
 #   py-build      dev-profile wheel into target/wheels/
 #   py-build-release  release wheel (the publishable one) into target/wheels/release/
+#   py-dist       the release wheel (stripped) and the sdist into dist/
 #   py-test       a fresh venv each run, pip install the wheel, pytest from a copy of the tests
 #                 outside the source tree, under redlatch-fleet (one node + 3 quorum nodes)
 #   py-test-abi3  the same suite on the oldest and newest CPython that pyenv has (3.9, 3.13):
@@ -31,28 +33,42 @@ PY_TEST_VENV := $(PY_TARGET)/py-test-venv
 PY_CHECK_VENV := $(PY_TARGET)/py-check-venv
 PY_BENCH_VENV := $(PY_TARGET)/py-bench-venv
 PY_DEMO_VENV := $(PY_TARGET)/py-demo-venv
+PY_MATURIN_REQ := 'maturin>=1.9,<2'
 PY_DEV_PKGS := maturin pytest pytest-asyncio redis python-redis-lock twine mypy
-PY_DEV_REQS := 'maturin>=1.9,<2' 'pytest>=7' 'pytest-asyncio>=0.23' 'redis>=5' \
+PY_DEV_REQS := $(PY_MATURIN_REQ) 'pytest>=7' 'pytest-asyncio>=0.23' 'redis>=5' \
 	'python-redis-lock>=4' 'twine>=5' 'mypy>=1.10'
+PY_DIST_DIR ?= $(PY_ROOT)/dist
 PY_TEST_REQS := 'pytest>=7' 'pytest-asyncio>=0.23' 'redis>=5'
 PY_PYENV := $(or $(PYENV_ROOT),$(HOME)/.pyenv)
 PY_ABI3_PYTHONS := $(wildcard $(PY_PYENV)/versions/3.9.*/bin/python3 $(PY_PYENV)/versions/3.13.*/bin/python3)
 
-.PHONY: py-setup py-build py-build-release py-fleet py-test py-test-abi3 py-check py-bench \
-	py-demo-worker
+.PHONY: py-setup-build py-setup py-build py-build-release py-dist py-fleet py-test py-test-abi3 \
+	py-check py-bench py-demo-worker
 
-py-setup:
+py-setup-build:
 	@[ -x $(PY_BIN)/python ] || $(PYTHON) -m venv $(PY_VENV)
+	@$(PY_BIN)/python -m pip show -q maturin >/dev/null 2>&1 \
+	  || $(PY_BIN)/python -m pip install -q $(PY_MATURIN_REQ)
+
+py-setup: py-setup-build
 	@$(PY_BIN)/python -m pip show -q $(PY_DEV_PKGS) >/dev/null 2>&1 \
 	  || $(PY_BIN)/python -m pip install -q $(PY_DEV_REQS)
 
-py-build: py-setup
+py-build: py-setup-build
 	rm -f $(PY_WHEEL)
 	$(PY_BIN)/maturin build -m $(PY_DIR)/Cargo.toml --out $(PY_WHEELS)
 
-py-build-release: py-setup
+py-build-release: py-setup-build
 	rm -f $(PY_RELEASE_WHEEL)
 	$(PY_BIN)/maturin build --release -m $(PY_DIR)/Cargo.toml --out $(PY_WHEELS)/release
+
+# The sdist builds the same wheel from source with `pip install` (maturin and a Rust toolchain
+# needed); the wheel needs neither.
+py-dist: py-setup-build
+	mkdir -p $(PY_DIST_DIR)
+	rm -f $(PY_DIST_DIR)/redlatch-*.whl $(PY_DIST_DIR)/redlatch-[0-9]*.tar.gz
+	$(PY_BIN)/maturin build --release --strip -m $(PY_DIR)/Cargo.toml --out $(PY_DIST_DIR)
+	$(PY_BIN)/maturin sdist -m $(PY_DIR)/Cargo.toml --out $(PY_DIST_DIR)
 
 py-fleet:
 	$(CARGO) build --manifest-path $(PY_ROOT)/Cargo.toml -p redlatch-fleet
@@ -77,7 +93,7 @@ py-test-abi3: py-build py-fleet
 	  (cd $(PY_RUN) && $(PY_FLEET) $$venv/bin/python -m pytest -q); \
 	done
 
-py-check: py-build
+py-check: py-setup py-build
 	[ -x $(PY_CHECK_VENV)/bin/python ] || $(PYTHON) -m venv $(PY_CHECK_VENV)
 	$(PY_CHECK_VENV)/bin/python -m pip show -q mypy >/dev/null 2>&1 \
 	  || $(PY_CHECK_VENV)/bin/python -m pip install -q 'mypy>=1.10'

@@ -3,17 +3,22 @@
 #
 #   c-header        regenerate include/redlatch.h with the pinned cbindgen
 #   c-header-check  regenerate into target/c and fail if include/redlatch.h differs
-#   c-install       PREFIX=/usr/local (and DESTDIR): libraries, headers, pkg-config, CMake config
+#   c-install       PREFIX=/usr/local (and DESTDIR): release libraries (stripped), headers,
+#                   pkg-config, CMake config; C_INSTALL_PROFILE=debug installs the debug build
+#   c-dist          the release tarball dist/redlatch-c-<version>-x86_64-linux-gnu.tar.gz: the
+#                   same tree under redlatch-<version>/, with a relocatable redlatch.pc
 #   c-test          build, then run the C and C++ suites against a Redis fleet, the C suite again
 #                   under valgrind, and the install test (c-install-test)
-#   c-install-test  install into a temporary prefix; build a C program with pkg-config and a C++
-#                   program (plus a static C one) with CMake find_package; run them on a fleet
+#   c-install-test  install into a temporary prefix; build a C program with pkg-config (shared,
+#                   and fully static from `pkg-config --static`) and a C++ program (plus a static
+#                   C one) with CMake find_package; run them on a fleet
 #   c-demo-worker   the C worker of `make demo` (target/c/c_worker)
 #
 # Library names: the crate's lib is `redlatch_ffi` (the core crate is already `redlatch`), so
 # cargo writes libredlatch_ffi.{so,a}; installation renames them to libredlatch.so.<version>
-# (+ SONAME and dev symlinks) and libredlatch.a. Tests link against an installed copy in
-# target/c/stage, so they exercise the install layout too.
+# (+ SONAME and dev symlinks) and libredlatch.a. Tests link against an installed copy of the
+# debug build in target/c/stage, so they exercise the install layout too; installs and the
+# tarball carry the release build.
 
 # Included first, this file must not steal the including Makefile's default goal.
 C_SAVED_DEFAULT_GOAL := $(.DEFAULT_GOAL)
@@ -25,6 +30,8 @@ C_PROFILE ?= debug
 C_CARGO_PROFILE := $(if $(filter release,$(C_PROFILE)),--release,)
 C_TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(abspath $(CARGO_TARGET_DIR)),$(C_ROOT)/target)
 C_BUILD := $(C_TARGET_DIR)/$(C_PROFILE)
+C_INSTALL_PROFILE ?= release
+C_INSTALL_BUILD := $(C_TARGET_DIR)/$(C_INSTALL_PROFILE)
 C_OUT := $(C_TARGET_DIR)/c
 C_STAGE := $(C_OUT)/stage
 C_FLEET := $(C_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --
@@ -35,6 +42,8 @@ C_MINOR := $(word 2,$(subst ., ,$(C_VERSION)))
 # ABI version in the SONAME; bindings/c/build.rs computes the same.
 C_ABI := $(if $(filter 0,$(C_MAJOR)),0.$(C_MINOR),$(C_MAJOR))
 PREFIX ?= /usr/local
+C_DIST_DIR ?= $(C_ROOT)/dist
+C_DIST_NAME = redlatch-c-$(C_VERSION)-x86_64-linux-gnu
 C_CC ?= gcc
 C_CXX ?= g++
 C_CFLAGS ?= -std=c11 -g -O1 -Wall -Wextra -Werror
@@ -45,8 +54,8 @@ C_VALGRIND ?= valgrind --quiet --error-exitcode=99 --leak-check=full \
 # Timing slack multiplier for the suite under valgrind (everything runs ~20x slower).
 C_VALGRIND_SLOW ?= 6
 
-.PHONY: c-setup-cbindgen c-setup-tools c-lib c-fleet c-header c-header-check c-install c-stage \
-	c-test-build c-test c-install-test c-demo-worker c-clean
+.PHONY: c-setup-cbindgen c-setup-tools c-lib c-lib-install c-fleet c-header c-header-check c-install \
+	c-dist c-stage c-test-build c-test c-install-test c-demo-worker c-clean
 
 c-setup-cbindgen:
 	@$(C_DIR)/setup.sh cbindgen
@@ -56,6 +65,9 @@ c-setup-tools:
 
 c-lib:
 	$(CARGO) build -p redlatch-ffi $(C_CARGO_PROFILE)
+
+c-lib-install:
+	$(CARGO) build -p redlatch-ffi $(if $(filter release,$(C_INSTALL_PROFILE)),--release,)
 
 c-fleet:
 	$(CARGO) build -p redlatch-fleet
@@ -72,15 +84,20 @@ c-header-check: c-setup-cbindgen
 		|| { echo "include/redlatch.h is stale: run 'make c-header' and commit it" >&2; exit 1; }
 	@echo "include/redlatch.h is current"
 
-# $(1) = where to write (DESTDIR + prefix), $(2) = the prefix recorded in redlatch.pc
+# $(1) = where to write (DESTDIR + prefix), $(2) = the prefix recorded in redlatch.pc,
+# $(3) = the cargo output directory (target/debug or target/release). Release libraries are
+# stripped: the symbol table of the .so (its exported functions stay) and the debug info of
+# the Rust standard library that the .a carries (about a quarter of it).
 define c_install_to
 	test -n "$(C_VERSION)" || { echo "cannot read the version from $(C_HEADER)" >&2; exit 1; }
 	install -d $(1)/include $(1)/lib/pkgconfig $(1)/lib/cmake/redlatch
 	install -m 644 $(C_ROOT)/include/redlatch.h $(C_ROOT)/include/redlatch.hpp $(1)/include/
-	install -m 755 $(C_BUILD)/libredlatch_ffi.so $(1)/lib/libredlatch.so.$(C_VERSION)
+	install -m 755 $(3)/libredlatch_ffi.so $(1)/lib/libredlatch.so.$(C_VERSION)
 	ln -sf libredlatch.so.$(C_VERSION) $(1)/lib/libredlatch.so.$(C_ABI)
 	ln -sf libredlatch.so.$(C_ABI) $(1)/lib/libredlatch.so
-	install -m 644 $(C_BUILD)/libredlatch_ffi.a $(1)/lib/libredlatch.a
+	install -m 644 $(3)/libredlatch_ffi.a $(1)/lib/libredlatch.a
+	$(if $(filter %/release,$(3)),strip --strip-unneeded $(1)/lib/libredlatch.so.$(C_VERSION))
+	$(if $(filter %/release,$(3)),strip --strip-debug $(1)/lib/libredlatch.a)
 	sed -e 's|@PREFIX@|$(2)|g' -e 's|@VERSION@|$(C_VERSION)|g' \
 		$(C_DIR)/pkg/redlatch.pc.in > $(1)/lib/pkgconfig/redlatch.pc
 	sed -e 's|@VERSION@|$(C_VERSION)|g' -e 's|@ABI@|$(C_ABI)|g' \
@@ -89,13 +106,22 @@ define c_install_to
 		$(C_DIR)/pkg/redlatchConfigVersion.cmake.in > $(1)/lib/cmake/redlatch/redlatchConfigVersion.cmake
 endef
 
-c-install: c-lib
-	$(call c_install_to,$(DESTDIR)$(PREFIX),$(PREFIX))
-	@echo "installed redlatch $(C_VERSION) into $(DESTDIR)$(PREFIX)"
+c-install: c-lib-install
+	$(call c_install_to,$(DESTDIR)$(PREFIX),$(PREFIX),$(C_INSTALL_BUILD))
+	@echo "installed redlatch $(C_VERSION) ($(C_INSTALL_PROFILE) build) into $(DESTDIR)$(PREFIX)"
+
+# The tarball unpacks to redlatch-<version>/{include,lib}; its redlatch.pc finds the prefix from
+# its own place (pkg-config's ${pcfiledir}), and the CMake config does the same, so it works
+# wherever it is unpacked.
+c-dist: c-lib-install
+	rm -rf $(C_OUT)/dist && mkdir -p $(C_DIST_DIR)
+	$(call c_install_to,$(C_OUT)/dist/redlatch-$(C_VERSION),$${pcfiledir}/../..,$(C_INSTALL_BUILD))
+	tar -C $(C_OUT)/dist -czf $(C_DIST_DIR)/$(C_DIST_NAME).tar.gz --owner=0 --group=0 redlatch-$(C_VERSION)
+	@echo "c-dist: $(C_DIST_DIR)/$(C_DIST_NAME).tar.gz"
 
 c-stage: c-lib
 	@rm -rf $(C_STAGE)
-	@$(call c_install_to,$(C_STAGE),$(C_STAGE))
+	@$(call c_install_to,$(C_STAGE),$(C_STAGE),$(C_BUILD))
 
 C_TEST_LINK = -I$(C_STAGE)/include -L$(C_STAGE)/lib -lredlatch -Wl,-rpath,$(C_STAGE)/lib -lpthread
 
@@ -107,12 +133,15 @@ c-test-build: c-setup-tools c-stage
 	printf '#include <redlatch.h>\nint main() { return redlatch_version() == nullptr; }\n' \
 		| $(C_CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -I$(C_STAGE)/include -fsyntax-only -x c++ -
 	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_redlatch $(C_DIR)/tests/c/test_redlatch.c $(C_TEST_LINK)
+	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_outcomes $(C_DIR)/tests/c/test_outcomes.c $(C_TEST_LINK)
 	$(C_CXX) $(C_CXXFLAGS) -o $(C_OUT)/tests/test_redlatch_cpp $(C_DIR)/tests/cpp/test_redlatch.cpp \
 		$(C_TEST_LINK)
 
 c-test: c-header-check c-fleet c-test-build
 	@echo "== C suite"
 	$(C_FLEET) $(C_OUT)/tests/test_redlatch
+	@echo "== C outcomes suite (reasons, retryable release, key conflicts)"
+	$(C_FLEET) $(C_OUT)/tests/test_outcomes
 	@echo "== C++ suite"
 	$(C_FLEET) $(C_OUT)/tests/test_redlatch_cpp
 	@echo "== C suite under valgrind"
@@ -122,7 +151,7 @@ c-test: c-header-check c-fleet c-test-build
 
 C_IT := $(C_OUT)/install-test
 
-c-install-test: c-setup-tools c-lib c-fleet
+c-install-test: c-setup-tools c-lib-install c-fleet
 	rm -rf $(C_IT)
 	$(MAKE) --no-print-directory -f $(C_DIR)/c.mk c-install PREFIX=$(C_IT)/prefix
 	@echo "== C program built with pkg-config"
@@ -131,6 +160,15 @@ c-install-test: c-setup-tools c-lib c-fleet
 		-o $(C_IT)/pc/install_c $(C_DIR)/tests/install/install_c.c \
 		$$(pkg-config --cflags --libs redlatch) -Wl,-rpath,$$(pkg-config --variable=libdir redlatch)'
 	$(C_FLEET) $(C_IT)/pc/install_c
+	@echo "== C program linked statically (cc -static) from pkg-config --static"
+	@# glibc warns that getaddrinfo/getpwuid_r in a static program still load NSS modules at
+	@# run time; those two lines are expected (bindings/c/README.md, "Static linking").
+	PKG_CONFIG_PATH=$(C_IT)/prefix/lib/pkgconfig sh -c '$(C_CC) $(C_CFLAGS) -static \
+		-o $(C_IT)/pc/install_c_static $(C_DIR)/tests/install/install_c.c \
+		$$(pkg-config --static --cflags --libs redlatch)'
+	! readelf -d $(C_IT)/pc/install_c_static | grep -q NEEDED \
+		|| { echo "install_c_static needs shared libraries: not a static link" >&2; exit 1; }
+	$(C_FLEET) $(C_IT)/pc/install_c_static
 	@echo "== C++ (shared) and C (static) programs built with CMake find_package(redlatch)"
 	cmake -S $(C_DIR)/tests/install -B $(C_IT)/cmake -DCMAKE_PREFIX_PATH=$(C_IT)/prefix \
 		-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=$(C_CXX) -DCMAKE_C_COMPILER=$(C_CC) >/dev/null

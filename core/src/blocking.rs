@@ -148,6 +148,14 @@ impl Lock {
         }
     }
 
+    /// See [`crate::Lock::fence_ttl`].
+    pub fn fence_ttl(self, ttl: Duration) -> Lock {
+        Lock {
+            inner: self.inner.fence_ttl(ttl),
+            ..self
+        }
+    }
+
     /// See [`crate::Lock::owner`].
     pub fn owner(self, owner: u64) -> Lock {
         Lock {
@@ -168,7 +176,7 @@ impl Lock {
     pub fn acquire(&self) -> Result<Guard> {
         let guard = self.runtime.block_on(self.inner.acquire())?;
         Ok(Guard {
-            inner: Some(guard),
+            inner: guard,
             runtime: self.runtime.clone(),
         })
     }
@@ -180,7 +188,7 @@ impl Lock {
     pub fn acquire_with_wait(&self, wait: Option<Duration>) -> Result<Guard> {
         let guard = self.runtime.block_on(self.inner.acquire_with_wait(wait))?;
         Ok(Guard {
-            inner: Some(guard),
+            inner: guard,
             runtime: self.runtime.clone(),
         })
     }
@@ -192,7 +200,7 @@ impl Lock {
     pub fn try_acquire(&self) -> Result<Option<Guard>> {
         let guard = self.runtime.block_on(self.inner.try_acquire())?;
         Ok(guard.map(|g| Guard {
-            inner: Some(g),
+            inner: g,
             runtime: self.runtime.clone(),
         }))
     }
@@ -225,13 +233,13 @@ impl Lock {
 /// A blocking guard (see [`crate::Guard`]). Dropping it releases in the background.
 #[derive(Debug)]
 pub struct Guard {
-    inner: Option<crate::Guard>,
+    inner: crate::Guard,
     runtime: Arc<OwnedRuntime>,
 }
 
 impl Guard {
     fn guard(&self) -> &crate::Guard {
-        self.inner.as_ref().expect("guard present until release")
+        &self.inner
     }
 
     /// See [`crate::Guard::name`].
@@ -265,13 +273,23 @@ impl Guard {
         self.runtime.block_on(self.guard().owned())
     }
 
-    /// Releases the hold (see [`crate::Guard::release`]).
+    /// Releases the hold, at most once; after an unknown outcome the guard stays held and
+    /// `release` may be called again (see [`crate::Guard::release`]).
     ///
     /// # Errors
     /// As [`crate::Guard::release`].
-    pub fn release(mut self) -> Result<()> {
-        let guard = self.inner.take().expect("guard present until release");
-        self.runtime.block_on(guard.release())
+    pub fn release(&self) -> Result<()> {
+        self.runtime.block_on(self.guard().release())
+    }
+
+    /// See [`crate::Guard::is_held`].
+    pub fn is_held(&self) -> bool {
+        self.guard().is_held()
+    }
+
+    /// See [`crate::Guard::lost_reason`].
+    pub fn lost_reason(&self) -> Option<crate::Reason> {
+        self.guard().lost_reason()
     }
 
     /// Calls `callback` on a runtime thread if the hold is lost (never after a release).

@@ -71,10 +71,14 @@ impl Client {
     /// Admin: deletes lock `name` whatever its owner, waking its waiters (on every node).
     /// Returns `true` when a lock was deleted on a majority of nodes.
     ///
+    /// A key of a type no lock uses (a list, a set, ...) is never deleted: that is
+    /// `KeyConflict`. A connection error is retried once; if the first attempt had applied,
+    /// the retry finds nothing and reports `false`.
+    ///
     /// # Errors
-    /// `InvalidArgument` for a bad name; `Connection`/`Redis` when a single node fails;
-    /// `Quorum` (with per-node outcomes) when fewer than a majority of nodes answer within
-    /// the per-node timeout.
+    /// `InvalidArgument` for a bad name; `Connection`/`Redis`/`NoPermission`/`KeyConflict`
+    /// when a single node fails; `Quorum` (with per-node outcomes) when fewer than a majority
+    /// of nodes answer within the per-node timeout.
     pub async fn force_unlock(&self, name: &str) -> Result<bool> {
         keys::validate_name(name)?;
         let engine = &self.engine;
@@ -90,7 +94,7 @@ impl Client {
                     deleted += usize::from(was_deleted);
                     reasons.push(Ok(()));
                 }
-                Err(e) if !engine.is_quorum() => return Err(e),
+                Err(e) if !engine.is_quorum() || e.kind().is_permanent() => return Err(e),
                 Err(e) => {
                     tracing::warn!(lock = %name, error = %e, "force unlock did not reach a node");
                     reasons.push(Err(e.message().to_owned()));

@@ -1,15 +1,23 @@
 //! [`Guard`]: one held acquisition.
 
 use crate::driver::{BoxFut, End, Hold};
-use crate::error::Result;
+use crate::error::{Reason, Result};
+use crate::protocol::timing;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Proof of one acquisition. Release it with [`Guard::release`]; a guard dropped without
-/// release is released in the background on the client's runtime (never blocking the caller).
-/// That needs the runtime to keep running: guards still held when it shuts down (a
+/// release (or after a release whose outcome stayed unknown) is released in the background on
+/// the client's runtime (never blocking the caller), retried with back-off while the hold is
+/// valid. That needs the runtime to keep running: guards still held when it shuts down (a
 /// `#[tokio::main]` returning while tasks hold them) are not released, and their keys expire
 /// with their lease. Release before shutting down.
+///
+/// Release is at most once and retryable: `release(&self)` either settles the hold (released,
+/// or found not ours: later calls return `NotOwned` with reason `never_held`) or, when Redis
+/// could not answer (a connection error, a timeout), leaves it held so that calling
+/// `release()` again once Redis is reachable releases it, exactly once (see
+/// [`Guard::release`]).
 ///
 /// Each guard is its own hold: for reentrant locks, every acquire (re-entry included) gets a
 /// guard and each release decrements the hold count once.
@@ -67,16 +75,32 @@ impl Guard {
         self.hold.extend(lease).await
     }
 
-    /// Releases the hold (decrements the hold count for a reentrant lock).
+    /// Releases the hold (decrements the hold count for a reentrant lock), at most once.
+    ///
+    /// A release whose outcome is unknown (`Connection`, a `Quorum` error with nodes that did
+    /// not answer, or an error reply such as `NoPermission` / `OutOfMemory`, which the scripts
+    /// raise before changing anything) leaves the guard held: call `release()` again to retry.
+    /// The retry sends the same request, so it is exact: the first attempt that applied left
+    /// an idempotency latch, and the retry gets its answer back, so a reentrant release never
+    /// decrements twice and a lease release that applied is `Ok`. `Ok` means Redis said so:
+    /// a retry that finds the key gone or another owner's, with no latch, is `NotOwned`
+    /// (the hold may have been lost meanwhile, e.g. to a restart without persistence, and the
+    /// next owner's section may have overlapped this one). A lease release's latch lives
+    /// twice the network timeout (at least 1 s); a retry later than that, after an attempt
+    /// that did apply, cannot tell and says so in its `NotOwned` message. A reentrant
+    /// release's latch lives a lease (at least as long). The watchdog stops renewing at the
+    /// first attempt either way, so an unreleased key expires with its lease.
     ///
     /// # Errors
-    /// `NotOwned` when the lock had expired or was taken; `LockLost` when the watchdog, an
-    /// extend or [`Guard::is_lost`] had already seen the loss (then nothing is sent; a
-    /// release past the local validity that nobody looked at is still sent, since the key
-    /// may live on for the drift allowance, and Redis' answer decides);
-    /// `Connection`/`Redis`/`Quorum` when Redis failed (the key then expires with its lease;
-    /// the watchdog has stopped renewing it either way).
-    pub async fn release(self) -> Result<()> {
+    /// Reasons as in [`Reason`]: `NotOwned` (`deleted`, `taken`) when Redis says the hold is
+    /// not ours within its validity, or `never_held` when it was already released; `LockLost`
+    /// when the loss was known before the call (the reason seen then), or the validity had run
+    /// out (`expired`; the release is still sent, since the key may live on for the drift
+    /// allowance, and succeeds if Redis still has it as ours); `Connection`, `Quorum`,
+    /// `Redis`, `NoPermission`, `OutOfMemory`, `KeyConflict` when Redis failed (retryable, as
+    /// above; a reentrant retry later than its latch's life is refused with `Connection` and
+    /// settles the guard).
+    pub async fn release(&self) -> Result<()> {
         self.hold.release().await
     }
 
@@ -97,6 +121,17 @@ impl Guard {
         self.hold.is_lost()
     }
 
+    /// Why the hold was lost (`expired`, `taken` or `deleted`), once it is known lost.
+    pub fn lost_reason(&self) -> Option<Reason> {
+        self.is_lost().then(|| self.hold.signal.lost_reason()).flatten()
+    }
+
+    /// `true` while the guard still holds the lock as far as this client knows: not
+    /// released, not lost (a release whose outcome was unknown leaves it held).
+    pub fn is_held(&self) -> bool {
+        !self.is_lost() && !self.hold.signal.is_settled()
+    }
+
     /// Asks Redis whether this hold is still this owner's.
     ///
     /// # Errors
@@ -108,22 +143,57 @@ impl Guard {
     /// Resolves to `true` when the hold is lost, `false` when it is released (bindings use
     /// this to fire lost-lock callbacks without leaking a task per hold).
     pub fn ended(&self) -> BoxFut<'static, bool> {
+        let loss = self.loss();
+        Box::pin(async move { loss.await.is_some() })
+    }
+
+    /// Resolves to `Some(reason)` when the hold is lost, `None` when it is released.
+    pub fn loss(&self) -> BoxFut<'static, Option<Reason>> {
         let signal = self.hold.signal.clone();
         let runtime = self.hold.engine.runtime.clone();
-        Box::pin(async move { signal.ended(&*runtime).await == End::Lost })
+        Box::pin(async move {
+            match signal.ended(&*runtime).await {
+                End::Lost(reason) => Some(reason),
+                End::Released => None,
+            }
+        })
     }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if self.hold.signal.is_held() {
-            let hold = self.hold.clone();
-            let runtime = hold.engine.runtime.clone();
-            runtime.spawn(Box::pin(async move {
-                if let Err(e) = hold.release().await {
-                    tracing::debug!(lock = %hold.name, error = %e, "background release of a dropped guard failed");
-                }
-            }));
+        if self.hold.signal.is_settled() {
+            return;
         }
+        let hold = self.hold.clone();
+        let runtime = hold.engine.runtime.clone();
+        runtime.spawn(Box::pin(release_in_background(hold)));
+    }
+}
+
+/// Releases a dropped guard's hold, retrying while the outcome is unknown and the hold could
+/// still be valid (after that its key expires with its lease).
+async fn release_in_background(hold: Arc<Hold>) {
+    let config = hold.engine.config.clone();
+    let mut failures = 0;
+    loop {
+        let error = match hold.release().await {
+            Ok(()) => return,
+            Err(e) => e,
+        };
+        let now = hold.engine.now();
+        if hold.signal.is_settled() || error.kind().is_permanent() || now >= hold.signal.deadline() {
+            tracing::debug!(lock = %hold.name, error = %error, "background release of a dropped guard failed");
+            return;
+        }
+        failures += 1;
+        tracing::debug!(lock = %hold.name, error = %error, "background release of a dropped guard failed; retrying");
+        let pause = timing::backoff(
+            failures,
+            config.retry_base,
+            config.retry_cap,
+            crate::driver::random_unit(),
+        );
+        hold.engine.runtime.sleep(pause.max(config.retry_base)).await;
     }
 }

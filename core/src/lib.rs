@@ -51,7 +51,7 @@ mod native;
 
 pub use client::Client;
 pub use driver::{BoxFut, Config, MaybeSend, Runtime, Subscription, Transport};
-pub use error::{Error, ErrorKind, NodeOutcome, Result};
+pub use error::{redis_error_kind, Error, ErrorKind, NodeOutcome, Reason, Result};
 pub use guard::Guard;
 pub use lock::Lock;
 

@@ -20,6 +20,7 @@ pub struct Lock {
     lease: Option<Duration>,
     wait: Option<Duration>,
     fenced: bool,
+    fence_ttl: Option<Duration>,
     owner_on_lease_lock: bool,
 }
 
@@ -44,6 +45,7 @@ impl Lock {
             lease: None,
             wait: None,
             fenced: false,
+            fence_ttl: None,
             owner_on_lease_lock: false,
         }
     }
@@ -67,9 +69,27 @@ impl Lock {
 
     /// Fenced lock: every acquire returns a fencing token, a strictly increasing integer per
     /// lock name (Kleppmann, "How to do distributed locking"), from `INCR` on
-    /// `redisson_lock_token:{name}`. Single-node clients only; `InvalidArgument` in quorum mode.
+    /// `redisson_lock_token:{name}` (Redisson's counter key; it has no TTL and persists after
+    /// the lock is gone, one key per name ever fenced: see [`Self::fence_ttl`]). A re-entry of
+    /// a reentrant owner reports the token of its outermost hold. Single-node clients only;
+    /// `InvalidArgument` in quorum mode.
     pub fn fenced(mut self) -> Lock {
         self.fenced = true;
+        self
+    }
+
+    /// Fenced locks: let the counter key `redisson_lock_token:{name}` expire `ttl` after the
+    /// last fenced acquire of this name (each acquire sets its TTL again), so names used once
+    /// (per order, per job) do not leave a key each forever. Default: the counter persists.
+    ///
+    /// Hazard: once the counter expired, tokens start again at 1. A resource that still
+    /// remembers a higher token then rejects every new holder (safe, but stuck) until the
+    /// counter catches up; one that forgot accepts them, and a holder paused since before
+    /// the expiry could then pass an old, higher token. Choose a TTL far longer than any
+    /// hold, pause and resource memory (days, not seconds). Whole milliseconds, at least
+    /// 1 ms; implies nothing without [`Self::fenced`].
+    pub fn fence_ttl(mut self, ttl: Duration) -> Lock {
+        self.fence_ttl = Some(ttl);
         self
     }
 
@@ -122,11 +142,15 @@ impl Lock {
                 "fencing tokens are not offered in quorum mode (independent nodes share no counter)",
             ));
         }
+        let fence_ttl = match self.fence_ttl {
+            Some(ttl) => timing::to_millis("fence TTL", ttl, false)?,
+            None => 0,
+        };
         Ok(LockSpec {
             name: self.name.clone(),
             owner: self.owner_id(),
             lease,
-            fenced: self.fenced,
+            fence: self.fenced.then_some(fence_ttl),
         })
     }
 
@@ -171,7 +195,7 @@ impl Lock {
         keys::validate_name(&self.name)?;
         let holder = self.owner_id().map(|owner| Holder::Reentrant { owner });
         let engine = &self.engine;
-        let req = request::inspect(&self.name, holder.as_ref());
+        let req = request::inspect(&self.name, self.owner.is_some(), holder.as_ref());
         // Quorum mode: the per-node timeout for this lock's lease (shared/API.md), so a hung
         // node costs at most that; a single node gets the network timeout.
         let lease = self.lease.unwrap_or(engine.config.watchdog_timeout);
@@ -179,7 +203,7 @@ impl Lock {
         for r in engine.nodes.broadcast(&req, engine.node_timeout(lease)).await {
             match r.and_then(|r| reply::decode_inspect(&r)) {
                 Ok(i) => out.push(i),
-                Err(e) if !engine.is_quorum() => return Err(e),
+                Err(e) if !engine.is_quorum() || e.kind().is_permanent() => return Err(e),
                 Err(_) => {}
             }
         }
@@ -193,7 +217,9 @@ impl Lock {
     /// the per-node timeout).
     ///
     /// # Errors
-    /// `Connection`/`Redis` (single node) or `Quorum` when too few nodes answer.
+    /// `Connection`/`Redis` (single node) or `Quorum` when too few nodes answer;
+    /// `KeyConflict` when the key holds application data (as `acquire` would find);
+    /// `NoPermission` when the ACL user may not read it.
     pub async fn locked(&self) -> Result<bool> {
         let found = self.inspect().await?;
         Ok(found.iter().filter(|i| i.exists).count() >= self.engine.majority())

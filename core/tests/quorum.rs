@@ -205,3 +205,66 @@ async fn quorum_watchdog_reports_loss_when_the_majority_loses_the_key() {
     let _: () = cmd(&mut c1, &["DEL", "q:wd"]).await;
     within(Duration::from_secs(3), g.lost()).await;
 }
+
+/// The clean-up of a failed attempt finishes on a slow node whose script cache is empty: the
+/// undo there is an EVALSHA answered NOSCRIPT, then an EVAL, both slower than the per-node
+/// timeout (issue #10, item 5). It used to be cut at the node timeout, leaving the grant for
+/// the whole lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_attempt_is_undone_on_a_slow_node_with_an_empty_script_cache() {
+    let nodes = servers(3);
+    let slow = common::relay::Relay::start(nodes[2].port()).await;
+    slow.delay_replies(Duration::from_millis(500));
+    let mut direct: Vec<_> = Vec::new();
+    for n in &nodes {
+        direct.push(raw(n).await);
+    }
+    // Another owner holds the name on nodes 1 and 2.
+    for conn in &mut direct[..2] {
+        let _: () = cmd(
+            conn,
+            &["SET", "q:slow", "0123456789abcdef0123456789abcdef", "PX", "30000"],
+        )
+        .await;
+    }
+    let _: () = cmd(&mut direct[2], &["SCRIPT", "FLUSH"]).await;
+    let urls = [nodes[0].url(), nodes[1].url(), slow.url()];
+    let client = Client::quorum_builder(&urls)
+        .node_timeout(Duration::from_millis(100))
+        .connect()
+        .await
+        .unwrap();
+    let err = within(
+        Duration::from_secs(5),
+        client
+            .lock("q:slow")
+            .lease(Duration::from_secs(20))
+            .wait(Duration::ZERO)
+            .acquire(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotAcquired, "{err}");
+    // The slow node granted (its reply came after the node timeout); the undo must land.
+    let mut gone = false;
+    for _ in 0..60 {
+        if cmd::<i64>(&mut direct[2], &["EXISTS", "q:slow"]).await == 0 {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stats: String = cmd(&mut direct[2], &["INFO", "commandstats"]).await;
+    assert!(
+        stats.contains("cmdstat_set:"),
+        "the slow node got the attempt: {stats}"
+    );
+    assert!(
+        stats.contains("cmdstat_eval:"),
+        "the NOSCRIPT fallback was sent: {stats}"
+    );
+    assert!(
+        gone,
+        "the slow node's grant was undone, not left for the 20 s lease"
+    );
+}

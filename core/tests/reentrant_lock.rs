@@ -92,16 +92,73 @@ async fn a_java_style_holder_excludes_us_and_release_by_others_is_refused() {
     g.release().await.unwrap();
 }
 
+/// A re-entry keeps the outer hold's fencing token, so this owner never reports a token lower
+/// than one it was already given (issue #10, item 7). The counter still moves on every acquire,
+/// re-entry included (Redisson's RFencedLock does the same), and the next owner gets more.
 #[tokio::test]
-async fn rlock_fencing_tokens_increase_on_every_acquire_including_reentry() {
+async fn rlock_reentry_keeps_the_outer_fencing_token() {
     let s = server();
     let client = client(&s).await;
-    let lock = client.rlock("fence-r").fenced();
-    let a = lock.acquire().await.unwrap();
-    let b = lock.acquire().await.unwrap();
-    assert!(b.fencing_token().unwrap() > a.fencing_token().unwrap());
-    b.release().await.unwrap();
-    a.release().await.unwrap();
+    let mut conn = raw(&s).await;
+    let lock = client.rlock("fence-r").lease(Duration::from_secs(5)).fenced();
+    let outer = lock.acquire().await.unwrap();
+    let first = outer.fencing_token().unwrap();
+    let inner = lock.acquire().await.unwrap();
+    assert_eq!(
+        inner.fencing_token(),
+        Some(first),
+        "re-entry reports the outer token"
+    );
+    let counter: u64 = cmd(&mut conn, &["GET", "redisson_lock_token:{fence-r}"]).await;
+    assert_eq!(
+        counter,
+        first + 1,
+        "the counter moved on the re-entry, as Redisson's does"
+    );
+    inner.release().await.unwrap();
+    assert_eq!(outer.fencing_token(), Some(first));
+    outer.release().await.unwrap();
+    let next = client.rlock("fence-r").fenced().acquire().await.unwrap();
+    assert!(
+        next.fencing_token().unwrap() > counter,
+        "a new owner gets a higher token"
+    );
+    next.release().await.unwrap();
+    let ttl: i64 = cmd(&mut conn, &["PTTL", "redisson_lock_token:{fence-r}"]).await;
+    assert_eq!(ttl, -1, "by default the counter persists");
+}
+
+/// `fence_ttl` makes the counter expire after the last fenced acquire (for both kinds).
+#[tokio::test]
+async fn fence_ttl_lets_the_counter_expire() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    for (name, lock) in [
+        ("ft-lease", client.lock("ft-lease")),
+        ("ft-reentrant", client.rlock("ft-reentrant")),
+    ] {
+        let g = lock
+            .lease(Duration::from_secs(5))
+            .fenced()
+            .fence_ttl(Duration::from_secs(60))
+            .acquire()
+            .await
+            .unwrap();
+        assert_eq!(g.fencing_token(), Some(1));
+        let key = format!("redisson_lock_token:{{{name}}}");
+        let ttl: i64 = cmd(&mut conn, &["PTTL", &key]).await;
+        assert!(ttl > 55_000 && ttl <= 60_000, "{name}: counter TTL {ttl}");
+        g.release().await.unwrap();
+    }
+    let err = client
+        .lock("ft-bad")
+        .fenced()
+        .fence_ttl(Duration::ZERO)
+        .try_acquire()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
 
 #[tokio::test]

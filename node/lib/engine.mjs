@@ -232,8 +232,9 @@ class NativeEngine {
   lock(name, options) {
     const leaseMs = options.leaseMs ?? null
     const fenced = options.fenced === true
-    this.#raw.checkLock(name, leaseMs, null, fenced)
-    return new NativeEngineLock(this.#raw, this.#holds, name, options.reentrant, leaseMs, fenced)
+    const fenceTtlMs = options.fenceTtlMs ?? null
+    this.#raw.checkLock(name, leaseMs, null, fenced, fenceTtlMs)
+    return new NativeEngineLock(this.#raw, this.#holds, name, options.reentrant, leaseMs, fenced, fenceTtlMs)
   }
 
   forceUnlock(name) {
@@ -256,21 +257,24 @@ class NativeEngineLock {
   #reentrant
   #leaseMs
   #fenced
+  #fenceTtlMs
 
-  constructor(raw, holds, name, reentrant, leaseMs, fenced) {
+  constructor(raw, holds, name, reentrant, leaseMs, fenced, fenceTtlMs) {
     this.#raw = raw
     this.#holds = holds
     this.#name = name
     this.#reentrant = reentrant
     this.#leaseMs = leaseMs
     this.#fenced = fenced
+    this.#fenceTtlMs = fenceTtlMs
   }
 
   acquire(waitMs, owner, ticket) {
     const raw = this.#raw
     const holds = this.#holds
     return call(
-      (id) => raw.acquire(this.#name, this.#reentrant, this.#leaseMs, this.#fenced, waitMs, owner, ticket, id, out),
+      (id) =>
+        raw.acquire(this.#name, this.#reentrant, this.#leaseMs, this.#fenced, this.#fenceTtlMs, waitMs, owner, ticket, id, out),
       (hold, token, leaseMs) => {
         const engineHold = new NativeEngineHold(raw, hold, Number.isNaN(token) ? null : token, leaseMs)
         holds.register(engineHold, hold)
@@ -292,9 +296,11 @@ class NativeEngineLock {
   }
 }
 
-// Bits of `holdState` (../src/held.rs).
+// Bits of `holdState` (../src/held.rs); the loss reason's code is in bits 8 and up.
 const LOST = 1
 const CLOSED_BY_CLIENT = 2
+const HELD = 4
+const REASONS = [null, 'expired', 'taken', 'deleted']
 
 class NativeEngineHold {
   #raw
@@ -315,12 +321,20 @@ class NativeEngineHold {
     return (this.#raw.holdState(this.#hold) & CLOSED_BY_CLIENT) !== 0
   }
 
+  get held() {
+    return (this.#raw.holdState(this.#hold) & HELD) !== 0
+  }
+
+  get lossReason() {
+    return REASONS[this.#raw.holdState(this.#hold) >>> 8] ?? null
+  }
+
   watch(onEnd) {
     this.#raw.watch(this.#hold, onEnd)
   }
 
-  release() {
-    return call((id) => this.#raw.release(this.#hold, id, out), discard)
+  release(scopeEnd) {
+    return call((id) => this.#raw.release(this.#hold, scopeEnd, id, out), discard)
   }
 
   extend(leaseMs) {

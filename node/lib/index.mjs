@@ -48,4 +48,7 @@ export {
   QuorumError,
   RedisConnectionError,
   InvalidArgumentError,
+  NoPermissionError,
+  OutOfMemoryError,
+  KeyConflictError,
 } from './facade/index.mjs'

@@ -3,7 +3,8 @@
 //! One shape for every way an error leaves the addon: as the message of a thrown napi error
 //! (napi-rs gives those a fixed `code`, its own `Status` enum, so the kind travels in the
 //! message) and as the `error` argument of `settle` (calls.rs): a one-line JSON object
-//! `{"redlatch":1,"code":"ERR_NOT_ACQUIRED","status":1,"message":"...","nodes":[...]}`.
+//! `{"redlatch":1,"code":"ERR_NOT_OWNED","status":2,"message":"...","reason":"deleted","nodes":[...]}`
+//! (`reason` for NotOwned / LockLost only, the core's word).
 //! `lib/facade/errors.mjs` parses it and builds `NotAcquiredError` & co. The code strings come from
 //! the core's `ErrorKind::js_code()`, so they match the C status names (`REDLATCH_<X>` ↔
 //! `ERR_<X>`) and the numeric `status` matches the C value, mechanically.
@@ -24,6 +25,10 @@ pub(crate) fn to_json(err: &Error) -> String {
     out.push_str(&err.code().to_string());
     out.push_str(",\"message\":");
     push_json_str(&mut out, err.message());
+    if let Some(reason) = err.reason() {
+        out.push_str(",\"reason\":");
+        push_json_str(&mut out, reason.as_str());
+    }
     if !err.nodes().is_empty() {
         out.push_str(",\"nodes\":[");
         for (i, n) in err.nodes().iter().enumerate() {

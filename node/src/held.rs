@@ -3,19 +3,24 @@
 //! `NativeClient` methods taking that number.
 //!
 //! The core guard sits behind an async `RwLock<Option<Guard>>`: `extend` and `owned` read it
-//! across their await, `release` takes it out (after in-flight extends finish), and `close()`
+//! across their await, `release` takes it out once settled (after in-flight extends finish), and `close()`
 //! does the same for every hold still alive. The entry stays in the table after a release,
 //! so a second release says "already released"; `dropHold` removes it when the JavaScript
 //! object is garbage-collected, and a guard still inside is dropped, which the core releases
 //! in the background.
 //!
+//! A release whose outcome is unknown (a connection error) leaves the guard in its slot, held,
+//! so `release()` may be called again; once settled it is taken out. A scope's release
+//! (`scopeEnd`) takes it out whatever the outcome: the dropped guard keeps trying in the
+//! background.
+//!
 //! Loss reporting, only for holds someone watches (the facade asks with `watch(hold, onEnd)`
 //! when a program first reads `held.signal`, so a plain acquire + release pays for no
-//! callback): a task awaits the core's `ended()` and, if the hold was lost, calls
-//! `onEnd(false)` through a *weak* threadsafe function (it never keeps Node alive). A hold
-//! that `client.close()` released is gone for its holder as well: the task then calls
-//! `onEnd(true)`. The task ends when the hold is released or lost, which also frees the
-//! callback.
+//! callback): a task awaits the core's `loss()` and, if the hold was lost, calls
+//! `onEnd(reason)` (`"expired"`, `"taken"` or `"deleted"`) through a *weak* threadsafe
+//! function (it never keeps Node alive). A hold that `client.close()` released is gone for
+//! its holder as well: the task then calls `onEnd("closed")`. The task ends when the hold is
+//! released or lost, which also frees the callback.
 
 use crate::calls::{Driver, Value};
 use crate::client::{locked, NativeClient, Shared};
@@ -26,14 +31,15 @@ use napi::bindgen_prelude::Unknown;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
-use redlatch::{Error, ErrorKind, Guard};
+use redlatch::{Error, Guard, Reason};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::RwLock;
 
-/// The `onEnd(closedByClient)` callback: errors not passed to it (`CalleeHandled = false`),
-/// weak (`Weak = true`: unreferenced, so it never keeps the event loop alive).
-pub(crate) type LostCallback = ThreadsafeFunction<bool, Unknown<'static>, bool, Status, false, true>;
+/// The `onEnd(why)` callback, `why` the loss reason or `"closed"`: errors not passed to it
+/// (`CalleeHandled = false`), weak (`Weak = true`: unreferenced, so it never keeps the event
+/// loop alive).
+pub(crate) type LostCallback = ThreadsafeFunction<String, Unknown<'static>, String, Status, false, true>;
 
 /// One hold of the client's table.
 pub(crate) struct HoldSlot {
@@ -74,8 +80,9 @@ impl HoldSlot {
         if self.closed.load(Ordering::Acquire) {
             return closed_error();
         }
-        Error::new(
-            ErrorKind::NotOwned,
+        Error::not_owned(
+            false,
+            Reason::NeverHeld,
             format!("lock {:?} was already released through this handle", self.name),
         )
     }
@@ -93,31 +100,65 @@ impl HoldSlot {
             Err(_) => false,
         }
     }
+
+    /// The code of the loss reason (`Reason::code`: 1 expired, 2 taken, 3 deleted), 0 while
+    /// not known lost.
+    fn lost_reason(&self) -> u32 {
+        match self.guard.try_read() {
+            Ok(g) => g.as_ref().and_then(Guard::lost_reason).map_or(0, |r| r.code() as u32),
+            Err(_) => 0,
+        }
+    }
+
+    /// Still held as far as this client knows: not released, not lost (a release whose
+    /// outcome was unknown leaves it held). A release or close() in progress counts as held.
+    fn held(&self) -> bool {
+        match self.guard.try_read() {
+            Ok(g) => g.as_ref().is_some_and(Guard::is_held),
+            Err(_) => true,
+        }
+    }
 }
 
 /// The error for a hold number that is not (or no longer) in the table.
 fn unknown_hold() -> napi::Error {
-    crate::error::to_napi(Error::new(
-        ErrorKind::NotOwned,
+    crate::error::to_napi(Error::not_owned(
+        false,
+        Reason::NeverHeld,
         "this hold is not known to the client",
     ))
 }
 
 #[napi]
 impl NativeClient {
-    /// Releases hold `hold` (decrements the hold count of a reentrant lock) and settles call
-    /// `id`. Rejects with `ERR_NOT_OWNED` when it expired, was taken or was already
-    /// released, `ERR_LOCK_LOST` when the loss had already been seen,
-    /// `ERR_CONNECTION`/`ERR_QUORUM` when Redis failed or `close()` released it.
+    /// Releases hold `hold` (decrements the hold count of a reentrant lock), at most once,
+    /// and settles call `id`. Rejects with `ERR_NOT_OWNED` (reason `deleted`, `taken` or
+    /// `never_held`) or `ERR_LOCK_LOST` (the loss was known before: its reason, or
+    /// `expired`); with `ERR_CONNECTION`/`ERR_QUORUM`/`ERR_NO_PERMISSION`/`ERR_OUT_OF_MEMORY`
+    /// the hold stays (`holdState` bit 4) and `release` may be called again once Redis is
+    /// back; `ERR_CONNECTION` too when `close()` released it. `scopeEnd` (the end of
+    /// `using`, `await using`): nobody can call again, so a hold still held after the attempt
+    /// is handed to the core, which retries in the background while it is valid.
     #[napi]
-    pub fn release(&self, hold: f64, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+    pub fn release(
+        &self,
+        hold: f64,
+        scope_end: bool,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
         let slot = self.shared.hold(hold).ok_or_else(unknown_hold)?;
         Ok(self.shared.driver.call(out, id, async move {
-            let guard = slot.guard.write().await.take();
-            let Some(guard) = guard else {
+            let mut inside = slot.guard.write().await;
+            let Some(guard) = inside.as_ref() else {
                 return Err(slot.already_released());
             };
-            guard.release().await.map(|()| Value::Unit)
+            let result = guard.release().await;
+            if !guard.is_held() || scope_end {
+                // Dropped here: a guard still held is released in the background.
+                inside.take();
+            }
+            result.map(|()| Value::Unit)
         }))
     }
 
@@ -157,36 +198,45 @@ impl NativeClient {
     }
 
     /// Hold `hold`'s state, read locally (never blocks): bit 1 = known lost (or released by
-    /// `client.close()`), bit 2 = released by `client.close()`.
+    /// `client.close()`), bit 2 = released by `client.close()`, bit 4 = still held (not
+    /// released, not lost; a release whose outcome was unknown leaves it held), bits 8 and up
+    /// = the loss reason's code (1 expired, 2 taken, 3 deleted; 0 while not known lost).
     #[napi]
     pub fn hold_state(&self, hold: f64) -> u32 {
         match self.shared.hold(hold) {
-            Some(slot) => u32::from(slot.lost()) | (u32::from(slot.closed_by_client()) << 1),
+            Some(slot) => {
+                u32::from(slot.lost())
+                    | (u32::from(slot.closed_by_client()) << 1)
+                    | (u32::from(slot.held()) << 2)
+                    | (slot.lost_reason() << 8)
+            }
             None => 0,
         }
     }
 
-    /// Calls `onEnd(false)` once if hold `hold` is lost, `onEnd(true)` if `client.close()`
-    /// releases it; never after a release. A no-op for a hold already released (the facade
-    /// reads the state first).
-    #[napi(ts_args_type = "hold: number, onEnd: (closedByClient: boolean) => void")]
+    /// Calls `onEnd(reason)` once if hold `hold` is lost (`"expired"`, `"taken"`,
+    /// `"deleted"`), `onEnd("closed")` if `client.close()` releases it; never after a
+    /// release. A no-op for a hold already released (the facade reads the state first).
+    #[napi(ts_args_type = "hold: number, onEnd: (why: string) => void")]
     pub fn watch(&self, hold: f64, on_end: LostCallback) {
         let Some(slot) = self.shared.hold(hold) else {
             return;
         };
-        let ended = match slot.guard.try_read() {
-            Ok(g) => g.as_ref().map(Guard::ended),
+        let loss = match slot.guard.try_read() {
+            Ok(g) => g.as_ref().map(Guard::loss),
             // A release or close() is taking the guard out right now.
             Err(_) => None,
         };
-        let Some(ended) = ended else { return };
+        let Some(loss) = loss else { return };
         let closed = slot.closed.clone();
         slot.driver.spawn(async move {
-            let lost = ended.await;
-            let closed = closed.load(Ordering::Acquire);
-            if lost || closed {
-                on_end.call(closed && !lost, ThreadsafeFunctionCallMode::NonBlocking);
-            }
+            let lost = loss.await;
+            let why = match lost {
+                Some(reason) => reason.as_str(),
+                None if closed.load(Ordering::Acquire) => "closed",
+                None => return,
+            };
+            on_end.call(why.to_owned(), ThreadsafeFunctionCallMode::NonBlocking);
         });
     }
 

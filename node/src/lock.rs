@@ -16,16 +16,22 @@ use redlatch::{Error, ErrorKind};
 use std::sync::Arc;
 
 impl NativeClient {
-    /// The core lock `name` for `owner` (reentrant locks only). Checks the name and lease.
+    /// The core lock `name` for `owner` (reentrant locks only). Checks the name, lease and
+    /// fence TTL (`fence`: `None` = not fenced, `Some(ttl)` = fenced, the counter key's TTL
+    /// in ms or `None` to keep it).
     fn core(
         &self,
         name: &str,
         reentrant: bool,
         lease_ms: Option<f64>,
-        fenced: bool,
+        fence: Option<Option<f64>>,
         owner: Option<f64>,
     ) -> napi::Result<redlatch::Lock> {
         let lease = opt_millis("leaseMs", lease_ms, false)?;
+        let fence_ttl = match fence {
+            Some(ttl) => opt_millis("fenceTtlMs", ttl, false)?,
+            None => None,
+        };
         keys::validate_name(name).js()?;
         let client = self.shared.client()?;
         let mut lock = if reentrant {
@@ -43,8 +49,11 @@ impl NativeClient {
         if let Some(lease) = lease {
             lock = lock.lease(lease);
         }
-        if fenced {
+        if fence.is_some() {
             lock = lock.fenced();
+        }
+        if let Some(ttl) = fence_ttl {
+            lock = lock.fence_ttl(ttl);
         }
         Ok(lock)
     }
@@ -54,7 +63,10 @@ impl NativeClient {
 impl NativeClient {
     /// Checks a lock's name and options (`client.lock(name, options)` throws what this
     /// throws): `ERR_INVALID_ARGUMENT` for an empty or over-long name, a bad `leaseMs` /
-    /// `waitMs`, `fenced` on a quorum client; `ERR_CONNECTION` on a closed client.
+    /// `waitMs` / `fenceTtlMs`, `fenced` on a quorum client; `ERR_CONNECTION` on a closed
+    /// client. `fenceTtlMs` (fenced locks): the fencing counter key expires that many ms
+    /// after the last fenced acquire (absent: it persists; see `Lock::fence_ttl` in the core
+    /// for the hazard).
     #[napi]
     pub fn check_lock(
         &self,
@@ -62,10 +74,12 @@ impl NativeClient {
         lease_ms: Option<f64>,
         wait_ms: Option<f64>,
         fenced: bool,
+        fence_ttl_ms: Option<f64>,
     ) -> napi::Result<()> {
         keys::validate_name(&name).js()?;
         opt_millis("leaseMs", lease_ms, false)?;
         opt_millis("waitMs", wait_ms, true)?;
+        opt_millis("fenceTtlMs", fence_ttl_ms, false)?;
         self.shared.client()?;
         if fenced && self.shared.is_quorum() {
             return Err(invalid("fencing tokens are not offered in quorum mode"));
@@ -75,7 +89,8 @@ impl NativeClient {
 
     /// Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
     /// settles call `id` with the hold. `owner` is the reentrant owner number (`null` for
-    /// lease locks). `ticket` identifies the attempt for `cancel(ticket)`.
+    /// lease locks). `ticket` identifies the attempt for `cancel(ticket)`. `fenceTtlMs` as in
+    /// `checkLock` (fenced locks only).
     ///
     /// Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
     /// bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
@@ -88,6 +103,7 @@ impl NativeClient {
         reentrant: bool,
         lease_ms: Option<f64>,
         fenced: bool,
+        fence_ttl_ms: Option<f64>,
         wait_ms: Option<f64>,
         owner: Option<f64>,
         ticket: u32,
@@ -95,7 +111,8 @@ impl NativeClient {
         out: Scratch<'_>,
     ) -> napi::Result<Option<String>> {
         let wait = opt_millis("waitMs", wait_ms, true)?;
-        let lock = self.core(&name, reentrant, lease_ms, fenced, owner)?;
+        let fence = fenced.then_some(fence_ttl_ms);
+        let lock = self.core(&name, reentrant, lease_ms, fence, owner)?;
         let stop = self.shared.start_pending(ticket)?;
         let shared = self.shared.clone();
         Ok(self.shared.driver.call(out, id, async move {
@@ -133,7 +150,7 @@ impl NativeClient {
         id: u32,
         out: Scratch<'_>,
     ) -> napi::Result<Option<String>> {
-        let lock = self.core(&name, reentrant, None, false, None)?;
+        let lock = self.core(&name, reentrant, None, None, None)?;
         Ok(self
             .shared
             .driver
@@ -150,7 +167,7 @@ impl NativeClient {
         id: u32,
         out: Scratch<'_>,
     ) -> napi::Result<Option<String>> {
-        let lock = self.core(&name, reentrant, None, false, None)?;
+        let lock = self.core(&name, reentrant, None, None, None)?;
         Ok(self.shared.driver.call(out, id, async move {
             let ttl = lock.ttl().await?;
             Ok(Value::MaybeNumber(ttl.map(|d| d.as_millis() as f64)))
@@ -167,7 +184,7 @@ impl NativeClient {
         id: u32,
         out: Scratch<'_>,
     ) -> napi::Result<Option<String>> {
-        let lock = self.core(&name, true, None, false, Some(owner))?;
+        let lock = self.core(&name, true, None, None, Some(owner))?;
         Ok(self.shared.driver.call(out, id, async move {
             let n = lock.hold_count().await?;
             Ok(Value::Number(n.min(u64::from(u32::MAX)) as f64))

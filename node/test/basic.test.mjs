@@ -14,6 +14,10 @@ for (const entry of ENTRIES) {
     QuorumError,
     RedisConnectionError,
     InvalidArgumentError,
+    NoPermissionError,
+    OutOfMemoryError,
+    KeyConflictError,
+    Owner,
     STATUS,
   } = entry.api
 
@@ -31,6 +35,9 @@ for (const entry of ENTRIES) {
         [QuorumError, 'QuorumError', 'ERR_QUORUM', 4],
         [RedisConnectionError, 'RedisConnectionError', 'ERR_CONNECTION', 5],
         [InvalidArgumentError, 'InvalidArgumentError', 'ERR_INVALID_ARGUMENT', 6],
+        [NoPermissionError, 'NoPermissionError', 'ERR_NO_PERMISSION', 9],
+        [OutOfMemoryError, 'OutOfMemoryError', 'ERR_OUT_OF_MEMORY', 10],
+        [KeyConflictError, 'KeyConflictError', 'ERR_KEY_CONFLICT', 11],
       ]
       for (const [cls, name, code, status] of cases) {
         const e = new cls('x')
@@ -39,8 +46,10 @@ for (const entry of ENTRIES) {
         assert.equal(e.code, code)
         assert.equal(e.status, status)
         assert.equal(STATUS[code], status)
+        assert.equal(e.reason, null)
       }
       assert.ok(new LockLostError('x') instanceof NotOwnedError)
+      assert.equal(new NotOwnedError('x', { reason: 'taken' }).reason, 'taken')
     })
 
     test('acquire, contend, release', async () => {
@@ -141,6 +150,57 @@ for (const entry of ENTRIES) {
       assert.ok(b.fencingToken > a.fencingToken)
     })
 
+    test('a re-entry keeps the outer fencing token; fenceTtlMs expires the counter', async () => {
+      const name = key('fence')
+      const r = redis()
+      try {
+        const lock = client.rlock(name, { leaseMs: 5000, fenced: true, fenceTtlMs: 3_600_000, owner: new Owner() })
+        const outer = await lock.acquire()
+        const inner = await lock.acquire()
+        assert.equal(inner.fencingToken, outer.fencingToken)
+        await inner.release()
+        await outer.release()
+        const ttl = await r.pttl(`redisson_lock_token:{${name}}`)
+        assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `counter TTL ${ttl}`)
+        assert.throws(() => client.lock(name, { fenced: true, fenceTtlMs: 0 }), InvalidArgumentError)
+        assert.throws(() => client.lock(name, { fenced: true, fenceTtlMs: 1.5 }), InvalidArgumentError)
+      } finally {
+        r.disconnect()
+      }
+    })
+
+    test('NotOwnedError and the lost signal say why', async () => {
+      const r = redis()
+      try {
+        const name = key('del')
+        const deleted = await client.lock(name, { leaseMs: 10_000 }).acquire()
+        await r.del(name)
+        const gone = await deleted.release().then(() => null, (e) => e)
+        assert.ok(gone instanceof NotOwnedError && !(gone instanceof LockLostError), String(gone))
+        assert.equal(gone.reason, 'deleted')
+        const again = await deleted.release().then(() => null, (e) => e)
+        assert.ok(again instanceof NotOwnedError)
+        assert.equal(again.reason, 'never_held')
+
+        const taken = key('taken')
+        const mine = await client.lock(taken, { leaseMs: 10_000 }).acquire()
+        await r.set(taken, 'someone-else-0123456789', 'PX', 10_000)
+        const other = await mine.extend(10_000).then(() => null, (e) => e)
+        assert.ok(other instanceof NotOwnedError, String(other))
+        assert.equal(other.reason, 'taken')
+
+        const scoped = key('scope')
+        const err = await client
+          .lock(scoped, { leaseMs: 10_000 })
+          .using(() => r.del(scoped))
+          .then(() => null, (e) => e)
+        assert.ok(err instanceof LockLostError, String(err))
+        assert.equal(err.reason, 'deleted')
+      } finally {
+        r.disconnect()
+      }
+    })
+
     test('forceUnlock deletes whatever the owner', async () => {
       const name = key()
       const held = await client.lock(name, { leaseMs: 5000 }).acquire()
@@ -193,7 +253,10 @@ for (const entry of ENTRIES) {
       try {
         await inside
         await c.client.close()
-        await assert.rejects(during, (e) => e instanceof LockLostError && /client\.close\(\)/.test(e.message))
+        await assert.rejects(
+          during,
+          (e) => e instanceof LockLostError && /client\.close\(\)/.test(e.message) && e.reason === 'deleted',
+        )
       } finally {
         await c.close()
       }

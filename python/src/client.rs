@@ -153,9 +153,10 @@ impl Client {
     }
 
     /// A lock handle. `reentrant` picks the Redisson RLock layout. `lease`/`wait` are seconds
-    /// (`None`: watchdog mode / wait forever). Raises `ValueError`/`TypeError` for bad input,
-    /// and `ValueError` for `fenced` on a quorum client.
-    #[pyo3(signature = (name, *, reentrant=false, lease=None, wait=None, fenced=false))]
+    /// (`None`: watchdog mode / wait forever); `fence_ttl` seconds after the last fenced
+    /// acquire the fencing counter expires (`None`: it persists). Raises `ValueError`/`TypeError`
+    /// for bad input, and `ValueError` for `fenced` on a quorum client.
+    #[pyo3(signature = (name, *, reentrant=false, lease=None, wait=None, fenced=false, fence_ttl=None))]
     fn lock(
         &self,
         name: String,
@@ -163,10 +164,12 @@ impl Client {
         lease: Option<&Bound<'_, PyAny>>,
         wait: Option<&Bound<'_, PyAny>>,
         fenced: bool,
+        fence_ttl: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Lock> {
         args::name(&name)?;
         let lease = args::opt_seconds("lease", lease, false)?;
         let wait = args::opt_seconds("wait", wait, true)?;
+        let fence_ttl = args::opt_seconds("fence_ttl", fence_ttl, false)?;
         if fenced && self.shared.is_quorum() {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "fencing tokens are not offered in quorum mode",
@@ -179,6 +182,7 @@ impl Client {
             lease,
             wait,
             fenced,
+            fence_ttl,
         ))
     }
 

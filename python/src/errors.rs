@@ -4,7 +4,8 @@
 //! multiple inheritance (`NotAcquiredError` is also a `TimeoutError`, `RedisConnectionError`
 //! also a `ConnectionError`), which reads far better as Python than as type objects built by
 //! hand. This module looks them up once and maps each core [`ErrorKind`] to one of them
-//! mechanically; every instance gets `.code`, the kind's stable number (C status value).
+//! mechanically; every instance gets `.code`, the kind's stable number (C status value), and
+//! `NotOwnedError` / `LockLostError` get `.reason`, the core's word for why.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -20,6 +21,9 @@ static NOT_OWNED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static LOCK_LOST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static QUORUM: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static CONNECTION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static NO_PERMISSION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static OUT_OF_MEMORY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static KEY_CONFLICT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 fn class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<&'py Bound<'py, PyType>> {
     let (cell, name) = match kind {
@@ -28,6 +32,9 @@ fn class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<&'py Bound<'py, PyTy
         ErrorKind::LockLost => (&LOCK_LOST, "LockLostError"),
         ErrorKind::Quorum => (&QUORUM, "QuorumError"),
         ErrorKind::Connection => (&CONNECTION, "RedisConnectionError"),
+        ErrorKind::NoPermission => (&NO_PERMISSION, "NoPermissionError"),
+        ErrorKind::OutOfMemory => (&OUT_OF_MEMORY, "OutOfMemoryError"),
+        ErrorKind::KeyConflict => (&KEY_CONFLICT, "KeyConflictError"),
         _ => (&LOCK_ERROR, "LockError"),
     };
     cell.import(py, MODULE, name)
@@ -55,6 +62,9 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
     }
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item("code", err.code())?;
+    if let Some(reason) = err.reason() {
+        kwargs.set_item("reason", reason.as_str())?;
+    }
     if !err.nodes().is_empty() {
         kwargs.set_item("nodes", nodes)?;
     }
@@ -67,9 +77,9 @@ pub(crate) fn to_py(err: Error) -> PyErr {
     Python::attach(|py| build(py, &err).unwrap_or_else(|e| e))
 }
 
-/// `NotOwnedError` raised by the binding itself (no core error to map).
+/// `NotOwnedError` (reason `never_held`) raised by the binding itself: no hold to act on.
 pub(crate) fn not_owned(message: impl Into<String>) -> PyErr {
-    to_py(Error::new(ErrorKind::NotOwned, message))
+    to_py(Error::not_owned(false, redlatch::Reason::NeverHeld, message))
 }
 
 /// Extension so `?` maps core results in one call.

@@ -15,7 +15,7 @@ use crate::errors::{not_owned, IntoPy};
 use crate::runtime::{self, pid};
 use futures::FutureExt;
 use pyo3::prelude::*;
-use redlatch::{Error, ErrorKind, Guard};
+use redlatch::{Error, Guard, Reason};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -51,17 +51,33 @@ impl Inner {
     }
 
     fn already_released(&self) -> Error {
-        Error::new(
-            ErrorKind::NotOwned,
+        Error::not_owned(
+            false,
+            Reason::NeverHeld,
             format!("lock {:?}: this hold was already released", self.name),
         )
     }
 
+    /// Releases; the guard stays when the outcome is unknown (the core keeps it retryable),
+    /// and is dropped once settled (released, or found not ours).
     async fn release(self: Arc<Self>) -> redlatch::Result<()> {
-        let guard = self.guard.lock().await.take();
-        match guard {
-            Some(g) => g.release().await,
-            None => Err(self.already_released()),
+        let mut slot = self.guard.lock().await;
+        let Some(guard) = slot.as_ref() else {
+            return Err(self.already_released());
+        };
+        let result = guard.release().await;
+        if !guard.is_held() {
+            slot.take();
+        }
+        result
+    }
+
+    /// `true` while the hold is still this owner's as far as the client knows (not released,
+    /// not lost); a hold in use by a pending call counts as held.
+    fn held(&self) -> bool {
+        match self.guard.try_lock() {
+            Ok(slot) => slot.as_ref().is_some_and(Guard::is_held),
+            Err(_) => true,
         }
     }
 
@@ -183,9 +199,19 @@ impl Hold {
         !inner.foreign() && inner.lost()
     }
 
-    /// Releases the hold (blocks, GIL released). Raises `NotOwnedError` when it had expired
-    /// or was taken (or was already released), `LockLostError` when the loss had been seen,
-    /// `RedisConnectionError` / `QuorumError` when Redis could not confirm.
+    /// True until the hold is released or lost (a release whose outcome was unknown leaves it
+    /// held, to be released again). Never blocks. False in a forked child.
+    #[getter]
+    fn held(&self) -> bool {
+        let inner = self.inner();
+        !inner.foreign() && inner.held()
+    }
+
+    /// Releases the hold (blocks, GIL released), at most once. Raises `NotOwnedError` (reason
+    /// `deleted`, `taken`, `never_held`) or `LockLostError` (the loss was known before: the
+    /// seen reason, or `expired`); `RedisConnectionError` / `QuorumError` when Redis could not
+    /// confirm, and `NoPermissionError` / `OutOfMemoryError` when it refused: then the hold
+    /// is kept (`held`) and `release()` may be called again.
     fn release(&self, py: Python<'_>) -> PyResult<()> {
         let inner = self.own()?;
         let rt = runtime::runtime()?;

@@ -24,6 +24,7 @@ pub(crate) struct Lock {
     lease: Option<Duration>,
     wait: Option<Duration>,
     fenced: bool,
+    fence_ttl: Option<Duration>,
 }
 
 impl Lock {
@@ -34,6 +35,7 @@ impl Lock {
         lease: Option<Duration>,
         wait: Option<Duration>,
         fenced: bool,
+        fence_ttl: Option<Duration>,
     ) -> Lock {
         Lock {
             shared,
@@ -42,6 +44,7 @@ impl Lock {
             lease,
             wait,
             fenced,
+            fence_ttl,
         }
     }
 
@@ -60,6 +63,9 @@ impl Lock {
         }
         if self.fenced {
             lock = lock.fenced();
+        }
+        if let Some(ttl) = self.fence_ttl {
+            lock = lock.fence_ttl(ttl);
         }
         Ok((lock, rt))
     }

@@ -6,8 +6,8 @@
 //! The message is kept per thread because the C API blocks: the failing call and the
 //! `redlatch_last_error()` that follows run on the same thread, with nothing in between.
 
-use redlatch::{Error, ErrorKind};
-use std::cell::RefCell;
+use redlatch::{Error, ErrorKind, Reason};
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, CStr, CString};
 
 use crate::panic::boundary_value;
@@ -38,6 +38,47 @@ pub enum redlatch_status {
     REDLATCH_REDIS = 7,
     /// Internal failure: a Rust panic caught at the boundary, or the OS random source failed.
     REDLATCH_PANIC = 8,
+    /// Redis refused a command, key or channel to this ACL user (`NOPERM`); nothing changed.
+    REDLATCH_NO_PERMISSION = 9,
+    /// Redis is out of memory (`OOM`, `maxmemory` reached under `noeviction`).
+    REDLATCH_OUT_OF_MEMORY = 10,
+    /// The lock's name collides with application data: a key of a type no lock of this kind
+    /// uses, or a string (lease lock) / hash (reentrant lock) without TTL that is no lock.
+    REDLATCH_KEY_CONFLICT = 11,
+}
+
+/// Why a hold is not (or no longer) this owner's: the reason of the last `REDLATCH_NOT_OWNED`
+/// or `REDLATCH_LOCK_LOST` on this thread (`redlatch_last_error_reason()`). The same words
+/// and numbers in every redlatch language (`redlatch_reason_name`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum redlatch_reason {
+    /// The last error has no reason (it is not NOT_OWNED / LOCK_LOST), or none yet.
+    REDLATCH_REASON_NONE = 0,
+    /// `"expired"`: the hold's lease (validity) ran out.
+    REDLATCH_REASON_EXPIRED = 1,
+    /// `"taken"`: another owner holds the lock now.
+    REDLATCH_REASON_TAKEN = 2,
+    /// `"deleted"`: the key was deleted while the hold was valid (DEL, force unlock, eviction,
+    /// restart).
+    REDLATCH_REASON_DELETED = 3,
+    /// `"never_held"`: nothing held to act on (never acquired by this owner, or released).
+    REDLATCH_REASON_NEVER_HELD = 4,
+}
+
+impl redlatch_reason {
+    /// The C value of a core reason (the same number as `reason.code()`).
+    pub fn from_reason(reason: Option<Reason>) -> redlatch_reason {
+        match reason {
+            None => redlatch_reason::REDLATCH_REASON_NONE,
+            Some(Reason::Expired) => redlatch_reason::REDLATCH_REASON_EXPIRED,
+            Some(Reason::Taken) => redlatch_reason::REDLATCH_REASON_TAKEN,
+            Some(Reason::Deleted) => redlatch_reason::REDLATCH_REASON_DELETED,
+            Some(Reason::NeverHeld) => redlatch_reason::REDLATCH_REASON_NEVER_HELD,
+            // A reason added to the core later; the unit test fails until it gets a value.
+            Some(_) => redlatch_reason::REDLATCH_REASON_NONE,
+        }
+    }
 }
 
 impl redlatch_status {
@@ -52,6 +93,9 @@ impl redlatch_status {
             ErrorKind::InvalidArgument => redlatch_status::REDLATCH_INVALID_ARGUMENT,
             ErrorKind::Redis => redlatch_status::REDLATCH_REDIS,
             ErrorKind::Panic => redlatch_status::REDLATCH_PANIC,
+            ErrorKind::NoPermission => redlatch_status::REDLATCH_NO_PERMISSION,
+            ErrorKind::OutOfMemory => redlatch_status::REDLATCH_OUT_OF_MEMORY,
+            ErrorKind::KeyConflict => redlatch_status::REDLATCH_KEY_CONFLICT,
             // A kind added to the core later: still an error, never a silent success. The
             // unit test `every_kind_maps_to_its_code` fails until it gets its own value.
             _ => redlatch_status::REDLATCH_PANIC,
@@ -61,14 +105,47 @@ impl redlatch_status {
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    static LAST_REASON: Cell<redlatch_reason> = const { Cell::new(redlatch_reason::REDLATCH_REASON_NONE) };
 }
 
-/// Records `error` as this thread's last error.
+/// Records `error` as this thread's last error (message and reason).
 pub(crate) fn set_last_error(error: &Error) {
     let text = error.to_string().replace('\0', "\\0");
     let text = CString::new(text).unwrap_or_default();
     // During thread teardown the slot may be gone; the status code still reports the failure.
     let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = text);
+    let _ = LAST_REASON.try_with(|slot| slot.set(redlatch_reason::from_reason(error.reason())));
+}
+
+/// The reason of the last failed redlatch call on this thread: set for `REDLATCH_NOT_OWNED`
+/// and `REDLATCH_LOCK_LOST` (expired, taken, deleted, never held), `REDLATCH_REASON_NONE` for
+/// other failures and before any. Successful calls leave it unchanged, like
+/// `redlatch_last_error()`. May be called from the lost-lock callback.
+#[no_mangle]
+pub extern "C" fn redlatch_last_error_reason() -> redlatch_reason {
+    boundary_value(redlatch_reason::REDLATCH_REASON_NONE, || {
+        LAST_REASON
+            .try_with(Cell::get)
+            .unwrap_or(redlatch_reason::REDLATCH_REASON_NONE)
+    })
+}
+
+/// The stable word of a reason, the same in every redlatch language: `"expired"`,
+/// `"taken"`, `"deleted"`, `"never_held"`; `""` for `REDLATCH_REASON_NONE` and any other value.
+/// Takes an `int` so that any value is safe to pass. The string is static. Never NULL.
+#[no_mangle]
+pub extern "C" fn redlatch_reason_name(reason: c_int) -> *const c_char {
+    boundary_value(c"".as_ptr(), || reason_cstr(reason).as_ptr())
+}
+
+fn reason_cstr(reason: c_int) -> &'static CStr {
+    match Reason::from_code(reason) {
+        Some(Reason::Expired) => c"expired",
+        Some(Reason::Taken) => c"taken",
+        Some(Reason::Deleted) => c"deleted",
+        Some(Reason::NeverHeld) => c"never_held",
+        _ => c"",
+    }
 }
 
 /// The message of the last failed redlatch call on this thread, e.g.
@@ -99,13 +176,17 @@ fn status_cstr(status: c_int) -> &'static CStr {
         Some(ErrorKind::InvalidArgument) => c"InvalidArgument",
         Some(ErrorKind::Redis) => c"Redis",
         Some(ErrorKind::Panic) => c"Panic",
+        Some(ErrorKind::NoPermission) => c"NoPermission",
+        Some(ErrorKind::OutOfMemory) => c"OutOfMemory",
+        Some(ErrorKind::KeyConflict) => c"KeyConflict",
         _ => c"Unknown",
     }
 }
 
 /// The stable name of a status, the same in every redlatch language: `"Ok"`, `"NotAcquired"`,
 /// `"NotOwned"`, `"LockLost"`, `"Quorum"`, `"Connection"`, `"InvalidArgument"`, `"Redis"`,
-/// `"Panic"`; `"Unknown"` for any other value.
+/// `"Panic"`, `"NoPermission"`, `"OutOfMemory"`, `"KeyConflict"`; `"Unknown"` for any other
+/// value.
 ///
 /// Takes an `int` so that any value is safe to pass. The string is static. Never NULL.
 #[no_mangle]
@@ -126,12 +207,33 @@ mod tests {
         }
         assert_eq!(redlatch_status::REDLATCH_OK as i32, 0);
         assert_eq!(
-            redlatch_status::REDLATCH_PANIC as i32,
+            redlatch_status::REDLATCH_KEY_CONFLICT as i32,
             ErrorKind::ALL.len() as i32
         );
         assert_eq!(status_cstr(0), c"Ok");
-        assert_eq!(status_cstr(9), c"Unknown");
+        assert_eq!(status_cstr(12), c"Unknown");
         assert_eq!(status_cstr(-1), c"Unknown");
+    }
+
+    #[test]
+    fn every_reason_maps_to_its_code_and_word() {
+        for reason in Reason::ALL {
+            let c = redlatch_reason::from_reason(Some(reason));
+            assert_eq!(c as i32, reason.code(), "{reason:?}");
+            assert_eq!(reason_cstr(reason.code()).to_str().unwrap(), reason.as_str());
+        }
+        assert_eq!(reason_cstr(0), c"");
+        assert_eq!(reason_cstr(99), c"");
+        set_last_error(&Error::not_owned(true, Reason::Expired, "late"));
+        assert_eq!(
+            redlatch_last_error_reason(),
+            redlatch_reason::REDLATCH_REASON_EXPIRED
+        );
+        set_last_error(&Error::invalid("x"));
+        assert_eq!(
+            redlatch_last_error_reason(),
+            redlatch_reason::REDLATCH_REASON_NONE
+        );
     }
 
     #[test]

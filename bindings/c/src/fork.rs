@@ -7,7 +7,7 @@
 //! Freeing an inherited handle parks it here instead of running its destructor (which would
 //! wait for threads that do not exist in the child). New clients made in the child work.
 
-use redlatch::{Error, ErrorKind};
+use redlatch::{Error, Reason};
 use std::any::Any;
 use std::sync::Mutex;
 
@@ -40,8 +40,9 @@ impl Origin {
     /// `NotOwned` when the handle came from the parent process.
     pub(crate) fn check_owned(self) -> Result<(), Error> {
         if self.is_foreign() {
-            return Err(Error::new(
-                ErrorKind::NotOwned,
+            return Err(Error::not_owned(
+                false,
+                Reason::NeverHeld,
                 "a forked child does not own its parent's holds",
             ));
         }

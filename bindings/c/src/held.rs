@@ -18,24 +18,56 @@ impl redlatch_lock {
 
 /// Releases the calling owner's most recent hold (for a reentrant lock: one level).
 ///
-/// Errors: `REDLATCH_NOT_OWNED` (not held by this owner through this handle, or the lock
-/// expired or was taken: the new holder's key is left alone); `REDLATCH_LOCK_LOST` (the loss
-/// had already been seen: watchdog, lease validity or extend); `REDLATCH_CONNECTION`,
-/// `REDLATCH_REDIS`, `REDLATCH_QUORUM` (the key then expires with its lease). The hold is
-/// forgotten by the handle in every case.
+/// Errors (`redlatch_last_error_reason()` tells why a hold is not ours):
+/// `REDLATCH_NOT_OWNED` (`NEVER_HELD`: not held by this owner through this handle; `DELETED` /
+/// `TAKEN`: Redis found the key gone or another owner's, whose key is left alone);
+/// `REDLATCH_LOCK_LOST` (the loss was known before the call: the watchdog or an extend saw it,
+/// with its reason, or the lease ran out: `EXPIRED`); `REDLATCH_CONNECTION`,
+/// `REDLATCH_QUORUM`, `REDLATCH_REDIS`, `REDLATCH_NO_PERMISSION`, `REDLATCH_OUT_OF_MEMORY`,
+/// `REDLATCH_KEY_CONFLICT` (the outcome is unknown or nothing changed: the hold stays with the
+/// handle, and calling `redlatch_lock_release` again once Redis is reachable releases it
+/// exactly once). After any other outcome the handle forgets the hold.
 ///
 /// # Safety
 /// `lock` must be NULL or a valid handle.
 #[no_mangle]
 pub unsafe extern "C" fn redlatch_lock_release(lock: *const redlatch_lock) -> redlatch_status {
-    boundary(|| {
-        // SAFETY: the caller's contract above.
-        let lock = unsafe { arg("lock", lock) }?;
-        lock.origin.check_owned()?;
-        let slot = lock.holds.pop(lock.owner()).ok_or_else(|| lock.not_held())?;
-        let guard = lock_slot(&slot).take().ok_or_else(|| lock.not_held())?;
-        guard.release()
-    })
+    // SAFETY: the caller's contract above.
+    boundary(|| unsafe { release(lock, false) })
+}
+
+/// Releases like `redlatch_lock_release`, but the handle forgets the hold whatever the
+/// outcome: when the outcome is unknown (`REDLATCH_CONNECTION`, ...), the release goes on in
+/// the background, retried while the hold is valid (after that its key expires with its
+/// lease). For clean-up paths that cannot retry, such as RAII destructors (the C++
+/// `Lock::unlock` uses it). Returns the status of the first attempt.
+///
+/// # Safety
+/// `lock` must be NULL or a valid handle.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_lock_release_final(lock: *const redlatch_lock) -> redlatch_status {
+    // SAFETY: the caller's contract above.
+    boundary(|| unsafe { release(lock, true) })
+}
+
+/// # Safety
+/// `lock` must be NULL or a valid handle.
+unsafe fn release(lock: *const redlatch_lock, finally: bool) -> Result<()> {
+    // SAFETY: the caller's contract (see the exports).
+    let lock = unsafe { arg("lock", lock) }?;
+    lock.origin.check_owned()?;
+    let owner = lock.owner();
+    let slot = lock.current()?;
+    let mut held = lock_slot(&slot);
+    let guard = held.as_ref().ok_or_else(|| lock.not_held())?;
+    let result = guard.release();
+    if finally || !guard.is_held() {
+        // Dropping a guard that is still held releases it in the background.
+        held.take();
+        drop(held);
+        lock.holds.remove(owner, &slot);
+    }
+    result
 }
 
 /// Resets the remaining lease of the calling owner's hold to `lease_ms` (replace, never add).

@@ -62,24 +62,26 @@ impl Holds {
         self.map().get(&owner).and_then(|v| v.last().cloned())
     }
 
-    /// Removes and returns `owner`'s most recent hold.
-    pub(crate) fn pop(&self, owner: u64) -> Option<Slot> {
+    /// Forgets `slot`, one of `owner`'s holds (it was released or found not ours).
+    pub(crate) fn remove(&self, owner: u64, slot: &Slot) {
         let mut map = self.map();
-        let stack = map.get_mut(&owner)?;
-        let slot = stack.pop();
+        let Some(stack) = map.get_mut(&owner) else {
+            return;
+        };
+        stack.retain(|s| !Arc::ptr_eq(s, slot));
         if stack.is_empty() {
             map.remove(&owner);
         }
-        slot
     }
 
-    /// Drops `owner`'s holds that were already lost, then tells whether any remain.
+    /// Drops `owner`'s holds that are no longer held (lost, expired, settled), then tells
+    /// whether any remain. A hold whose release had an unknown outcome is still held.
     pub(crate) fn has_live(&self, owner: u64) -> bool {
         let mut map = self.map();
         let Some(stack) = map.get_mut(&owner) else {
             return false;
         };
-        stack.retain(|slot| lock_slot(slot).as_ref().is_some_and(|g| !g.is_lost()));
+        stack.retain(|slot| lock_slot(slot).as_ref().is_some_and(|g| g.is_held()));
         let live = !stack.is_empty();
         if !live {
             map.remove(&owner);

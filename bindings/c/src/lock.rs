@@ -9,7 +9,7 @@
 //! Only `redlatch_lock_free` must come after every other call on the handle has returned.
 
 use redlatch::blocking::{self, Guard};
-use redlatch::{Error, ErrorKind, Result};
+use redlatch::{Error, Reason, Result};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,8 +52,15 @@ pub struct redlatch_lock_options {
     /// thread.
     pub owner_id: u64,
     /// Fenced lock: every acquire gets a fencing token (`redlatch_lock_fencing_token`).
-    /// Single-node clients only.
+    /// Single-node clients only. A re-entry of a reentrant lock gets the outer hold's token.
     pub fenced: bool,
+    /// Fenced locks: the fencing counter key `redisson_lock_token:{name}` expires this many ms
+    /// after the last fenced acquire. 0 (default): it persists, one key per name ever fenced.
+    /// Hazard: after it expired, tokens start again at 1, so a resource that remembers a
+    /// higher token rejects new holders until the counter catches up, and one that forgot
+    /// may accept an old holder's higher token; use a TTL far longer than any hold, pause and
+    /// resource memory (days).
+    pub fence_ttl_ms: u64,
 }
 
 impl Default for redlatch_lock_options {
@@ -63,6 +70,7 @@ impl Default for redlatch_lock_options {
             wait_ms: REDLATCH_WAIT_FOREVER,
             owner_id: 0,
             fenced: false,
+            fence_ttl_ms: 0,
         }
     }
 }
@@ -95,8 +103,9 @@ impl redlatch_lock {
             Some(id) => format!("owner id {id}"),
             None => "this thread".to_owned(),
         };
-        Error::new(
-            ErrorKind::NotOwned,
+        Error::not_owned(
+            false,
+            Reason::NeverHeld,
             format!(
                 "lock {:?} is not held by {who} through this handle",
                 self.base.as_async().name()
@@ -208,6 +217,9 @@ unsafe fn new_lock(
     }
     if opts.fenced {
         base = base.fenced();
+    }
+    if opts.fence_ttl_ms != 0 {
+        base = base.fence_ttl(millis("fence_ttl", opts.fence_ttl_ms)?);
     }
     let lock = Box::new(redlatch_lock {
         base,
@@ -392,8 +404,8 @@ mod tests {
         assert_eq!(REDLATCH_MAX_OWNER_ID, THREAD_OWNER_BASE - 1);
         let d = redlatch_lock_options_default();
         assert_eq!(
-            (d.lease_ms, d.wait_ms, d.owner_id, d.fenced),
-            (0, u64::MAX, 0, false)
+            (d.lease_ms, d.wait_ms, d.owner_id, d.fenced, d.fence_ttl_ms),
+            (0, u64::MAX, 0, false, 0)
         );
     }
 }

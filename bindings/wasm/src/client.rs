@@ -13,6 +13,7 @@ use js_sys::{Array, Promise};
 use redlatch::protocol::keys;
 use redlatch::{Client, Error, ErrorKind, Runtime, Transport};
 use std::sync::Arc;
+use std::time::Duration;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -96,7 +97,9 @@ impl WasmClient {
 
     /// A lock handle: `reentrant` false = lease lock (redis-py / node-redlock format), true =
     /// reentrant (Redisson RLock layout). `leaseMs` absent = watchdog mode; `waitMs` is the
-    /// default wait of `acquire` (absent or `Infinity` = forever, 0 = one try).
+    /// default wait of `acquire` (absent or `Infinity` = forever, 0 = one try). `fenceTtlMs`
+    /// (fenced locks): the counter key expires that long after the last fenced acquire
+    /// (absent: it persists; see `Lock::fence_ttl` in the core for the hazard).
     ///
     /// # Errors
     /// Throws `InvalidArgumentError` for an empty or too long name, a bad duration, or
@@ -108,6 +111,7 @@ impl WasmClient {
         #[wasm_bindgen(js_name = leaseMs)] lease_ms: Option<f64>,
         #[wasm_bindgen(js_name = waitMs)] wait_ms: Option<f64>,
         fenced: Option<bool>,
+        #[wasm_bindgen(js_name = fenceTtlMs)] fence_ttl_ms: Option<f64>,
     ) -> Result<WasmLock, JsValue> {
         keys::validate_name(&name).js()?;
         if fenced == Some(true) && self.client.node_count() > 1 {
@@ -128,6 +132,9 @@ impl WasmClient {
         }
         if fenced == Some(true) {
             lock = lock.fenced();
+        }
+        if let Some(ms) = fence_ttl_ms {
+            lock = lock.fence_ttl(Duration::from_millis(options::millis("fenceTtlMs", ms, false)?));
         }
         Ok(WasmLock::new(lock))
     }

@@ -5,13 +5,15 @@
 //! - `name`: the class name the facade exports (`NotAcquiredError`, `LockLostError`, ...),
 //! - `code`: the stable string from the core's `ErrorKind::js_code()` (`ERR_NOT_ACQUIRED`, ...),
 //! - `status`: the stable number from `ErrorKind::code()` (the C `redlatch_status` value),
-//! - `nodes`: for quorum errors, `[{ node, error }]` with `error` null where a node granted.
+//! - `nodes`: for quorum errors, `[{ node, error }]` with `error` null where a node granted,
+//! - `reason`: for `NotOwnedError` / `LockLostError`, the core's word (`expired`, `taken`,
+//!   `deleted`, `never_held`); `null` on other errors.
 //!
 //! The JavaScript facade (`js/src/errors.mjs`) only swaps the prototype to its class of the
 //! same name, so `instanceof` works and the stack stays the one made here.
 
 use js_sys::{Array, Object, Reflect};
-use redlatch::{Error, ErrorKind};
+use redlatch::{Error, ErrorKind, Reason};
 use wasm_bindgen::prelude::*;
 
 /// The facade's class name for `kind` (ERR_REDIS and ERR_PANIC use the base class).
@@ -23,6 +25,9 @@ pub fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Quorum => "QuorumError",
         ErrorKind::Connection => "RedisConnectionError",
         ErrorKind::InvalidArgument => "InvalidArgumentError",
+        ErrorKind::NoPermission => "NoPermissionError",
+        ErrorKind::OutOfMemory => "OutOfMemoryError",
+        ErrorKind::KeyConflict => "KeyConflictError",
         _ => "LockError",
     }
 }
@@ -39,6 +44,8 @@ pub fn to_js(err: &Error) -> JsValue {
     let obj: &Object = js.as_ref();
     set(obj, "code", &JsValue::from_str(err.kind().js_code()));
     set(obj, "status", &JsValue::from(err.code()));
+    let reason = err.reason().map(|r| JsValue::from_str(r.as_str()));
+    set(obj, "reason", &reason.unwrap_or(JsValue::NULL));
     if err.kind() == ErrorKind::Quorum {
         let nodes = Array::new();
         for n in err.nodes() {
@@ -61,9 +68,10 @@ pub fn invalid(message: impl Into<String>) -> JsValue {
     to_js(&Error::invalid(message))
 }
 
-/// A `NotOwned` JS error raised by the binding itself (a hold already released).
+/// A `NotOwned` JS error (reason `never_held`) raised by the binding itself: a hold already
+/// released.
 pub fn not_owned(message: impl Into<String>) -> JsValue {
-    to_js(&Error::new(ErrorKind::NotOwned, message))
+    to_js(&Error::not_owned(false, Reason::NeverHeld, message))
 }
 
 /// Extension so core results convert in one call: `result.js()?`.

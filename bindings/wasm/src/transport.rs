@@ -9,8 +9,10 @@
 //!
 //! Rejections become core errors: a Redis error reply (`ReplyError` in ioredis, `ErrorReply`
 //! in node-redis, or any error whose message starts with a Redis error code such as `ERR` or
-//! `WRONGTYPE`) is `ErrorKind::Redis`; anything else (a closed socket, an HTTP failure) is
-//! `ErrorKind::Connection`, which the core retries within its network timeout.
+//! `WRONGTYPE`) is classified by its text as the native transport does
+//! ([`redlatch::redis_error_kind`]: `NOPERM` is `NoPermission`, `OOM` `OutOfMemory`,
+//! `WRONGTYPE` `KeyConflict`, others `Redis`); anything else (a closed socket, an HTTP
+//! failure) is `ErrorKind::Connection`, which the core retries within its network timeout.
 
 use crate::error::{describe, invalid};
 use crate::reply;
@@ -159,12 +161,12 @@ fn strings(items: &[String]) -> Array {
 /// The core error for a transport's rejection value.
 pub fn classify(rejected: &JsValue) -> Error {
     let message = describe(rejected);
-    let kind = if is_reply_error(rejected, &message) {
-        ErrorKind::Redis
+    if is_reply_error(rejected, &message) {
+        // ioredis prefixes nothing, node-redis neither: the message is Redis' reply text.
+        Error::from_redis_reply(message)
     } else {
-        ErrorKind::Connection
-    };
-    Error::new(kind, message)
+        Error::new(ErrorKind::Connection, message)
+    }
 }
 
 fn is_reply_error(rejected: &JsValue, message: &str) -> bool {
@@ -191,7 +193,7 @@ impl Transport for JsTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
             let script = request.script;
-            if let Some(evalsha) = &self.evalsha {
+            if let Some(evalsha) = self.evalsha.as_ref().filter(|_| !request.by_source) {
                 match self.invoke(evalsha, script.sha1(), request).await {
                     Err(e) if is_noscript(&e) => {}
                     other => return other,

@@ -66,6 +66,26 @@ fn rejections_are_classified() {
     assert_eq!(classify(&ctor).kind(), ErrorKind::Redis);
     let prefixed = js("new Error('NOSCRIPT No matching script')");
     assert_eq!(classify(&prefixed).kind(), ErrorKind::Redis);
+    // Error replies are classified by their code, as the native transport does.
+    for (text, kind) in [
+        (
+            "NOPERM this user has no permissions to run the 'publish' command",
+            ErrorKind::NoPermission,
+        ),
+        (
+            "OOM command not allowed when used memory > 'maxmemory'.",
+            ErrorKind::OutOfMemory,
+        ),
+        (
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+            ErrorKind::KeyConflict,
+        ),
+    ] {
+        let reply = js(&format!(
+            "Object.assign(new Error({text:?}), {{ name: 'ReplyError' }})"
+        ));
+        assert_eq!(classify(&reply).kind(), kind, "{text}");
+    }
     let socket = js("new Error('Socket closed unexpectedly')");
     let e = classify(&socket);
     assert_eq!(e.kind(), ErrorKind::Connection);
@@ -128,7 +148,7 @@ async fn evalsha_first_then_eval_after_noscript() {
              throw Object.assign(new Error('NOSCRIPT No matching script'), { name: 'ReplyError' }) },
            eval(script, keys, args) { this.calls.push('eval'); return [1, 0] } }");
     let t = JsTransport::from_js(obj.clone(), 0).unwrap();
-    let req = Holder::Lease { token: "tok".into() }.acquire("name", 5000, false, "", 0);
+    let req = Holder::Lease { token: "tok".into() }.acquire("name", 5000, None, "", 0);
     let reply = t.eval(&req).await.unwrap();
     assert_eq!(reply, Reply::Array(vec![Reply::Int(1), Reply::Int(0)]));
     let calls: Vec<String> = Array::from(&get(&obj, "calls"))
@@ -151,7 +171,7 @@ async fn transport_sends_script_keys_and_args() {
     let t = JsTransport::from_js(obj.clone(), 2).unwrap();
     assert_eq!(t.label(), "transport 3");
     let holder = Holder::Lease { token: "tok".into() };
-    let req = holder.acquire("order:42", 700, true, "", 0);
+    let req = holder.acquire("order:42", 700, Some(0), "", 0);
     assert_eq!(t.eval(&req).await.unwrap(), Reply::Bytes(b"OK".to_vec()));
     let calls: Array = get(&obj, "calls").into();
     assert_eq!(calls.length(), 1);
@@ -166,7 +186,7 @@ async fn transport_sends_script_keys_and_args() {
         .filter_map(|v| v.as_string())
         .collect();
     assert_eq!(keys, req.keys);
-    assert_eq!(args, ["tok", "700", "1"]);
+    assert_eq!(args, ["tok", "700", "1", "0"]);
 }
 
 #[wasm_bindgen_test]
@@ -178,6 +198,18 @@ async fn evalsha_is_used_when_the_script_is_cached() {
     assert_eq!(t.eval(&req).await.unwrap(), Reply::Int(1));
     let shas: Array = get(&obj, "shas").into();
     assert_eq!(shas.get(0).as_string().unwrap(), scripts::LEASE_EXTEND.sha1());
+}
+
+#[wasm_bindgen_test]
+async fn requests_by_source_skip_evalsha() {
+    let _alive = KeepAlive::new();
+    let obj = js("{ shas: [], evals: 0, evalsha(sha) { this.shas.push(sha); return 1 }, eval() { this.evals++; return 0 } }");
+    let t = JsTransport::from_js(obj.clone(), 0).unwrap();
+    let undo = Holder::Lease { token: "t".into() }.abort("k", "");
+    assert!(undo.by_source);
+    assert_eq!(t.eval(&undo).await.unwrap(), Reply::Int(0));
+    assert_eq!(Array::from(&get(&obj, "shas")).length(), 0);
+    assert_eq!(get(&obj, "evals").as_f64(), Some(1.0));
 }
 
 #[wasm_bindgen_test]

@@ -201,8 +201,9 @@ async fn acquire_exclude_release() {
     assert!(fake.borrow_mut().value("a").is_none());
     let again = call(&held, "release", &[]).await.unwrap_err();
     assert_eq!(code(&again), "ERR_NOT_OWNED");
-    let ended = call(&held, "ended", &[]).await.unwrap();
-    assert_eq!(ended.as_bool(), Some(false), "released, not lost");
+    let loss = call(&held, "loss", &[]).await.unwrap();
+    assert!(loss.is_null(), "released, not lost");
+    assert_eq!(get(&held, "held").as_bool(), Some(false));
 }
 
 #[wasm_bindgen_test]
@@ -232,12 +233,13 @@ async fn watchdog_renews_and_reports_loss() {
     redlatch_wasm::runtime::sleep(std::time::Duration::from_millis(350)).await;
     assert!(fake.borrow_mut().value("w").is_some(), "the watchdog renewed it");
     assert_eq!(get(&held, "lost").as_bool(), Some(false));
-    let ended = call(&held, "ended", &[]);
+    let loss = call(&held, "loss", &[]);
     fake.borrow_mut().keys.remove("w");
     let t0 = now_ms();
-    assert_eq!(ended.await.unwrap().as_bool(), Some(true), "lost");
+    assert_eq!(loss.await.unwrap().as_string().as_deref(), Some("deleted"), "lost");
     assert!(now_ms() - t0 < 300.0);
     assert_eq!(get(&held, "lost").as_bool(), Some(true));
+    assert_eq!(get(&held, "lostReason").as_string().as_deref(), Some("deleted"));
     let err = call(&held, "release", &[]).await.unwrap_err();
     assert_eq!(code(&err), "ERR_LOCK_LOST");
 }

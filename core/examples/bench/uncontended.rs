@@ -88,9 +88,7 @@ impl Op {
                 let holder = Holder::Lease {
                     token: format!("{i:032x}"),
                 };
-                let reply = transport
-                    .eval(&holder.acquire(name, 10_000, false, "", 0))
-                    .await?;
+                let reply = transport.eval(&holder.acquire(name, 10_000, None, "", 0)).await?;
                 if !matches!(holder.decode_acquire(&reply)?, AcquireReply::Acquired { .. }) {
                     return Err("transport-only acquire was refused".into());
                 }

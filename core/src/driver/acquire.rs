@@ -12,20 +12,29 @@
 //! starves them.
 //!
 //! Errors: an attempt that fails on a connection error or misses the quorum is rolled back on
-//! the nodes that granted it or did not answer (Redlock step 5), then retried after a
-//! full-jitter back-off. Errors that persist for `network_timeout` are returned even when the
-//! wait is longer, so no call hangs on an unreachable Redis.
+//! the nodes that granted it or did not answer (Redlock step 5, in the background: see
+//! `rollback.rs`), then retried after a full-jitter back-off. Errors that persist for
+//! `network_timeout` are returned even when the wait is longer, so no call hangs on an
+//! unreachable Redis; errors that retrying cannot cure (a missing ACL permission, out of
+//! memory, a key that holds application data) are returned at once.
+//!
+//! A busy answer to the plain `SET NX PX` of a first attempt says nothing about the key: when
+//! that is the only attempt (a wait of 0), the script form runs once more to learn whether the
+//! key is a lock at all (a string without TTL that is not a token is application data).
 
 use super::hold::Hold;
-use super::signal::{HoldSignal, InFlight, Ticket, Validity};
-use super::transport::{random_unit, Subscription};
+use super::owners::{InFlight, Ticket};
+use super::rollback::{Cleanups, UndoOnDrop};
+use super::signal::{HoldSignal, Validity};
+use super::transport::random_unit;
+use super::waker::Waker;
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::quorum::{self, Tally};
 use crate::protocol::reply::{AcquireReply, OwnershipReply};
 use crate::protocol::request::Holder;
-use crate::protocol::{keys, timing, token};
-use futures::future::{select, select_all, Either};
+use crate::protocol::{timing, token};
+use futures::future::select;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +46,9 @@ pub(crate) struct LockSpec {
     pub(crate) owner: Option<String>,
     /// `None` = watchdog mode.
     pub(crate) lease: Option<Duration>,
-    pub(crate) fenced: bool,
+    /// `None` = not fenced; `Some(ttl_ms)` = fenced, the counter key expiring `ttl_ms` after
+    /// each fenced acquire (0 = it persists).
+    pub(crate) fence: Option<u64>,
 }
 
 enum Attempt {
@@ -73,6 +84,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         pending: false,
         _in_flight: in_flight,
     };
+    let cleanups = Cleanups::new(engine.nodes.len());
     let rt = &engine.runtime;
     let deadline = wait.map(|w| rt.now() + w);
     // Anti-barging: right after handing this lock to a waiter, let the waiter have it.
@@ -86,13 +98,16 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     let mut error_since: Option<Duration> = None;
     let mut failures = 0u32;
     let mut attempts = 0u32;
+    // The plain first attempt tells "busy" without the key's TTL or type.
+    let plain_first = spec.owner.is_none() && spec.fence.is_none();
     loop {
         if let Some(w) = waker.as_mut() {
             w.mark_seen();
         }
         undo.pending = true;
         let attempt_started = rt.now();
-        let outcome = attempt(engine, spec, &holder, lease, &request_id, attempts == 0, ticket).await;
+        let first = attempts == 0;
+        let outcome = attempt(engine, spec, &holder, &request_id, first, ticket, &cleanups).await;
         attempts += 1;
         undo.pending = matches!(outcome, Attempt::Failed(_));
         let now = rt.now();
@@ -103,6 +118,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 undo.pending = false;
                 return Ok(hold);
             }
+            Attempt::Busy { .. } if first && plain_first && out_of_time => continue,
             Attempt::Busy { pttl } => {
                 error_since = None;
                 failures = 0;
@@ -124,7 +140,8 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 // Errors persist since the failed attempt *started*: an attempt that timed
                 // out already used a network timeout, so this returns after one, not two.
                 let since = *error_since.get_or_insert(attempt_started);
-                if out_of_time || now - since >= engine.config.network_timeout {
+                if out_of_time || now - since >= engine.config.network_timeout || error.kind().is_permanent()
+                {
                     return Err(error);
                 }
                 tracing::debug!(lock = %spec.name, error = %error, "acquire attempt failed; retrying");
@@ -147,22 +164,23 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     }
 }
 
-/// One attempt on every node.
+/// One attempt on every node (except those still cleaning up an earlier attempt).
 async fn attempt(
     engine: &Arc<Engine>,
     spec: &LockSpec,
     holder: &Holder,
-    lease: Duration,
     request_id: &str,
     first: bool,
     ticket: Option<Ticket>,
+    cleanups: &Cleanups,
 ) -> Attempt {
+    let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
     let lease_ms = lease.as_millis() as u64;
     let rt = &engine.runtime;
     let mut request = holder.acquire(
         &spec.name,
         lease_ms,
-        spec.fenced,
+        spec.fence,
         request_id,
         engine.latch_ttl_ms(),
     );
@@ -175,9 +193,13 @@ async fn attempt(
     let majority = engine.majority();
     let replies = engine
         .nodes
-        .broadcast_until(&request, engine.node_timeout(lease), false, majority, |r| {
-            matches!(holder.decode_acquire(r), Ok(AcquireReply::Acquired { .. }))
-        })
+        .broadcast_until(
+            &request,
+            engine.node_timeout(lease),
+            &cleanups.busy(),
+            majority,
+            |r| matches!(holder.decode_acquire(r), Ok(AcquireReply::Acquired { .. })),
+        )
         .await;
     let elapsed = rt.now() - started;
 
@@ -187,7 +209,11 @@ async fn attempt(
     let mut reasons = Vec::new();
     let mut first_error = None;
     for (i, r) in replies.into_iter().enumerate() {
-        let Some((r, _)) = r else { continue };
+        let Some((r, _)) = r else {
+            // Not asked (its clean-up of an earlier attempt still runs), or not awaited.
+            reasons.push(Err("not asked: undoing an earlier attempt there".to_owned()));
+            continue;
+        };
         match r.and_then(|r| holder.decode_acquire(&r)) {
             Ok(AcquireReply::Acquired { fence: f, holds: h }) => {
                 granted.push(i);
@@ -232,9 +258,14 @@ async fn attempt(
     if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
         let mut touched = granted.clone();
         touched.extend(&unanswered);
-        rollback(engine, &spec.name, holder, request_id, lease, &touched).await;
+        let what = (spec.name.as_str(), holder, request_id);
+        cleanups
+            .run(engine, what, &touched, engine.node_timeout(lease))
+            .await;
     }
     match (tally, first_error) {
+        // A node whose key holds application data, or that refuses this user: no retry helps.
+        (Tally::Refused | Tally::Undecided, Some(e)) if e.kind().is_permanent() => Attempt::Failed(e),
         (Tally::Refused, _) => Attempt::Busy {
             pttl: if min_pttl == i64::MAX { -1 } else { min_pttl },
         },
@@ -309,6 +340,9 @@ fn new_hold(
         }
         _ => (Validity::new(&spec.name, deadline), 0),
     };
+    // A re-entry reports the outer hold's token (the owner's holds share the validity), never
+    // a lower one than already handed out to this owner.
+    let fence = validity.fence(fence);
     let signal = Arc::new(HoldSignal::sharing(validity));
     // Fixed leases need no renewal: their loss is the deadline passing (see signal.rs).
     let watch_id = spec.lease.is_none().then(|| {
@@ -321,9 +355,10 @@ fn new_hold(
         name: spec.name.clone(),
         holder: holder.clone(),
         lease,
-        fence: spec.fenced.then_some(fence),
+        fence: spec.fence.map(|_| fence),
         signal,
         watch_id,
+        releasing: Default::default(),
     };
     (hold, orphaned)
 }
@@ -347,7 +382,7 @@ async fn drop_orphaned_counts(
             &spec.name,
             lease.as_millis() as u64,
             &request_id,
-            engine.latch_ttl_ms(),
+            engine.release_latch_ttl_ms(holder, lease),
         );
         let reply = engine.nodes.call(0, &req, engine.config.network_timeout).await;
         match reply.and_then(|r| holder.decode_release(&r)) {
@@ -357,102 +392,5 @@ async fn drop_orphaned_counts(
                 return;
             }
         }
-    }
-}
-
-/// Undoes a partial or unknown grant on `nodes` (Redlock step 5: release everywhere it may
-/// have applied).
-async fn rollback(
-    engine: &Engine,
-    name: &str,
-    holder: &Holder,
-    request_id: &str,
-    lease: Duration,
-    nodes: &[usize],
-) {
-    let request = holder.abort(name, request_id);
-    let _ = engine
-        .nodes
-        .call_some(nodes, &request, engine.node_timeout(lease))
-        .await;
-}
-
-/// See [`acquire`]: armed while an attempt's outcome is unknown.
-struct UndoOnDrop {
-    engine: Arc<Engine>,
-    name: String,
-    holder: Holder,
-    request_id: String,
-    lease: Duration,
-    pending: bool,
-    /// The acquire's own in-flight count: a field, so it ends only after `drop` has taken the
-    /// rollback's.
-    _in_flight: Option<InFlight>,
-}
-
-impl Drop for UndoOnDrop {
-    fn drop(&mut self) {
-        if !self.pending {
-            return;
-        }
-        let engine = self.engine.clone();
-        let (name, holder, request_id, lease) = (
-            std::mem::take(&mut self.name),
-            self.holder.clone(),
-            std::mem::take(&mut self.request_id),
-            self.lease,
-        );
-        tracing::debug!(lock = %name, "acquire ended with an unknown outcome; undoing it in the background");
-        // Counted as in flight (taken before the acquire's own count ends, so without a gap)
-        // until the rollback is done: its grant may still be in the hash, and a re-acquire
-        // of the owner must not take that count for an orphan.
-        let in_flight = engine.in_flight(&name, &holder);
-        self.engine.runtime.spawn(Box::pin(async move {
-            let all: Vec<usize> = (0..engine.nodes.len()).collect();
-            rollback(&engine, &name, &holder, &request_id, lease, &all).await;
-            drop(in_flight);
-        }));
-    }
-}
-
-/// Wake-ups for one waiter: a subscription per node that supports pub/sub.
-struct Waker {
-    subs: Vec<Box<dyn Subscription>>,
-}
-
-impl Waker {
-    /// Subscribes on every node, each bounded by the network timeout and the remaining wait.
-    async fn subscribe(engine: &Arc<Engine>, name: &str, remaining: Option<Duration>) -> Waker {
-        let limit = remaining.map_or(engine.config.network_timeout, |r| {
-            r.min(engine.config.network_timeout)
-        });
-        let channel = keys::lock_channel(name);
-        let mut subs = Vec::new();
-        for (i, t) in engine.nodes.transports().iter().enumerate() {
-            let sub = select(t.subscribe(&channel), engine.runtime.sleep(limit)).await;
-            match sub {
-                Either::Left((Ok(Some(s)), _)) => subs.push(s),
-                Either::Left((Ok(None), _)) => {}
-                Either::Left((Err(e), _)) => {
-                    tracing::debug!(node = engine.nodes.label(i), error = %e, "subscribe failed; polling instead")
-                }
-                Either::Right(_) => tracing::debug!(
-                    node = engine.nodes.label(i),
-                    "subscribe timed out; polling instead"
-                ),
-            }
-        }
-        Waker { subs }
-    }
-
-    fn mark_seen(&mut self) {
-        self.subs.iter_mut().for_each(|s| s.mark_seen());
-    }
-
-    async fn changed(&mut self) {
-        if self.subs.is_empty() {
-            return std::future::pending().await;
-        }
-        let _ = select_all(self.subs.iter_mut().map(|s| s.changed())).await;
     }
 }

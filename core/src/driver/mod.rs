@@ -7,14 +7,18 @@
 mod acquire;
 mod hold;
 mod nodes;
+mod owners;
+mod rollback;
 mod signal;
 pub mod transport;
+mod waker;
 mod watchdog;
 
 pub(crate) use acquire::{acquire, LockSpec};
 pub(crate) use hold::Hold;
 pub(crate) use nodes::Nodes;
 pub(crate) use signal::End;
+pub(crate) use transport::random_unit;
 pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};
 pub(crate) use watchdog::Watchdog;
 
@@ -96,7 +100,7 @@ pub(crate) struct Engine {
     /// Lock name -> end of the hand-off grace after this client released it to a waiter.
     handoffs: Mutex<HashMap<String, Duration>>,
     /// The validity shared by the holds of each reentrant owner (see `signal.rs`).
-    pub(crate) validities: Arc<signal::Validities>,
+    pub(crate) validities: Arc<owners::Validities>,
 }
 
 impl Engine {
@@ -136,12 +140,34 @@ impl Engine {
         }
     }
 
-    /// How long idempotency latches live: long enough for a retry after a lost reply
-    /// (two network timeouts), at least 1 s.
+    /// How long the latch of a reentrant acquire lives: long enough for the retry after a
+    /// lost reply inside one acquire call (two network timeouts), at least 1 s.
     pub(crate) fn latch_ttl_ms(&self) -> u64 {
         (self.config.network_timeout * 2)
             .max(Duration::from_secs(1))
             .as_millis() as u64
+    }
+
+    /// How long the latch of a release of `holder`'s hold with `lease` lives.
+    ///
+    /// Reentrant: at least as long as an acquire's latch, and a whole lease, because a release
+    /// whose outcome is unknown may be retried (by the caller, or in the background for a
+    /// dropped guard) for as long as the hold could still be valid, and without its latch a
+    /// retry could decrement a count twice (it is then refused instead).
+    ///
+    /// Lease: an acquire's latch (two network timeouts, at least 1 s), which covers the retry
+    /// inside one call and a prompt retry by the caller. A lease release is safe to repeat
+    /// whenever (compare-and-delete on the token); its latch only lets a retry tell "my first
+    /// attempt released it" from "it was lost", and a later retry that finds the key gone says
+    /// so instead. Kept short because every release writes one: a lease-long latch would hold
+    /// rate x lease keys (300,000 at 10,000 releases/s in 30 s watchdog mode).
+    pub(crate) fn release_latch_ttl_ms(&self, holder: &Holder, lease: Duration) -> u64 {
+        match holder {
+            Holder::Lease { .. } => self.latch_ttl_ms(),
+            Holder::Reentrant { .. } => self
+                .latch_ttl_ms()
+                .max(lease.as_millis().min(u128::from(timing::MAX_DURATION_MS)) as u64),
+        }
     }
 
     /// `now` on the runtime's monotonic clock.
@@ -172,8 +198,8 @@ impl Engine {
     }
 
     /// Counts an acquire, release or rollback of `holder` on `name` as in flight while the
-    /// returned value lives (reentrant holders only; see `signal::Validities`).
-    pub(crate) fn in_flight(&self, name: &str, holder: &Holder) -> Option<signal::InFlight> {
+    /// returned value lives (reentrant holders only; see `owners::Validities`).
+    pub(crate) fn in_flight(&self, name: &str, holder: &Holder) -> Option<owners::InFlight> {
         match holder {
             Holder::Reentrant { owner } => Some(self.validities.begin(name, owner)),
             Holder::Lease { .. } => None,

@@ -1,4 +1,12 @@
 //! Fan-out of one request to every node at once, each bounded by a timeout.
+//!
+//! Every request is retried once, inside its timeout, after a connection error: Redis closes
+//! idle connections (`timeout`), `CLIENT KILL` and restarts break them, and the client
+//! library only notices on the next request, which then fails with "broken pipe" although
+//! the server is fine. Every request redlatch sends is safe to repeat: reads; the acquire as
+//! its script form (idempotent by token, or by the reentrant acquire's latch); releases
+//! (token-checked, or by the release latch); extends and renewals (`PEXPIRE`); aborts (token-
+//! or latch-checked); force unlock (a repeat after an applied one reports "nothing deleted").
 
 use super::transport::{BoxFut, Runtime, Transport};
 use crate::error::{Error, ErrorKind, NodeOutcome, Result};
@@ -34,7 +42,7 @@ impl Nodes {
     /// Sends `request` to node `i`, giving up after `timeout`.
     pub(crate) async fn call(&self, i: usize, request: &Request, timeout: Duration) -> Result<Reply> {
         let sleep = self.runtime.sleep(timeout);
-        call_once_more(&*self.transports[i], request, sleep, timeout, false)
+        call_once_more(&*self.transports[i], request, sleep, timeout)
             .await
             .0
     }
@@ -47,34 +55,37 @@ impl Nodes {
         join_all((0..self.transports.len()).map(|i| self.call(i, request, timeout))).await
     }
 
-    /// Sends `request` to every node concurrently and returns once `need` replies satisfy
-    /// `good`, or every node answered. Nodes not awaited are `None`; their calls run on to
-    /// completion in the background (a dropped redis-rs request may never be sent, and a
-    /// grant or release must reach every node it can). With `retry`, a connection error (a
-    /// killed connection, a reconnect in progress) is retried once within the same timeout,
-    /// for requests that are safe to repeat; the flag beside each result tells whether the
-    /// answer came from that retry.
+    /// Sends `request` to every node concurrently, except those `skip` marks (empty: none),
+    /// and returns once `need` replies satisfy `good`, or every node answered. Nodes skipped
+    /// or not awaited are `None`; the calls not awaited run on to completion in the
+    /// background (a dropped redis-rs request may never be sent, and a grant or release must
+    /// reach every node it can). The flag beside each result tells whether the answer came
+    /// from the retry after a connection error.
     pub(crate) async fn broadcast_until(
         &self,
         request: &Request,
         timeout: Duration,
-        retry: bool,
+        skip: &[bool],
         need: usize,
         good: impl Fn(&Reply) -> bool,
     ) -> Vec<Option<(Result<Reply>, bool)>> {
-        if self.transports.len() == 1 {
+        let skipped = |i: usize| skip.get(i).copied().unwrap_or(false);
+        if self.transports.len() == 1 && !skipped(0) {
             let sleep = self.runtime.sleep(timeout);
             return vec![Some(
-                call_once_more(&*self.transports[0], request, sleep, timeout, retry).await,
+                call_once_more(&*self.transports[0], request, sleep, timeout).await,
             )];
         }
         let mut pending: FuturesUnordered<BoxFut<'static, (usize, Result<Reply>, bool)>> =
             FuturesUnordered::new();
         for (i, transport) in self.transports.iter().enumerate() {
+            if skipped(i) {
+                continue;
+            }
             let (transport, request, sleep) =
                 (transport.clone(), request.clone(), self.runtime.sleep(timeout));
             pending.push(Box::pin(async move {
-                let (result, retried) = call_once_more(&*transport, &request, sleep, timeout, retry).await;
+                let (result, retried) = call_once_more(&*transport, &request, sleep, timeout).await;
                 (i, result, retried)
             }));
         }
@@ -119,20 +130,22 @@ impl Nodes {
     }
 }
 
-/// One call bounded by `sleep`; with `retry`, a connection error is retried once inside the
-/// same bound. Returns the result and whether it came from the retry.
+/// One call bounded by `sleep`; a connection error is retried once inside the same bound, as
+/// the script form (a plain `SET NX` repeated after it applied would find its own key and
+/// look refused; the script recognises its token). Returns the result and whether it came
+/// from the retry.
 async fn call_once_more(
     transport: &dyn Transport,
     request: &Request,
     sleep: BoxFut<'static, ()>,
     timeout: Duration,
-    retry: bool,
 ) -> (Result<Reply>, bool) {
     let attempts = async {
         match transport.eval(request).await {
-            Err(e) if retry && e.kind() == ErrorKind::Connection => {
+            Err(e) if e.kind() == ErrorKind::Connection => {
                 tracing::debug!(node = transport.label(), error = %e, "retrying once after a connection error");
-                (transport.eval(request).await, true)
+                let again = request.clone().script_only();
+                (transport.eval(&again).await, true)
             }
             other => (other, false),
         }
@@ -145,7 +158,7 @@ async fn call_once_more(
 
 /// Prefixes an error with the node it came from.
 fn labelled(label: &str, result: Result<Reply>) -> Result<Reply> {
-    result.map_err(|e| Error::new(e.kind(), format!("{label}: {}", e.message())))
+    result.map_err(|e| e.prefixed(label))
 }
 
 fn timed_out(label: &str, request: &Request, timeout: Duration) -> Error {

@@ -18,8 +18,9 @@
 
 use super::signal::HoldSignal;
 use super::Engine;
+use crate::error::Reason;
 use crate::protocol::quorum::{self, Tally};
-use crate::protocol::reply;
+use crate::protocol::reply::{self, OwnershipReply};
 use crate::protocol::request::{self, Holder};
 use crate::protocol::timing;
 use futures::future::select;
@@ -169,7 +170,7 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
     let replies = engine.nodes.broadcast(&request, engine.node_timeout(lease)).await;
     let now = engine.runtime.now();
     let validity = quorum::validity(lease, now - started);
-    let flags: Vec<Option<Vec<bool>>> = replies
+    let outcomes: Vec<Option<Vec<OwnershipReply>>> = replies
         .iter()
         .map(|r| match r {
             Ok(reply) => reply::decode_renew_batch(reply, chunk.len()).ok(),
@@ -185,8 +186,10 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
     {
         let mut st = engine.watchdog.state();
         for (i, (id, name, _)) in chunk.iter().enumerate() {
-            let yes = flags.iter().filter(|f| f.as_ref().is_some_and(|f| f[i])).count();
-            let no = flags.iter().filter(|f| f.as_ref().is_some_and(|f| !f[i])).count();
+            let answers = || outcomes.iter().filter_map(|o| o.as_ref().map(|o| o[i]));
+            let yes = answers().filter(|o| *o == OwnershipReply::Done).count();
+            let no = answers().count() - yes;
+            let taken = answers().any(|o| o == OwnershipReply::Taken);
             let Some(entry) = st.entries.get_mut(id) else {
                 continue;
             };
@@ -198,14 +201,14 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
                 }
                 (Tally::Refused, _) => {
                     if let Some(e) = st.entries.remove(id) {
-                        lost.push(e.signal);
+                        lost.push((e.signal, if taken { Reason::Taken } else { Reason::Deleted }));
                     }
                 }
                 _ => entry.due = now + retry,
             }
         }
     }
-    for signal in lost {
-        signal.fire("renewal found it gone or taken");
+    for (signal, reason) in lost {
+        signal.fire(reason, "renewal found it gone or taken");
     }
 }

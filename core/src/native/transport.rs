@@ -2,7 +2,8 @@
 //! connection that reconnects by itself after `CLIENT KILL` or a restart).
 //!
 //! Scripts go out as `EVALSHA`; on `NOSCRIPT` (after `SCRIPT FLUSH` or a node restart) the
-//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it. The connection is
+//! same call is repeated as `EVAL`, which also re-caches the script, so callers never see it
+//! (requests marked `by_source` go out as `EVAL` at once). The connection is
 //! made on first use, so a quorum client can start while some nodes are down.
 
 use super::pubsub::Subscriber;
@@ -108,8 +109,8 @@ impl Transport for RedisTransport {
 }
 
 impl RedisTransport {
-    /// Runs `request` on a redis-rs connection: its plain form when it has one, else
-    /// `EVALSHA`, repeated as `EVAL` after a `NOSCRIPT`. This transport runs it on its
+    /// Runs `request` on a redis-rs connection: its plain form when it has one, `EVAL` when
+    /// it must go by source, else `EVALSHA`, repeated as `EVAL` after a `NOSCRIPT`. This transport runs it on its
     /// `ConnectionManager`; bindings with connections of their own (the Node addon's sockets
     /// on the JavaScript thread) run it on theirs, so what goes on the wire is written once.
     ///
@@ -122,6 +123,12 @@ impl RedisTransport {
             return cmd.query_async(conn).await.map(convert).map_err(map_error);
         }
         let script = request.script;
+        if request.by_source {
+            return invoke(conn, "EVAL", script.source(), request)
+                .await
+                .map(convert)
+                .map_err(map_error);
+        }
         match invoke(conn, "EVALSHA", script.sha1(), request).await {
             // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
             // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
@@ -135,8 +142,9 @@ impl RedisTransport {
         .map_err(map_error)
     }
 
-    /// The core error for a redis-rs error: server error replies are `Redis`, everything
-    /// about reaching the server is `Connection`.
+    /// The core error for a redis-rs error, as this transport maps its own: server error
+    /// replies by their code (`NOPERM`, `OOM`, `WRONGTYPE`, others `Redis`), everything about
+    /// reaching the server is `Connection`.
     pub fn error_from(e: redis::RedisError) -> Error {
         map_error(e)
     }
@@ -156,14 +164,21 @@ async fn invoke<C: redis::aio::ConnectionLike + Send>(
     cmd.query_async(conn).await
 }
 
-/// Maps a redis-rs error onto the taxonomy: server error replies are `Redis`, everything
-/// about reaching the server is `Connection`, including a peer whose bytes are not the Redis
-/// protocol at all (redis-rs also answers such a parse error by reconnecting).
+/// Maps a redis-rs error onto the taxonomy: server error replies by their code, as the core
+/// classifies them ([`crate::error::redis_error_kind`]: `NOPERM`, `OOM`, `WRONGTYPE`, others
+/// `Redis`), everything about reaching the server is `Connection`, including a peer whose
+/// bytes are not the Redis protocol at all (redis-rs also answers such a parse error by
+/// reconnecting).
 pub(crate) fn map_error(e: redis::RedisError) -> Error {
     use redis::ErrorKind as K;
     match e.kind() {
         K::Parse => Error::connection(format!("the server's reply is not the Redis protocol ({e})")),
-        K::Server(_) | K::Extension | K::UnexpectedReturnType => Error::new(ErrorKind::Redis, e.to_string()),
+        K::Server(_) | K::Extension => match e.code() {
+            // The reply as Redis sent it: `CODE detail`.
+            Some(code) => Error::from_redis_reply(format!("{code} {}", e.detail().unwrap_or_default())),
+            None => Error::new(ErrorKind::Redis, e.to_string()),
+        },
+        K::UnexpectedReturnType => Error::new(ErrorKind::Redis, e.to_string()),
         K::InvalidClientConfig => Error::new(ErrorKind::InvalidArgument, e.to_string()),
         _ => Error::connection(e.to_string()),
     }

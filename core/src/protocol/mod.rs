@@ -8,7 +8,10 @@
 //! - [`request`]: which script, keys and arguments each lock operation sends.
 //! - [`quorum`]: majority and validity (Redlock) math.
 //! - [`timing`]: duration validation, retry back-off with full jitter, default timeouts.
+//! - [`family`]: fair, read/write, semaphore, permit-expirable semaphore, count-down latch and
+//!   multi-lock requests and replies (Redisson 4.7 layouts), not yet wired to the driver.
 
+pub mod family;
 pub mod keys;
 pub mod quorum;
 pub mod reply;

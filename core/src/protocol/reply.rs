@@ -3,7 +3,7 @@
 //! Transports convert their client library's reply type into [`Reply`]; everything after that
 //! is decided here, so every transport (redis-rs, a JS `eval` function) reads replies the same way.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Reason, Result};
 
 /// A Redis reply as far as redlatch's scripts need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +141,17 @@ impl OwnershipReply {
             OwnershipReply::Done | OwnershipReply::HandedOff | OwnershipReply::StillHeld
         )
     }
+
+    /// Why a hold this reply refused is not ours (within its validity; past it the reason is
+    /// [`Reason::Expired`], decided by the caller): `Deleted` for a key that is gone, `Taken`
+    /// for a key another owner holds. `None` when the hold was ours.
+    pub fn refusal(self) -> Option<Reason> {
+        match self {
+            OwnershipReply::Absent => Some(Reason::Deleted),
+            OwnershipReply::Taken => Some(Reason::Taken),
+            _ => None,
+        }
+    }
 }
 
 /// Decodes the reply of the release and extend scripts (both kinds).
@@ -196,16 +207,24 @@ pub fn decode_force_unlock(reply: &Reply) -> Result<bool> {
     }
 }
 
-/// Decodes the reply of `renew_batch`: one flag per hold, `true` = renewed.
+/// Decodes the reply of `renew_batch`: one outcome per hold, `Done` (renewed), `Absent` or
+/// `Taken`.
 ///
 /// # Errors
-/// `Redis` when the reply is not an array of `expected` integers.
-pub fn decode_renew_batch(reply: &Reply, expected: usize) -> Result<Vec<bool>> {
+/// `Redis` when the reply is not an array of `expected` integers among 1, 0 and -1.
+pub fn decode_renew_batch(reply: &Reply, expected: usize) -> Result<Vec<OwnershipReply>> {
     let ints = reply.ints().ok_or_else(|| unexpected("renew_batch", reply))?;
     if ints.len() != expected {
         return Err(unexpected("renew_batch", reply));
     }
-    Ok(ints.into_iter().map(|i| i == 1).collect())
+    ints.into_iter()
+        .map(|i| match i {
+            1 => Ok(OwnershipReply::Done),
+            0 => Ok(OwnershipReply::Absent),
+            -1 => Ok(OwnershipReply::Taken),
+            _ => Err(unexpected("renew_batch", reply)),
+        })
+        .collect()
 }
 
 /// State of a lock as `inspect` reports it.
@@ -327,11 +346,16 @@ mod tests {
 
     #[test]
     fn batch_and_inspect_replies() {
+        use OwnershipReply::{Absent, Done, Taken};
         assert_eq!(
-            decode_renew_batch(&arr(&[1, 0, 1]), 3).unwrap(),
-            vec![true, false, true]
+            decode_renew_batch(&arr(&[1, 0, -1]), 3).unwrap(),
+            vec![Done, Absent, Taken]
         );
         assert!(decode_renew_batch(&arr(&[1]), 2).is_err());
+        assert!(decode_renew_batch(&arr(&[2]), 1).is_err());
+        assert_eq!(Absent.refusal(), Some(Reason::Deleted));
+        assert_eq!(Taken.refusal(), Some(Reason::Taken));
+        assert_eq!(Done.refusal(), None);
         let i = decode_inspect(&arr(&[1, 900, 1, 2])).unwrap();
         assert_eq!(
             i,

@@ -16,7 +16,7 @@ pub struct Script {
 }
 
 impl Script {
-    const fn new(name: &'static str, source: &'static str) -> Self {
+    pub(crate) const fn new(name: &'static str, source: &'static str) -> Self {
         Script {
             name,
             source,
@@ -46,11 +46,19 @@ macro_rules! script {
         $(#[$doc])*
         pub static $ident: Script = Script::new($file, include_str!(concat!("lua/", $file, ".lua")));
     };
+    // Scripts that tell a lock from application data start with the shared `conflict.lua`.
+    ($(#[$doc:meta])* $ident:ident, $file:literal, with_conflict_checks) => {
+        $(#[$doc])*
+        pub static $ident: Script = Script::new(
+            $file,
+            concat!(include_str!("lua/conflict.lua"), include_str!(concat!("lua/", $file, ".lua"))),
+        );
+    };
 }
 
 script!(
     /// Lease lock acquire: `SET NX PX`, idempotent for a retried token; optional fencing `INCR`.
-    LEASE_ACQUIRE, "lease_acquire"
+    LEASE_ACQUIRE, "lease_acquire", with_conflict_checks
 );
 script!(
     /// Lease lock release: compare-and-delete, publish `0` on the unlock channel.
@@ -62,7 +70,7 @@ script!(
 );
 script!(
     /// Reentrant lock acquire (Redisson RLock).
-    RLOCK_ACQUIRE, "rlock_acquire"
+    RLOCK_ACQUIRE, "rlock_acquire", with_conflict_checks
 );
 script!(
     /// Reentrant lock release (Redisson RLock).
@@ -86,7 +94,7 @@ script!(
 );
 script!(
     /// Read-only lock state.
-    INSPECT, "inspect"
+    INSPECT, "inspect", with_conflict_checks
 );
 
 /// Every script, for preloading and tests.
@@ -116,7 +124,20 @@ mod tests {
             assert_eq!(s.sha1().len(), 40, "{}", s.name());
             assert!(seen.insert(s.sha1().to_owned()));
             assert!(s.source().contains("KEYS[1]") || s.source().contains("KEYS"));
+            // A refused read must never pass for an answer ("someone else holds it"): pcall
+            // only guards writes to a lock's companion keys, whose refusal is undone (acquires)
+            // or changes no outcome (a release's latch), and renew_batch's reads (WRONGTYPE).
+            for (i, _) in s.source().match_indices("redis.pcall(") {
+                let call = &s.source()[i + "redis.pcall(".len()..];
+                assert!(
+                    s.name() == "renew_batch" || call.starts_with("'SET'") || call.starts_with("'INCR'"),
+                    "{}: pcall of {}",
+                    s.name(),
+                    &call[..call.len().min(12)]
+                );
+            }
         }
+        assert!(LEASE_ACQUIRE.source().starts_with("-- Shared by the scripts"));
         // SHA-1 of the empty string, to check the digest routine itself.
         assert_eq!(
             sha1_smol::Sha1::from("").digest().to_string(),

@@ -3,6 +3,8 @@
 //! critical-section workload with its interval log.
 #![allow(dead_code)]
 
+pub mod relay;
+
 use redlatch::{Client, Lock};
 use redlatch_fleet::{check_no_overlap, Interval, RedisServer};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -43,6 +45,15 @@ fn origin() -> Instant {
 
 pub fn now_ns() -> u64 {
     origin().elapsed().as_nanos() as u64
+}
+
+/// The keys in Redis other than idempotency latches (each release leaves one for a short
+/// while, so that a retry after a lost reply can tell what its first attempt did).
+pub async fn keys_but_latches(conn: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    let keys: Vec<String> = cmd(conn, &["KEYS", "*"]).await;
+    keys.into_iter()
+        .filter(|k| !k.starts_with("redisson_unlock_latch:") && !k.starts_with("redlatch_acquire_latch:"))
+        .collect()
 }
 
 /// `tasks` tasks each run `sections` critical sections under `lock`: a non-atomic

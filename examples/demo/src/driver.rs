@@ -10,9 +10,10 @@ use std::sync::mpsc;
 use std::thread::{self, sleep};
 use std::time::{Duration, Instant};
 
-use redlatch_fleet::{check_no_overlap, Interval, RedisServer};
+use redlatch_fleet::{check_no_overlap, find_overlaps, first_overlap, monotonic_ns, Interval, RedisServer};
 
 use crate::lock::LOCK_IMPL;
+use crate::overlap;
 use crate::worker::{BoxError, Mode, GO_KEY, READY_KEY, SOLD_KEY, STOCK_KEY};
 
 /// How to start one worker; it gets `<url> <mode> <worker-id>` appended.
@@ -26,7 +27,8 @@ pub enum WorkerCmd {
 }
 
 impl WorkerCmd {
-    /// A short name for the report: `rust`, or the program's file name.
+    /// A short name for the report: `rust` (this binary's own worker, also when started as
+    /// `redlatch-demo worker`), or the program's file name.
     pub fn label(&self) -> String {
         match self {
             WorkerCmd::Rust => "rust".to_string(),
@@ -35,12 +37,16 @@ impl WorkerCmd {
                 // script names the worker when there is one.
                 let mut words = cmd.split_whitespace();
                 let program = words.next().unwrap_or("?");
-                let script = words
-                    .next()
-                    .filter(|w| [".py", ".mjs", ".js"].iter().any(|e| w.ends_with(e)));
+                let argument = words.next();
+                let script = argument.filter(|w| [".py", ".mjs", ".js"].iter().any(|e| w.ends_with(e)));
                 let name = script.unwrap_or(program);
                 let file = name.rsplit('/').next().unwrap_or(name);
-                file.split('.').next().unwrap_or(file).to_string()
+                let stem = file.split('.').next().unwrap_or(file);
+                if stem == env!("CARGO_PKG_NAME") && argument == Some("worker") {
+                    "rust".to_string()
+                } else {
+                    stem.to_string()
+                }
             }
         }
     }
@@ -238,6 +244,7 @@ fn run_mode(url: &str, con: &mut redis::Connection, config: &Config, mode: Mode)
         sleep(Duration::from_millis(5));
     }
     let started = Instant::now();
+    let started_ns = monotonic_ns();
     let go = vec!["1"; config.workers];
     redis::cmd("RPUSH").arg(GO_KEY).arg(&go).query::<i64>(con)?;
 
@@ -299,12 +306,19 @@ fn run_mode(url: &str, con: &mut redis::Connection, config: &Config, mode: Mode)
             "workers reported {reported_sold} sales but {SOLD_KEY} is {sold}"
         ));
     }
+    let labels: Vec<String> = (0..config.workers)
+        .map(|i| config.commands[i % config.commands.len()].label())
+        .collect();
+    let overlap = match first_overlap(&intervals) {
+        Some((held, newcomer)) => Some(overlap::describe(held, newcomer, started_ns, &labels)),
+        None => check_no_overlap(&intervals).err(),
+    };
     Ok(Run {
         mode,
         sold,
         stock,
-        overlaps: count_overlaps(&intervals),
-        first_overlap: check_no_overlap(&intervals).err(),
+        overlaps: find_overlaps(&intervals).len(),
+        first_overlap: overlap,
         elapsed,
         failures,
     })
@@ -325,24 +339,27 @@ fn collect_outputs(outputs: &mpsc::Receiver<(usize, String)>, count: usize) -> V
     collected
 }
 
-/// Critical sections that began while an earlier one was still held.
-fn count_overlaps(intervals: &[Interval]) -> usize {
-    let mut spans: Vec<(u64, u64)> = intervals.iter().map(|i| (i.acquired_ns, i.released_ns)).collect();
-    spans.sort_unstable();
-    let mut held_until = 0;
-    let mut overlaps = 0;
-    for (acquired, released) in spans {
-        if acquired < held_until {
-            overlaps += 1;
-        }
-        held_until = held_until.max(released);
-    }
-    overlaps
-}
-
 fn kill_all(workers: &mut [(String, Child)]) {
     for (_, child) in workers.iter_mut() {
         let _ = child.kill();
         let _ = child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WorkerCmd;
+
+    #[test]
+    fn labels_name_the_worker_not_its_interpreter() {
+        let label = |cmd: &str| WorkerCmd::Shell(cmd.to_string()).label();
+        assert_eq!(label("./target/debug/redlatch-demo worker"), "rust");
+        assert_eq!(label("node examples/demo/workers/wasm_worker.mjs"), "wasm_worker");
+        assert_eq!(
+            label("target/py-demo-venv/bin/python examples/demo/workers/py_worker.py"),
+            "py_worker"
+        );
+        assert_eq!(label("./target/c/c_worker"), "c_worker");
+        assert_eq!(WorkerCmd::Rust.label(), "rust");
     }
 }

@@ -13,6 +13,7 @@
 
 mod driver;
 mod lock;
+mod overlap;
 mod worker;
 
 use std::process::exit;

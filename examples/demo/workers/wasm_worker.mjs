@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // The redlatch/wasm worker of the stock-oversell demo (examples/demo/README.md, "Worker
-// protocol"): the lock logic runs as WebAssembly over a node-redis transport, as it would in
-// an edge worker, against the same keys as the Rust, C and Python workers.
+// protocol"): the lock logic runs as WebAssembly over an ioredis transport, as it would over
+// the host's Redis client in an edge worker, against the same keys as the other workers.
 //
 //     node examples/demo/workers/wasm_worker.mjs <url> <unlocked|locked> <worker-id>
 //
-// Needs `make wasm-build` (bindings/wasm/pkg/wasm) and the `redis` package from bindings/wasm/js
-// (`make wasm-setup`); REDLATCH_WASM_ENTRY may point at another build of the entry point
-// (e.g. node/wasm/index.mjs).
+// Needs `make wasm-build` (bindings/wasm/pkg/wasm) and ioredis from node/node_modules (`make
+// node-setup`, which the Node worker needs too); REDLATCH_WASM_ENTRY may point at another
+// build of the entry point (e.g. node/wasm/index.mjs).
 import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
@@ -23,14 +23,13 @@ const RACE_WINDOW_MS = 1 // between reading and writing the stock
 const entry = process.env.REDLATCH_WASM_ENTRY
   ? pathToFileURL(process.env.REDLATCH_WASM_ENTRY)
   : new URL('../../../bindings/wasm/pkg/wasm/index.mjs', import.meta.url)
-const { createClient: createRedisClient } = createRequire(new URL('../../../bindings/wasm/js/package.json', import.meta.url))(
-  'redis',
-)
+const Redis = createRequire(new URL('../../../node/package.json', import.meta.url))('ioredis')
 
 async function connect(url) {
-  const c = createRedisClient({ url })
+  const c = new Redis(url, { lazyConnect: true })
   c.on('error', (e) => process.stderr.write(`wasm_worker: redis: ${e.message}\n`))
-  return c.connect()
+  await c.connect()
+  return c
 }
 
 /** One critical section: { sold, t0, t1 }, times in CLOCK_MONOTONIC nanoseconds. */
@@ -56,7 +55,7 @@ async function main(argv) {
   if (mode === 'locked') {
     const wasm = await import(entry)
     const lockConn = await connect(url)
-    const client = wasm.createClient(wasm.fromNodeRedis(lockConn))
+    const client = wasm.createClient(wasm.fromIoredis(lockConn))
     const lock = client.lock(LOCK_NAME, { leaseMs: LEASE_MS })
     section = (fn) => lock.using(fn)
     close = async () => {
@@ -66,7 +65,7 @@ async function main(argv) {
   }
 
   await r.incr(READY_KEY)
-  await r.blPop(GO_KEY, 0)
+  await r.blpop(GO_KEY, 0)
 
   const lines = []
   let sold = 0

@@ -95,9 +95,9 @@ export function fn(value) {
 }
 
 const CLIENT_OPTIONS = ['watchdogTimeoutMs', 'networkTimeoutMs', 'nodeTimeoutMs', 'pollIntervalMs']
-const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced', 'owner']
+const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced', 'fenceTtlMs', 'owner']
 const ACQUIRE_OPTIONS = ['waitMs', 'signal']
-const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'waitMs', 'signal']
+const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'fenceTtlMs', 'waitMs', 'signal']
 
 /** Client options, checked: the durations every engine takes (integer ms). */
 export function clientOptions(options) {
@@ -115,13 +115,14 @@ function owner(value) {
   throw new InvalidArgumentError(`owner must be an Owner (new Owner()), not ${typeOf(value)}`)
 }
 
-/** Lock options, checked: `{ leaseMs, waitMs, fenced, owner }` (waitMs: undefined = forever). */
+/** Lock options, checked: `{ leaseMs, waitMs, fenced, fenceTtlMs, owner }` (waitMs: undefined = forever). */
 export function lockOptions(options) {
   const o = optionsObject('lock options', options, LOCK_OPTIONS)
   return {
     leaseMs: millis('leaseMs', o.leaseMs),
     waitMs: wait(o.waitMs),
     fenced: boolean('fenced', o.fenced),
+    fenceTtlMs: millis('fenceTtlMs', o.fenceTtlMs),
     owner: owner(o.owner),
   }
 }
@@ -139,7 +140,7 @@ export function acquireOptions(options) {
 export function withLockOptions(options) {
   const o = optionsObject('withLock options', options, WITH_LOCK_OPTIONS)
   return {
-    lock: { leaseMs: o.leaseMs, fenced: o.fenced },
+    lock: { leaseMs: o.leaseMs, fenced: o.fenced, fenceTtlMs: o.fenceTtlMs },
     acquire: { waitMs: o.waitMs, signal: o.signal },
   }
 }

@@ -59,7 +59,7 @@ export class Client {
     }
     let raw
     try {
-      raw = this.#engine.lock(name, { reentrant, leaseMs: o.leaseMs, fenced: o.fenced })
+      raw = this.#engine.lock(name, { reentrant, leaseMs: o.leaseMs, fenced: o.fenced, fenceTtlMs: o.fenceTtlMs })
     } catch (err) {
       throw toLockError(err)
     }
@@ -67,7 +67,7 @@ export class Client {
   }
 
   /**
-   * `client.lock(name, { leaseMs, fenced }).using(fn, { waitMs, signal })` in one call.
+   * `client.lock(name, { leaseMs, fenced, fenceTtlMs }).using(fn, { waitMs, signal })` in one call.
    * @returns {Promise<any>} what `fn` returned
    */
   async withLock(name, fn, options) {

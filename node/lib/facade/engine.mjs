@@ -11,7 +11,7 @@
 // @property {string} id                the client id (UUID; first half of every reentrant owner id)
 // @property {number} nodeCount         1 = single node, more = quorum
 // @property {boolean} closed           true once close() was called
-// @property {(name: string, options: { reentrant: boolean, leaseMs?: number, fenced?: boolean }) => EngineLock} lock
+// @property {(name: string, options: { reentrant: boolean, leaseMs?: number, fenced?: boolean, fenceTtlMs?: number }) => EngineLock} lock
 //           throws for bad names/options and on a closed client
 // @property {(name: string) => Promise<boolean>} forceUnlock
 // @property {(ticket: number) => void} cancel
@@ -19,7 +19,7 @@
 //           any grant in flight); a no-op once it settled
 // @property {() => Promise<void>} close
 //           rejects pending acquires, releases live holds (their watchers are told
-//           `closedByClient`), makes later calls reject with ERR_CONNECTION; idempotent
+//           'closed'), makes later calls reject with ERR_CONNECTION; idempotent
 //
 // @typedef {object} EngineLock
 // @property {(waitMs: number | null, owner: number | null, ticket: number) => Promise<EngineHold>} acquire
@@ -34,13 +34,20 @@
 // @property {number} leaseMs
 // @property {boolean} lost             lost, or released by client.close() (read locally)
 // @property {boolean} closedByClient   released by client.close()
-// @property {() => Promise<void>} release
+// @property {boolean} held             still held as far as the client knows (not released,
+//                                      not lost): a release whose outcome was unknown
+//                                      (ERR_CONNECTION, ...) leaves it held
+// @property {'expired' | 'taken' | 'deleted' | null} lossReason   why it was lost, once known
+// @property {(scopeEnd: boolean) => Promise<void>} release
+//           at most once; rejects as the core's release (NotOwned / LockLost with a reason);
+//           `scopeEnd`: nobody can call again (the end of `using` / `await using`), so a
+//           hold still held after the attempt is left to the core's background release
 // @property {(leaseMs: number) => Promise<void>} extend
 // @property {() => Promise<boolean>} owned
-// @property {(onEnd: (closedByClient: boolean) => void) => void} watch
-//           calls `onEnd` once if the hold is lost (false) or released by close() (true),
-//           never after a release; asked for only when a program reads `held.signal`, so
-//           holds nobody watches cost nothing for it
+// @property {(onEnd: (why: string) => void) => void} watch
+//           calls `onEnd` once if the hold is lost (with its reason: 'expired', 'taken',
+//           'deleted') or released by close() ('closed'), never after a release; asked for
+//           only when a program reads `held.signal`, so holds nobody watches cost nothing
 
 /** Token for constructors that programs must not call directly. */
 export const INTERNAL = Symbol('redlatch internal')

@@ -2,7 +2,10 @@
 // and `redlatch/wasm` import this one module, so `err instanceof LockLostError` holds
 // whichever entry threw). Every error is an `Error` subclass with a stable `name`, a stable
 // string `code` (`ERR_<X>`, the C status `REDLATCH_<X>` without its prefix) and the numeric
-// `status` shared with C (`redlatch_status`) and Python (`.code`).
+// `status` shared with C (`redlatch_status`) and Python (`.code`). NotOwnedError /
+// LockLostError carry `reason`, the core's word: 'expired', 'taken', 'deleted' or
+// 'never_held' (null on other errors), the same as Python's `.reason` and C's
+// `redlatch_last_error_reason()`.
 
 /** Stable codes: JS `code` -> numeric status (the core's `ErrorKind::code()`). */
 export const STATUS = Object.freeze({
@@ -14,13 +17,16 @@ export const STATUS = Object.freeze({
   ERR_INVALID_ARGUMENT: 6,
   ERR_REDIS: 7,
   ERR_PANIC: 8,
+  ERR_NO_PERMISSION: 9,
+  ERR_OUT_OF_MEMORY: 10,
+  ERR_KEY_CONFLICT: 11,
 })
 
 /** Base class of every redlatch error. Used as such for `ERR_REDIS` and `ERR_PANIC`. */
 export class LockError extends Error {
   /**
    * @param {string} message
-   * @param {{ code?: string, cause?: unknown }} [options]
+   * @param {{ code?: string, cause?: unknown, reason?: string | null }} [options]
    */
   constructor(message, options = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -29,6 +35,8 @@ export class LockError extends Error {
     this.code = code
     /** Stable numeric code, equal to the C `redlatch_status` value. */
     this.status = STATUS[code] ?? STATUS.ERR_PANIC
+    /** Why a hold is not ours ('expired', 'taken', 'deleted', 'never_held'); null otherwise. */
+    this.reason = options.reason ?? null
   }
 }
 LockError.defaultCode = 'ERR_PANIC'
@@ -37,11 +45,11 @@ LockError.defaultCode = 'ERR_PANIC'
 export class NotAcquiredError extends LockError {}
 NotAcquiredError.defaultCode = 'ERR_NOT_ACQUIRED'
 
-/** Release or extend of a hold this owner does not have (never held, expired, taken, released). */
+/** Release or extend of a hold this owner does not have (found deleted or taken, or never held here / already released): see `reason`. */
 export class NotOwnedError extends LockError {}
 NotOwnedError.defaultCode = 'ERR_NOT_OWNED'
 
-/** The hold was lost while held (watchdog or extend found it gone, or its lease ran out). */
+/** The hold was lost while held (watchdog or extend found it gone, or its lease ran out): see `reason`. */
 export class LockLostError extends NotOwnedError {}
 LockLostError.defaultCode = 'ERR_LOCK_LOST'
 
@@ -67,6 +75,18 @@ RedisConnectionError.defaultCode = 'ERR_CONNECTION'
 export class InvalidArgumentError extends LockError {}
 InvalidArgumentError.defaultCode = 'ERR_INVALID_ARGUMENT'
 
+/** The ACL user may not run a command or use a key or channel (`NOPERM`). Nothing changed. */
+export class NoPermissionError extends LockError {}
+NoPermissionError.defaultCode = 'ERR_NO_PERMISSION'
+
+/** Redis is out of memory (`OOM`: `maxmemory` reached under `noeviction`). Rejected at once. */
+export class OutOfMemoryError extends LockError {}
+OutOfMemoryError.defaultCode = 'ERR_OUT_OF_MEMORY'
+
+/** The lock's name holds application data (another type, or a string / hash without TTL that is no lock). Rejected at once, whatever the wait. */
+export class KeyConflictError extends LockError {}
+KeyConflictError.defaultCode = 'ERR_KEY_CONFLICT'
+
 const CLASSES = [
   LockError,
   NotAcquiredError,
@@ -75,6 +95,9 @@ const CLASSES = [
   QuorumError,
   RedisConnectionError,
   InvalidArgumentError,
+  NoPermissionError,
+  OutOfMemoryError,
+  KeyConflictError,
 ]
 for (const cls of CLASSES) {
   Object.defineProperty(cls.prototype, 'name', { value: cls.name, writable: true, configurable: true })
@@ -87,10 +110,13 @@ const CLASS_BY_CODE = {
   ERR_QUORUM: QuorumError,
   ERR_CONNECTION: RedisConnectionError,
   ERR_INVALID_ARGUMENT: InvalidArgumentError,
+  ERR_NO_PERMISSION: NoPermissionError,
+  ERR_OUT_OF_MEMORY: OutOfMemoryError,
+  ERR_KEY_CONFLICT: KeyConflictError,
 }
 
 // Fields of the native addon's JSON that are not copied onto the error as they are.
-const JSON_FIELDS = new Set(['redlatch', 'code', 'status', 'message'])
+const JSON_FIELDS = new Set(['redlatch', 'code', 'status', 'message', 'reason'])
 
 /**
  * The facade error for an error an engine threw or rejected with. Engines report errors in
@@ -119,6 +145,7 @@ export function toLockError(err) {
     // The prototype now supplies `name`; drop an own copy so both agree.
     if (Object.hasOwn(err, 'name')) delete err.name
     if (cls === QuorumError && !Array.isArray(err.nodes)) err.nodes = []
+    if (err.reason === undefined) err.reason = null
     return err
   }
   if (code === 'InvalidArg') return new InvalidArgumentError(String(message), { cause: err })
@@ -138,7 +165,7 @@ function parseJson(text) {
 
 function fromJson(data) {
   const cls = CLASS_BY_CODE[data.code] ?? LockError
-  const err = new cls(String(data.message), { code: data.code, nodes: data.nodes })
+  const err = new cls(String(data.message), { code: data.code, nodes: data.nodes, reason: data.reason })
   for (const [key, value] of Object.entries(data)) {
     if (!JSON_FIELDS.has(key) && !(key === 'nodes' && cls === QuorumError)) err[key] = value
   }

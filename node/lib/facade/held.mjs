@@ -8,8 +8,10 @@ import { InvalidArgumentError, LockLostError, NotOwnedError, toLockError } from 
 // Where the well-known symbol is missing: Node's own name for it, which TypeScript's
 // downlevel `await using` also looks up.
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
-// The module's own method key: what a scope ending now reports (not part of the public API).
+// The module's own method keys (not part of the public API): what a scope ending now
+// reports, and the release that ends a scope.
 const lossAtScopeEnd = Symbol('lossAtScopeEnd')
+const releaseScopeEnd = Symbol('releaseScopeEnd')
 
 /**
  * One acquisition. Release it with `release()`, or let `await using` / `lock.using(fn)` do it.
@@ -57,13 +59,27 @@ export class Held {
   }
 
   /**
-   * Releases the hold. Rejects with LockLostError when it had been lost, NotOwnedError when it
-   * expired, was taken or was already released, RedisConnectionError / QuorumError when Redis
-   * could not confirm (the key then expires with its lease) or when `client.close()` released it.
+   * Releases the hold, at most once. Rejects with LockLostError (the loss was known before)
+   * or NotOwnedError (found deleted or taken, or already released): see `reason`. After
+   * RedisConnectionError / QuorumError (outcome unknown) or NoPermissionError /
+   * OutOfMemoryError (nothing changed) the hold is kept and `release()` may be called again.
+   * RedisConnectionError too when `client.close()` released it.
    */
   async release() {
     try {
-      await this.#raw.release()
+      await this.#raw.release(false)
+    } catch (err) {
+      throw toLockError(err)
+    } finally {
+      // An unknown outcome leaves the hold held: release again.
+      if (!this.#raw.held) this.#end()
+    }
+  }
+
+  /** The release ending a scope: an unknown outcome is retried in the background by the core. */
+  async [releaseScopeEnd]() {
+    try {
+      await this.#raw.release(true)
     } catch (err) {
       throw toLockError(err)
     } finally {
@@ -100,19 +116,20 @@ export class Held {
   /** The LockLostError a scope ending now reports, or null while the hold is not known lost. */
   [lossAtScopeEnd]() {
     if (this.#controller?.signal.aborted) return this.#controller.signal.reason
-    return this.#raw.lost ? lossError(this.#name, this.#raw.closedByClient) : null
+    const raw = this.#raw
+    return raw.lost ? lossError(this.#name, raw.closedByClient ? 'closed' : raw.lossReason) : null
   }
 
   #watch() {
     const controller = new AbortController()
     const raw = this.#raw
     if (raw.lost) {
-      controller.abort(lossError(this.#name, raw.closedByClient))
+      controller.abort(lossError(this.#name, raw.closedByClient ? 'closed' : raw.lossReason))
     } else if (!this.#done) {
       // Captures only the controller and the name, so an unreleased Held can still be
       // garbage-collected (and its hold released in the background).
       const name = this.#name
-      raw.watch((closedByClient) => controller.abort(lossError(name, closedByClient)))
+      raw.watch((why) => controller.abort(lossError(name, why)))
     }
     return controller
   }
@@ -124,9 +141,19 @@ export class Held {
   }
 }
 
-function lossError(name, closedByClient) {
-  const why = closedByClient ? 'was released by client.close()' : 'was lost while held'
-  return new LockLostError(`lock ${JSON.stringify(name)} ${why}`)
+/** The LockLostError of a hold lost for `why` ('expired', 'taken', 'deleted'), or 'closed'. */
+function lossError(name, why) {
+  if (why === 'closed') {
+    // Its key was deleted (by this client's close()) while the holder held it.
+    return new LockLostError(`lock ${JSON.stringify(name)} was released by client.close()`, { reason: 'deleted' })
+  }
+  const reason = why ?? 'expired'
+  return new LockLostError(`lock ${JSON.stringify(name)} was lost while held (${reason})`, { reason })
+}
+
+/** Gives a hold back whatever happens (an acquire aborted or closed as it succeeded, a block that threw). */
+export async function giveBack(held) {
+  await held[releaseScopeEnd]().catch(() => {})
 }
 
 /**
@@ -137,7 +164,7 @@ function lossError(name, closedByClient) {
  */
 export async function releaseAtScopeEnd(held) {
   try {
-    await held.release()
+    await held[releaseScopeEnd]()
   } catch (err) {
     // Lost (or released by client.close()) while the block ran: that is what ended it.
     const lost = held[lossAtScopeEnd]()
@@ -145,6 +172,7 @@ export async function releaseAtScopeEnd(held) {
     if (err instanceof NotOwnedError && !(err instanceof LockLostError)) {
       throw new LockLostError(`lock ${JSON.stringify(held.name)} was lost while the block held it: ${err.message}`, {
         cause: err,
+        reason: err.reason,
       })
     }
     throw err

@@ -9,8 +9,13 @@ export interface LockOptions {
   leaseMs?: number
   /** Default wait of `acquire` / `using` in ms (0 = one try). Absent or `Infinity`: wait until acquired. */
   waitMs?: number
-  /** Fenced lock: every acquire returns a fencing token (single node only). */
+  /** Fenced lock: every acquire returns a fencing token (single node only); a re-entry gets the outer hold's token. */
   fenced?: boolean
+  /**
+   * Fenced locks: the counter key `redisson_lock_token:{name}` expires this many ms after the
+   * last fenced acquire (absent: it persists). Hazard: tokens then restart at 1 (see README).
+   */
+  fenceTtlMs?: number
   /**
    * `rlock` only: the owner its holds belong to, shared on purpose. Holds of one `Owner`
    * re-enter, wherever they are acquired; without one, an rlock re-enters only inside a
@@ -42,6 +47,8 @@ export interface WithLockOptions extends AcquireOptions {
   leaseMs?: number
   /** Fenced lock (single node only). */
   fenced?: boolean
+  /** Fenced locks: the counter key's TTL in ms after the last fenced acquire (absent: it persists). */
+  fenceTtlMs?: number
 }
 
 /** Connection(s) to Redis and the locks made from them. Made by each entry's factories. */
@@ -61,7 +68,7 @@ export declare class Client {
    * `acquire()` outside one is an owner of its own.
    */
   rlock(name: string, options?: LockOptions): Lock
-  /** `client.lock(name, { leaseMs, fenced }).using(fn, { waitMs, signal })`. */
+  /** `client.lock(name, { leaseMs, fenced, fenceTtlMs }).using(fn, { waitMs, signal })`. */
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: WithLockOptions): Promise<Awaited<T>>
   /** Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted; rejects with `QuorumError` when fewer than a majority of nodes answer. */
   forceUnlock(name: string): Promise<boolean>
@@ -104,13 +111,18 @@ export declare class Held implements AsyncDisposable {
   readonly signal: AbortSignal
   /** `true` once the hold is known lost (or released by `client.close()`). */
   readonly lost: boolean
-  /** Releases the hold. Rejects with `LockLostError` / `NotOwnedError` when it is no longer ours. */
+  /**
+   * Releases the hold, at most once. Rejects with `LockLostError` / `NotOwnedError` (see
+   * `reason`) when it is no longer ours; after `RedisConnectionError` / `QuorumError`
+   * (outcome unknown) or `NoPermissionError` / `OutOfMemoryError` (nothing changed) the hold
+   * is kept and `release()` may be called again.
+   */
   release(): Promise<void>
   /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal sets it back to the watchdog timeout. */
   extend(leaseMs: number): Promise<void>
   /** Asks Redis whether this hold is still ours. */
   owned(): Promise<boolean>
-  /** Releases the hold unless already released. */
+  /** Releases the hold unless already released; an unknown outcome is retried in the background while the lease lasts. */
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -124,15 +136,23 @@ export type ErrorCode =
   | 'ERR_INVALID_ARGUMENT'
   | 'ERR_REDIS'
   | 'ERR_PANIC'
+  | 'ERR_NO_PERMISSION'
+  | 'ERR_OUT_OF_MEMORY'
+  | 'ERR_KEY_CONFLICT'
+
+/** Why a hold is not ours, the same word in every redlatch language. */
+export type Reason = 'expired' | 'taken' | 'deleted' | 'never_held'
 
 /** `code` -> numeric status (equal to the C `redlatch_status` value). */
 export declare const STATUS: Readonly<Record<ErrorCode, number>>
 
 /** Base class of every redlatch error (as such for `ERR_REDIS` and `ERR_PANIC`). The same classes in both entries. */
 export declare class LockError extends Error {
-  constructor(message?: string, options?: { code?: ErrorCode; cause?: unknown })
+  constructor(message?: string, options?: { code?: ErrorCode; cause?: unknown; reason?: Reason | null })
   readonly code: ErrorCode
   readonly status: number
+  /** `NotOwnedError` / `LockLostError`: why the hold is not ours; `null` for other errors. */
+  readonly reason: Reason | null
 }
 /** The wait ran out (`ERR_NOT_ACQUIRED`). */
 export declare class NotAcquiredError extends LockError {}
@@ -148,3 +168,9 @@ export declare class QuorumError extends LockError {
 export declare class RedisConnectionError extends LockError {}
 /** Bad input; nothing was sent to Redis (`ERR_INVALID_ARGUMENT`). */
 export declare class InvalidArgumentError extends LockError {}
+/** The ACL user may not run a command or use a key or channel (`ERR_NO_PERMISSION`); nothing changed. */
+export declare class NoPermissionError extends LockError {}
+/** Redis is out of memory (`ERR_OUT_OF_MEMORY`). */
+export declare class OutOfMemoryError extends LockError {}
+/** The lock's name holds application data (`ERR_KEY_CONFLICT`); rejected at once. */
+export declare class KeyConflictError extends LockError {}

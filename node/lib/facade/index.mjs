@@ -14,4 +14,7 @@ export {
   QuorumError,
   RedisConnectionError,
   InvalidArgumentError,
+  NoPermissionError,
+  OutOfMemoryError,
+  KeyConflictError,
 } from './errors.mjs'

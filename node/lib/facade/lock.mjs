@@ -6,7 +6,7 @@
 import * as args from './args.mjs'
 import { INTERNAL, nextTicket } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
-import { Held, releaseAtScopeEnd } from './held.mjs'
+import { giveBack, Held, releaseAtScopeEnd } from './held.mjs'
 import * as owners from './owner.mjs'
 
 /**
@@ -74,7 +74,7 @@ export class Lock {
     try {
       result = await (frame ? owners.run(frame, fn, held.signal) : fn(held.signal))
     } catch (err) {
-      await held.release().catch(() => {})
+      await giveBack(held)
       throw err
     }
     await releaseAtScopeEnd(held)
@@ -101,7 +101,7 @@ export class Lock {
     const held = new Held(INTERNAL, raw, this.#name, frame)
     if (signal?.aborted) {
       // Aborted just as the acquire succeeded: give it back.
-      await held.release().catch(() => {})
+      await giveBack(held)
       throw signal.reason
     }
     return held

@@ -16,10 +16,13 @@ import atexit
 
 from . import _native
 from ._errors import (
+    KeyConflictError,
     LockError,
     LockLostError,
+    NoPermissionError,
     NotAcquiredError,
     NotOwnedError,
+    OutOfMemoryError,
     QuorumError,
     RedisConnectionError,
 )
@@ -36,10 +39,13 @@ atexit.register(_native.shutdown_runtime)
 __all__ = [
     "Client",
     "Lock",
+    "KeyConflictError",
     "LockError",
     "LockLostError",
+    "NoPermissionError",
     "NotAcquiredError",
     "NotOwnedError",
+    "OutOfMemoryError",
     "QuorumError",
     "RedisConnectionError",
     "asyncio",

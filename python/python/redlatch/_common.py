@@ -54,10 +54,13 @@ def native_lock(
     lease: Optional[float],
     wait: Optional[float],
     fenced: bool,
+    fence_ttl: Optional[float] = None,
 ) -> _native.Lock:
     if not isinstance(name, str):
         raise TypeError(f"lock name must be str, not {type(name).__name__}")
-    return client.lock(name, reentrant=reentrant, lease=lease, wait=wait, fenced=bool(fenced))
+    return client.lock(
+        name, reentrant=reentrant, lease=lease, wait=wait, fenced=bool(fenced), fence_ttl=fence_ttl
+    )
 
 
 def already_held(name: str, who: str) -> LockError:
@@ -68,7 +71,22 @@ def already_held(name: str, who: str) -> LockError:
 
 
 def not_held(name: str, who: str) -> NotOwnedError:
-    return NotOwnedError(f"lock {name!r} is not held by this {who}")
+    return NotOwnedError(f"lock {name!r} is not held by this {who}", reason="never_held")
+
+
+def live_holds(holds: List[_native.Hold]) -> List[_native.Hold]:
+    """Drops the holds that are no longer held (lost: the watchdog saw the key gone, or a fixed
+    lease ran out; or settled) from ``holds`` in place, and returns it. A lost hold never
+    blocks a new acquire of a non-reentrant lock (its release would only say it was lost)."""
+    holds[:] = [h for h in holds if h.held]
+    return holds
+
+
+def forget(holds: List[_native.Hold], hold: _native.Hold) -> None:
+    """Removes ``hold`` from ``holds`` once it is settled (released, or found not ours); a
+    hold whose release had an unknown outcome stays, to be released again."""
+    if not hold.held and any(h is hold for h in holds):
+        holds[:] = [h for h in holds if h is not hold]
 
 
 def not_acquired_message(name: str, wait: Optional[float]) -> str:
@@ -100,7 +118,9 @@ def exit_error(name: str, err: LockError, block_exc: Optional[BaseException]) ->
     Returns the exception to raise, or None to let the block's exception propagate.
     """
     if isinstance(err, NotOwnedError) and not isinstance(err, LockLostError):
-        lost: LockError = LockLostError(f"lock {name!r} was lost while the block held it: {err}")
+        lost: LockError = LockLostError(
+            f"lock {name!r} was lost while the block held it: {err}", reason=err.reason
+        )
         lost.__cause__ = err
     else:
         lost = err

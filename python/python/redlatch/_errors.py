@@ -2,8 +2,16 @@
 
 Every exception carries ``.code``, the stable number of its kind, equal to the C
 ``redlatch_status`` value and shared with the other languages: 1 NotAcquired, 2 NotOwned,
-3 LockLost, 4 Quorum, 5 Connection, 7 Redis (an error reply), 8 internal. Bad arguments
-(code 6 elsewhere) are plain ``ValueError`` / ``TypeError``.
+3 LockLost, 4 Quorum, 5 Connection, 7 Redis (an error reply), 8 internal, 9 NoPermission,
+10 OutOfMemory, 11 KeyConflict. Bad arguments (code 6 elsewhere) are plain ``ValueError`` /
+``TypeError``.
+
+``NotOwnedError`` and ``LockLostError`` carry ``.reason``, the same word as in every binding:
+``"expired"`` (the lease ran out), ``"taken"`` (another owner holds it), ``"deleted"`` (the key
+was deleted within the lease), ``"never_held"`` (nothing held by this thread or task, or
+already released). The rule is the core's: ``LockLostError`` when the loss was known before
+the call (the watchdog or an extend saw it, or the lease had run out), ``NotOwnedError`` when
+the call found it first or nothing is held.
 """
 
 from __future__ import annotations
@@ -17,6 +25,9 @@ __all__ = [
     "LockLostError",
     "QuorumError",
     "RedisConnectionError",
+    "NoPermissionError",
+    "OutOfMemoryError",
+    "KeyConflictError",
 ]
 
 #: Stable codes, as in the core's ``ErrorKind`` (and C's ``redlatch_status``).
@@ -28,6 +39,9 @@ CONNECTION = 5
 INVALID_ARGUMENT = 6
 REDIS = 7
 INTERNAL = 8
+NO_PERMISSION = 9
+OUT_OF_MEMORY = 10
+KEY_CONFLICT = 11
 
 
 class LockError(Exception):
@@ -39,11 +53,18 @@ class LockError(Exception):
     """
 
     code: int = INTERNAL
+    #: Why a hold is not ours (``NotOwnedError`` / ``LockLostError``): ``"expired"``,
+    #: ``"taken"``, ``"deleted"`` or ``"never_held"``; None for other errors.
+    reason: Optional[str] = None
 
-    def __init__(self, message: str = "", *, code: Optional[int] = None) -> None:
+    def __init__(
+        self, message: str = "", *, code: Optional[int] = None, reason: Optional[str] = None
+    ) -> None:
         super().__init__(message)
         if code is not None:
             self.code = code
+        if reason is not None:
+            self.reason = reason
 
 
 class NotAcquiredError(LockError, TimeoutError):
@@ -53,16 +74,16 @@ class NotAcquiredError(LockError, TimeoutError):
 
 
 class NotOwnedError(LockError):
-    """Release or extend of a hold that this thread or task does not have: never held,
-    expired, taken by someone else, or held by another thread, task or process
-    (``code == 2``)."""
+    """Release or extend of a hold that this thread or task does not have (``code == 2``):
+    found deleted or taken by this call, or never held here (held by another thread, task or
+    process, or already released). See ``reason``."""
 
     code = NOT_OWNED
 
 
 class LockLostError(NotOwnedError):
     """The hold was lost while held: the watchdog or an extend found the lock gone or
-    taken, or its lease ran out (``code == 3``)."""
+    taken, or its lease ran out (``code == 3``). See ``reason``."""
 
     code = LOCK_LOST
 
@@ -81,9 +102,10 @@ class QuorumError(LockError):
         message: str = "",
         *,
         code: Optional[int] = None,
+        reason: Optional[str] = None,
         nodes: Sequence[Tuple[str, Optional[str]]] = (),
     ) -> None:
-        super().__init__(message, code=code)
+        super().__init__(message, code=code, reason=reason)
         self.nodes: List[Tuple[str, Optional[str]]] = list(nodes)
 
 
@@ -92,3 +114,26 @@ class RedisConnectionError(LockError, ConnectionError):
     (``code == 5``)."""
 
     code = CONNECTION
+
+
+class NoPermissionError(LockError):
+    """Redis refused a command, key or channel to this ACL user (``NOPERM``, ``code == 9``).
+    Nothing was changed: a refused release leaves the hold held, to be released again once
+    the permission is granted."""
+
+    code = NO_PERMISSION
+
+
+class OutOfMemoryError(LockError):
+    """Redis is out of memory (``OOM``: ``maxmemory`` reached under ``noeviction``;
+    ``code == 10``). Raised at once, not retried."""
+
+    code = OUT_OF_MEMORY
+
+
+class KeyConflictError(LockError):
+    """The lock's name holds application data (``code == 11``): a key of a type no lock of this
+    kind uses, or a string (``lock``) / hash (``rlock``) without TTL that is no lock. Raised at
+    once, whatever the wait; the data is left untouched."""
+
+    code = KEY_CONFLICT

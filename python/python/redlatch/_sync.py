@@ -18,6 +18,8 @@ from ._common import (
     ClientBase,
     already_held,
     exit_error,
+    forget,
+    live_holds,
     native_lock,
     not_acquired_message,
     not_held,
@@ -55,6 +57,7 @@ class Client(ClientBase):
         lease: Optional[float] = None,
         wait: Optional[float] = None,
         fenced: bool = False,
+        fence_ttl: Optional[float] = None,
     ) -> "Lock":
         """A lease lock on key ``name`` (redis-py / node-redlock format), not reentrant.
 
@@ -62,11 +65,18 @@ class Client(ClientBase):
             renewed. ``None``: watchdog mode (``watchdog_timeout``, renewed while held)
         :param wait: how long ``acquire()`` and ``with`` wait, in seconds; 0 = one try;
             ``None`` = until acquired
-        :param fenced: give each acquisition a fencing token (single node only)
+        :param fenced: give each acquisition a fencing token (single node only); the counter
+            key ``redisson_lock_token:{name}`` persists (Redisson's), one per name ever fenced
+        :param fence_ttl: seconds after the last fenced acquire the counter expires (None:
+            never). Hazard: tokens then start again at 1, so a resource that remembers a
+            higher token refuses new holders until the counter catches up, and one that forgot
+            may accept a paused old holder's higher token; use days, not seconds
         :raises TypeError: ``name`` is not a str
         :raises ValueError: empty or too long name, bad durations, ``fenced`` in quorum mode
         """
-        return Lock(native_lock(self._native, name, reentrant=False, lease=lease, wait=wait, fenced=fenced))
+        return Lock(native_lock(
+            self._native, name, reentrant=False, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
+        ))
 
     def rlock(
         self,
@@ -75,6 +85,7 @@ class Client(ClientBase):
         lease: Optional[float] = None,
         wait: Optional[float] = None,
         fenced: bool = False,
+        fence_ttl: Optional[float] = None,
     ) -> "Lock":
         """A reentrant lock on key ``name`` (Redisson RLock layout): the owning thread may
         acquire it again, through this or any other ``rlock(name)`` of this client, and must
@@ -83,7 +94,9 @@ class Client(ClientBase):
         Holds live as long as some ``rlock(name)`` object of this client does: keep one
         while holding (``client.rlock(name).acquire()`` on a temporary object is released
         again as soon as that object is garbage-collected)."""
-        native = native_lock(self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced)
+        native = native_lock(
+            self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
+        )
         return Lock(native, self._shared_holds(name, _ThreadHolds))
 
     def force_unlock(self, name: str) -> bool:
@@ -164,7 +177,7 @@ class Lock:
 
         Blocks with the GIL released; Ctrl-C interrupts the wait and leaves nothing behind.
         """
-        holds = self._holds()
+        holds = live_holds(self._holds())
         if holds and not self._native.reentrant:
             self._native.check_acquire(bool(blocking), timeout)  # bad arguments first
             raise already_held(self._native.name, _WHO)
@@ -175,17 +188,24 @@ class Lock:
         return True
 
     def release(self) -> None:
-        """Releases this thread's latest acquisition.
+        """Releases this thread's latest acquisition, at most once.
 
-        :raises NotOwnedError: this thread does not hold it, or it expired or was taken
-        :raises LockLostError: the loss had already been seen (watchdog or extend)
-        :raises RedisConnectionError: Redis could not confirm (the key then expires with
-            its lease)
+        :raises NotOwnedError: this thread does not hold it (``reason == "never_held"``), or
+            it was found deleted or taken (``"deleted"``, ``"taken"``)
+        :raises LockLostError: the loss was known before (watchdog or extend: its reason), or
+            the lease had run out (``"expired"``)
+        :raises RedisConnectionError: Redis could not confirm; the hold is kept: call
+            ``release()`` again once Redis is back (it is released exactly once)
+        :raises NoPermissionError: the ACL user may not release it (nothing changed; kept)
         """
         holds = self._holds()
         if not holds:
             raise not_held(self._native.name, _WHO)
-        holds.pop().release()
+        hold = holds[-1]
+        try:
+            hold.release()
+        finally:
+            forget(holds, hold)
 
     def extend(self, lease: float) -> None:
         """Resets the remaining lease of this thread's hold to ``lease`` seconds (replace,
@@ -250,6 +270,8 @@ class Lock:
         holds = self._holds()
         if not holds:
             return None  # released inside the block
+        # Popped whatever happens: a release with an unknown outcome goes on in the
+        # background (the dropped hold), so the thread is free to acquire again.
         hold = holds.pop()
         try:
             hold.release()

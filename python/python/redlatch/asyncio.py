@@ -23,6 +23,8 @@ from ._common import (
     ClientBase,
     already_held,
     exit_error,
+    forget,
+    live_holds,
     native_lock,
     not_acquired_message,
     not_held,
@@ -83,9 +85,12 @@ class Client(ClientBase):
         lease: Optional[float] = None,
         wait: Optional[float] = None,
         fenced: bool = False,
+        fence_ttl: Optional[float] = None,
     ) -> "Lock":
         """A lease lock; see :meth:`redlatch.Client.lock` (same options and errors)."""
-        return Lock(native_lock(self._native, name, reentrant=False, lease=lease, wait=wait, fenced=fenced))
+        return Lock(native_lock(
+            self._native, name, reentrant=False, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
+        ))
 
     def rlock(
         self,
@@ -94,10 +99,13 @@ class Client(ClientBase):
         lease: Optional[float] = None,
         wait: Optional[float] = None,
         fenced: bool = False,
+        fence_ttl: Optional[float] = None,
     ) -> "Lock":
         """A reentrant lock, re-entered by the task that holds it (through any ``rlock(name)``
         of this client); see :meth:`redlatch.Client.rlock`."""
-        native = native_lock(self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced)
+        native = native_lock(
+            self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
+        )
         return Lock(native, self._shared_holds(name, _TaskHolds))
 
     async def force_unlock(self, name: str) -> bool:
@@ -167,7 +175,7 @@ class Lock:
         Cancelling the awaiting task leaves nothing behind (no key, no subscription).
         """
         task = _task()
-        holds = self._holds.get(task)
+        holds = live_holds(self._holds.get(task) or [])
         reentrant = self._native.reentrant
         if holds and not reentrant:
             self._native.check_acquire(bool(blocking), timeout)  # bad arguments first
@@ -187,16 +195,18 @@ class Lock:
         return True
 
     async def release(self) -> None:
-        """Releases the current task's latest acquisition.
-
-        :raises NotOwnedError: not held by this task, or expired or taken
-        :raises LockLostError: the loss had already been seen
-        :raises RedisConnectionError: Redis could not confirm
+        """Releases the current task's latest acquisition, at most once. Errors (and
+        ``reason``) as for :meth:`redlatch.Lock.release`: after ``RedisConnectionError`` the
+        hold is kept, and ``release()`` may be awaited again.
         """
         holds = self._holds.get(_task())
         if not holds:
             raise not_held(self._native.name, _WHO)
-        await holds.pop().release_async()
+        hold = holds[-1]
+        try:
+            await hold.release_async()
+        finally:
+            forget(holds, hold)
 
     async def extend(self, lease: float) -> None:
         """Resets the remaining lease of this task's hold to ``lease`` seconds (replace,
@@ -265,6 +275,8 @@ class Lock:
         holds = self._holds.get(_task())
         if not holds:
             return None  # released inside the block
+        # Popped whatever happens: a release with an unknown outcome goes on in the
+        # background (the dropped hold), so the task is free to acquire again.
         hold = holds.pop()
         try:
             await hold.release_async()

@@ -45,11 +45,10 @@ fn lease_lock_tokens_rise_with_every_grant_across_clients() {
     );
 }
 
-/// Issue 10 item 7: a re-entry must keep the outer hold's token. Today the re-entry takes a
-/// new, higher token, so once it is released the outer hold's own token is below one the
-/// resource has seen, and its next write is refused although it still holds the lock.
+/// Issue 10 item 7: a re-entry must keep the outer hold's token. It used to take a
+/// new, higher token, so once it was released the outer hold's own token was below one the
+/// resource had seen, and its next write was refused although it still held the lock.
 #[test]
-#[ignore = "issue 10 item 7, fixed on branch h-defects"]
 fn reentry_keeps_the_outer_token_so_the_outer_hold_can_still_write() {
     let server = server();
     let resource = FencedResource::start(Fencing::On).unwrap();

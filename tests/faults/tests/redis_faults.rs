@@ -179,7 +179,6 @@ async fn killed_connections_and_a_script_flush_keep_the_hold_and_the_waiter() {
 /// Issue 10 item 1: after Redis closes a connection (CLIENT KILL, idle timeout, restart), the
 /// next single-try call must not fail with a broken pipe.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 10 item 1, fixed on branch h-defects"]
 async fn single_tries_after_a_killed_connection_succeed() {
     let server = server();
     let client = Client::connect(&server.url()).await.unwrap();
@@ -213,7 +212,6 @@ async fn single_tries_after_a_killed_connection_succeed() {
 
 /// Issue 10 item 1, through the idle timeout of Redis (`timeout` in seconds).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 10 item 1, fixed on branch h-defects"]
 async fn single_try_after_an_idle_timeout_succeeds() {
     let server = server();
     let _: () = cmd(&server, &["CONFIG", "SET", "timeout", "1"]);

@@ -64,7 +64,7 @@ pub fn check_no_overlap(intervals: &[Interval]) -> Result<(), String> {
 /// acquired. Used to count violations where they are expected (a holder paused past its
 /// lease) rather than stop at the first.
 pub fn find_overlaps(intervals: &[Interval]) -> Vec<String> {
-    let mut violations: Vec<String> = intervals
+    let backwards: Vec<String> = intervals
         .iter()
         .filter(|i| i.released_ns < i.acquired_ns)
         .map(|bad| {
@@ -74,36 +74,55 @@ pub fn find_overlaps(intervals: &[Interval]) -> Vec<String> {
             )
         })
         .collect();
-    if !violations.is_empty() {
-        return violations;
+    if !backwards.is_empty() {
+        return backwards;
     }
+    overlapping_pairs(intervals)
+        .into_iter()
+        .map(|(held, current)| {
+            format!(
+                "mutual exclusion violated: {:?} acquired at {} ns while {:?} held the lock \
+                 ({} ns .. {} ns), overlap {} ns",
+                current.token,
+                current.acquired_ns,
+                held.token,
+                held.acquired_ns,
+                held.released_ns,
+                held.released_ns.min(current.released_ns) - current.acquired_ns
+            )
+        })
+        .collect()
+}
+
+/// The first violation of mutual exclusion, as `(holder, newcomer)`: the newcomer was
+/// acquired while the holder (acquired earlier, or at the same time) was not yet released. The
+/// order and rules are [`check_no_overlap`]'s; intervals released before they were acquired
+/// are not looked at here. The demo uses it to name both workers of an overlap.
+pub fn first_overlap(intervals: &[Interval]) -> Option<(&Interval, &Interval)> {
+    overlapping_pairs(intervals).into_iter().next()
+}
+
+/// Every `(holder, newcomer)` pair in acquire order, where the holder is the earlier interval
+/// released last (the one a newcomer must not start inside).
+fn overlapping_pairs(intervals: &[Interval]) -> Vec<(&Interval, &Interval)> {
     let mut sorted: Vec<&Interval> = intervals.iter().collect();
     sorted.sort_by(|a, b| match a.acquired_ns.cmp(&b.acquired_ns) {
         Ordering::Equal => a.released_ns.cmp(&b.released_ns),
         other => other,
     });
-    // The earlier interval that is released last: the one a newcomer must not start inside.
+    let mut pairs = Vec::new();
     let mut latest: Option<&Interval> = None;
     for current in sorted {
         if let Some(held) = latest {
             if current.acquired_ns < held.released_ns {
-                violations.push(format!(
-                    "mutual exclusion violated: {:?} acquired at {} ns while {:?} held the lock \
-                     ({} ns .. {} ns), overlap {} ns",
-                    current.token,
-                    current.acquired_ns,
-                    held.token,
-                    held.acquired_ns,
-                    held.released_ns,
-                    held.released_ns.min(current.released_ns) - current.acquired_ns
-                ));
+                pairs.push((held, current));
             }
         }
         if latest.is_none_or(|held| current.released_ns > held.released_ns) {
             latest = Some(current);
         }
     }
-    violations
+    pairs
 }
 
 #[cfg(test)]
@@ -165,6 +184,14 @@ mod tests {
             "{found:?}"
         );
         assert!(find_overlaps(&[iv(0, 1, "x"), iv(1, 2, "y")]).is_empty());
+    }
+
+    #[test]
+    fn first_overlap_names_holder_then_newcomer() {
+        let log = [iv(30, 40, "c"), iv(0, 100, "a"), iv(10, 20, "b")];
+        let (held, newcomer) = first_overlap(&log).expect("b starts inside a");
+        assert_eq!((held.token.as_str(), newcomer.token.as_str()), ("a", "b"));
+        assert_eq!(first_overlap(&[iv(0, 10, "a"), iv(10, 20, "b")]), None);
     }
 
     #[test]

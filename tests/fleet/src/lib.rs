@@ -9,7 +9,8 @@
 //! - [`RedisServer`]: one process; start, pause, resume, kill, stop, restart, `redis-cli`.
 //! - [`Fleet`]: one single node plus N independent quorum nodes (for Redlock).
 //! - [`check_no_overlap`]: the mutual-exclusion checker over `[acquired, released, token]` logs,
-//!   timed with [`monotonic_ns`], the clock every process on the machine shares.
+//!   timed with [`monotonic_ns`], the clock every process on the machine shares
+//!   ([`first_overlap`]: the offending pair itself).
 //! - [`signal_child`]: `SIGSTOP`/`SIGCONT`/`SIGKILL` for other child processes a test starts
 //!   (lock holders), with the same by-pid, still-our-child rule as the servers.
 //! - The `redlatch-fleet` binary runs another program (pytest, `node --test`, C tests) against a
@@ -26,7 +27,7 @@ mod resp;
 mod server;
 mod signal;
 
-pub use checker::{check_no_overlap, find_overlaps, Interval};
+pub use checker::{check_no_overlap, find_overlaps, first_overlap, Interval};
 pub use clock::monotonic_ns;
 pub use fleet::{Fleet, ENV_QUORUM_URLS, ENV_URL};
 pub use paths::{redis_cli_path, redis_server_path};

@@ -82,7 +82,7 @@ static const char *env_or_die(const char *name) {
 }
 
 /* Time scale for slow runs (valgrind): REDLATCH_TEST_SLOW=N multiplies timing slack. */
-static long slow_factor(void) {
+static inline long slow_factor(void) {
     const char *v = getenv("REDLATCH_TEST_SLOW");
     long n = v ? strtol(v, NULL, 10) : 1;
     return n > 0 ? n : 1;
@@ -258,7 +258,7 @@ static long long redis_int(const char *url, const char *cmd, const char *arg) {
     return v;
 }
 
-static long long redis_dbsize(const char *url) {
+static inline long long redis_dbsize(const char *url) {
     rconn c;
     rreply r;
     if (rconn_open(&c, url) != 0) return -1;
@@ -268,7 +268,7 @@ static long long redis_dbsize(const char *url) {
 }
 
 /* The server's pid (from INFO server), or -1. */
-static long redis_pid(const char *url) {
+static inline long redis_pid(const char *url) {
     rconn c;
     rreply r;
     long pid = -1;

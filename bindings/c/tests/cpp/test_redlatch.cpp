@@ -211,6 +211,14 @@ void test_exceptions_carry_the_status() {
     la.extend(20s);
     CHECK(la.ttl().value_or(0ms) > 10s);
     la.release();
+    try {
+        la.release();
+        CHECK(false);
+    } catch (const redlatch::Error &e) {
+        CHECK(e.status() == REDLATCH_NOT_OWNED);
+        CHECK(e.reason() == REDLATCH_REASON_NEVER_HELD);
+        CHECK(std::string(e.reason_name()) == "never_held");
+    }
     CHECK(redlatch::version() == REDLATCH_VERSION_STRING);
 }
 

@@ -1,8 +1,9 @@
 /*
  * Install test, C: built against an installed prefix only (with `pkg-config --cflags --libs
- * redlatch` for the shared library, and with CMake's redlatch::redlatch_static for the static
- * one), then run against the Redis fleet. A missing header, library, symlink, .pc or CMake
- * file fails the build or the run.
+ * redlatch` for the shared library, `cc -static` with `pkg-config --static` for a fully static
+ * program, and CMake's redlatch::redlatch_static for the static library with a shared libc),
+ * then run against the Redis fleet. A missing header, library, symlink, .pc or CMake file
+ * fails the build or the run.
  */
 #include <redlatch.h>
 

@@ -71,9 +71,9 @@ class WasmEngine {
     return this.#raw.nodeCount
   }
 
-  lock(name, { reentrant, leaseMs, fenced }) {
+  lock(name, { reentrant, leaseMs, fenced, fenceTtlMs }) {
     if (this.closed) throw closedError()
-    return new WasmEngineLock(this, this.#raw.lock(name, reentrant, leaseMs, undefined, fenced))
+    return new WasmEngineLock(this, this.#raw.lock(name, reentrant, leaseMs, undefined, fenced, fenceTtlMs))
   }
 
   async forceUnlock(name) {
@@ -139,7 +139,7 @@ class WasmEngineLock {
     const hold = new WasmEngineHold(engine, raw)
     if (engine.closed) {
       // Closed just as the acquire succeeded: give it back.
-      await hold.release().catch(() => {})
+      await hold.release(true).catch(() => {})
       throw closedError()
     }
     return hold
@@ -187,12 +187,20 @@ class WasmEngineHold {
     return this.closedByClient || this.#raw.lost
   }
 
+  get held() {
+    return this.active && this.#raw.held
+  }
+
+  get lossReason() {
+    return this.#raw.lostReason ?? null
+  }
+
   watch(onEnd) {
     if (!this.active) return
     this.#onEnd = onEnd
-    this.#raw.ended().then(
-      (lost) => {
-        if (lost) onEnd(false)
+    this.#raw.loss().then(
+      (reason) => {
+        if (reason !== null) onEnd(reason)
       },
       () => {},
     )
@@ -201,15 +209,21 @@ class WasmEngineHold {
   /** `client.close()`: the holder's lock is gone, so its watcher is told; then releases. */
   async closeByClient() {
     this.closedByClient = true
-    this.#onEnd?.(true)
-    await this.release()
+    this.#onEnd?.('closed')
+    await this.release(true)
   }
 
-  async release() {
+  async release(scopeEnd) {
     if (this.closedByClient && !this.active) throw closedError()
-    this.active = false
-    this.#engine.holds.delete(this.#ref)
-    return keep(() => this.#raw.release())
+    try {
+      return await keep(() => this.#raw.release(scopeEnd))
+    } finally {
+      // Settled, or handed to the core's background release: no longer this client's to close.
+      if (scopeEnd || !this.#raw.held) {
+        this.active = false
+        this.#engine.holds.delete(this.#ref)
+      }
+    }
   }
 
   async extend(leaseMs) {

@@ -74,7 +74,7 @@ test("bad factory arguments are InvalidArgumentError; a quorum client's fenced l
   assert.throws(() => quorum.lock('x', { fenced: true }), InvalidArgumentError)
 })
 
-test('transport failures are RedisConnectionError; error replies are LockError ERR_REDIS', async () => {
+test('transport failures are RedisConnectionError; error replies are classified by their code', async () => {
   const down = wasm.createClient(
     { eval: async () => Promise.reject(new Error('socket hang up')), label: 'down:1' },
     { networkTimeoutMs: 200 },
@@ -85,9 +85,14 @@ test('transport failures are RedisConnectionError; error replies are LockError E
   assert.match(err.message, /down:1: socket hang up/)
   const denied = wasm.createClient({ eval: async () => Promise.reject(new Error('NOPERM no permissions')) })
   const e2 = await denied.lock(key()).acquire({ waitMs: 0 }).catch((e) => e)
-  assert.ok(e2 instanceof LockError)
-  assert.equal(e2.code, 'ERR_REDIS')
-  assert.equal(e2.name, 'LockError')
+  assert.ok(e2 instanceof wasm.NoPermissionError, String(e2))
+  assert.equal(e2.code, 'ERR_NO_PERMISSION')
+  assert.equal(e2.name, 'NoPermissionError')
+  const busy = wasm.createClient({ eval: async () => Promise.reject(new Error('BUSY Redis is busy running a script')) })
+  const e3 = await busy.lock(key()).acquire({ waitMs: 0 }).catch((e) => e)
+  assert.ok(e3 instanceof LockError)
+  assert.equal(e3.code, 'ERR_REDIS')
+  assert.equal(e3.name, 'LockError')
 })
 
 test('a busy lock through a transport that never answers still ends with its wait', async () => {

@@ -1,17 +1,25 @@
 -- Read-only state of a lock for locked() / owned() / ttl() / hold_count().
--- KEYS[1] lock key. ARGV[1] 'L' .. token, 'R' .. owner id, or '' (no owner to check).
+-- KEYS[1] lock key. ARGV[1] 'L' (lease lock) or 'R' (reentrant lock), followed by the token
+-- or owner id to check ownership of (nothing: no owner to check).
 -- Reply: {exists 0|1, pttl ms (-2 absent, -1 no TTL), owned 0|1, hold count}.
+-- Errors: WRONGTYPE for a key that is no lock of this kind (the checks of the acquires).
 local exists = redis.call('EXISTS', KEYS[1])
 local pttl = redis.call('PTTL', KEYS[1])
-local spec = ARGV[1]
+local kind, id = string.sub(ARGV[1], 1, 1), string.sub(ARGV[1], 2)
 local owned, count = 0, 0
-if exists == 1 and spec ~= '' then
-  local kind, id = string.sub(spec, 1, 1), string.sub(spec, 2)
+if exists == 1 then
   if kind == 'L' then
-    if redis.pcall('GET', KEYS[1]) == id then owned, count = 1, 1 end
+    local current = redis.call('GET', KEYS[1])
+    if pttl == -1 and not looks_like_token(current) then
+      return conflict('a string without TTL')
+    end
+    if id ~= '' and current == id then owned, count = 1, 1 end
   else
-    local c = redis.pcall('HGET', KEYS[1], id)
-    if type(c) == 'string' then owned, count = 1, tonumber(c) end
+    local c = redis.call('HGET', KEYS[1], id)
+    if pttl == -1 then
+      return conflict('a hash without TTL')
+    end
+    if id ~= '' and c then owned, count = 1, tonumber(c) end
   end
 end
 return {exists, pttl, owned, count}

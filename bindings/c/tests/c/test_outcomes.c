@@ -1,0 +1,160 @@
+/*
+ * Outcomes of the C API under faults (issue #10 items 2, 3, 6, 8; #14 item 4): the reason of
+ * every NOT_OWNED / LOCK_LOST, the new statuses, a release that stays retryable when its
+ * outcome is unknown, lost holds no longer counting as held, and application data under a
+ * lock name. Run through target/debug/redlatch-fleet (REDLATCH_TEST_URL).
+ */
+#include "testutil.h"
+
+static const char *URL;
+
+static redlatch_client *connect_with(uint64_t network_timeout_ms) {
+    redlatch_client_options opts = {0};
+    opts.network_timeout_ms = network_timeout_ms;
+    redlatch_client *client = NULL;
+    if (redlatch_client_new(URL, &opts, &client) != REDLATCH_OK) {
+        fprintf(stderr, "cannot connect to %s: %s\n", URL, redlatch_last_error());
+        exit(2);
+    }
+    return client;
+}
+
+static redlatch_lock *make(redlatch_client *client, const char *name, bool reentrant,
+                           uint64_t lease_ms) {
+    redlatch_lock_options opts = redlatch_lock_options_default();
+    opts.lease_ms = lease_ms;
+    opts.wait_ms = 0;
+    redlatch_lock *lock = NULL;
+    if (reentrant) {
+        CHECK_OK(redlatch_rlock_new(client, name, &opts, &lock));
+    } else {
+        CHECK_OK(redlatch_lock_new(client, name, &opts, &lock));
+    }
+    return lock;
+}
+
+static void raw(const char *a, const char *b, const char *c, const char *d) {
+    rconn conn;
+    rreply r;
+    if (rconn_open(&conn, URL) != 0) {
+        fprintf(stderr, "cannot open a raw connection\n");
+        exit(2);
+    }
+    if (d != NULL) {
+        rcmd(&conn, &r, a, b, c, d, NULL);
+    } else if (c != NULL) {
+        rcmd(&conn, &r, a, b, c, NULL);
+    } else {
+        rcmd(&conn, &r, a, b, NULL);
+    }
+    rconn_close(&conn);
+}
+
+#define CHECK_REASON(want)                                                                 \
+    CHECK(redlatch_last_error_reason() == (want), "reason %s, want %s (last error: %s)",  \
+          redlatch_reason_name(redlatch_last_error_reason()), redlatch_reason_name(want), \
+          redlatch_last_error())
+
+static void test_names_of_new_statuses_and_reasons(void) {
+    CHECK(REDLATCH_NO_PERMISSION == 9 && REDLATCH_OUT_OF_MEMORY == 10 && REDLATCH_KEY_CONFLICT == 11,
+          "status values differ from the core's codes");
+    CHECK(strcmp(redlatch_status_name(9), "NoPermission") == 0, "9");
+    CHECK(strcmp(redlatch_status_name(10), "OutOfMemory") == 0, "10");
+    CHECK(strcmp(redlatch_status_name(11), "KeyConflict") == 0, "11");
+    CHECK(strcmp(redlatch_status_name(12), "Unknown") == 0, "12");
+    static const char *words[] = {"", "expired", "taken", "deleted", "never_held", ""};
+    for (int i = 0; i <= 5; i++) {
+        CHECK(strcmp(redlatch_reason_name(i), words[i]) == 0, "reason %d: %s", i,
+              redlatch_reason_name(i));
+    }
+    CHECK(strcmp(redlatch_reason_name(-1), "") == 0, "-1");
+}
+
+static void test_every_not_owned_says_why_and_a_lost_hold_is_not_held(void) {
+    redlatch_client *client = connect_with(0);
+    for (int reentrant = 0; reentrant <= 1; reentrant++) {
+        /* Expired: released after its 200 ms lease. The lease ran out before the call, so it
+           is LOCK_LOST whoever noticed first. */
+        redlatch_lock *l = make(client, "co:expired", reentrant, 200);
+        CHECK_OK(redlatch_lock_acquire(l));
+        sleep_ms(400);
+        CHECK_STATUS(redlatch_lock_release(l), REDLATCH_LOCK_LOST);
+        CHECK_REASON(REDLATCH_REASON_EXPIRED);
+        CHECK_STATUS(redlatch_lock_release(l), REDLATCH_NOT_OWNED);
+        CHECK_REASON(REDLATCH_REASON_NEVER_HELD);
+
+        /* A lost lease-lock hold no longer counts as held: acquiring again works. */
+        CHECK_OK(redlatch_lock_acquire(l));
+        sleep_ms(400);
+        CHECK_OK(redlatch_lock_acquire(l));
+        CHECK_OK(redlatch_lock_release(l));
+        redlatch_lock_free(l);
+
+        /* Deleted within the lease: NOT_OWNED, first found by the release. */
+        l = make(client, "co:deleted", reentrant, 10000);
+        CHECK_OK(redlatch_lock_acquire(l));
+        raw("DEL", "co:deleted", NULL, NULL);
+        CHECK_STATUS(redlatch_lock_release(l), REDLATCH_NOT_OWNED);
+        CHECK_REASON(REDLATCH_REASON_DELETED);
+        /* Other failures have no reason. */
+        CHECK_STATUS(redlatch_lock_extend(l, 0), REDLATCH_INVALID_ARGUMENT);
+        CHECK_REASON(REDLATCH_REASON_NONE);
+        redlatch_lock_free(l);
+    }
+    redlatch_client_free(client);
+}
+
+/* CLIENT PAUSE holds the release past the network timeout: its outcome is unknown (it is
+   applied when the pause ends). The hold stays with the handle and a second release settles
+   it, exactly once. */
+static void test_a_release_with_an_unknown_outcome_is_retried(void) {
+    redlatch_client *client = connect_with(300);
+    for (int reentrant = 0; reentrant <= 1; reentrant++) {
+        const char *name = reentrant ? "co:retry-r" : "co:retry";
+        redlatch_lock *l = make(client, name, reentrant, 20000);
+        CHECK_OK(redlatch_lock_acquire(l));
+        if (reentrant) CHECK_OK(redlatch_lock_acquire(l)); /* nested: two levels */
+        raw("CLIENT", "PAUSE", "1000", "ALL");
+        CHECK_STATUS(redlatch_lock_release(l), REDLATCH_CONNECTION);
+        sleep_ms(1200);
+        CHECK_OK(redlatch_lock_release(l));
+        if (reentrant) {
+            uint64_t count = 0;
+            CHECK_OK(redlatch_lock_hold_count(l, &count));
+            CHECK(count == 1, "decremented once, not twice: %llu", (unsigned long long)count);
+            CHECK_OK(redlatch_lock_release(l));
+        }
+        CHECK(redis_int(URL, "EXISTS", name) == 0, "%s released", name);
+        CHECK_STATUS(redlatch_lock_release(l), REDLATCH_NOT_OWNED);
+        CHECK_REASON(REDLATCH_REASON_NEVER_HELD);
+        redlatch_lock_free(l);
+    }
+    redlatch_client_free(client);
+}
+
+static void test_application_data_under_a_lock_name_is_a_key_conflict(void) {
+    redlatch_client *client = connect_with(0);
+    raw("SET", "co:data", "not a lock", NULL);
+    for (int reentrant = 0; reentrant <= 1; reentrant++) {
+        redlatch_lock *l = make(client, "co:data", reentrant, 1000);
+        uint64_t t0 = now_ms();
+        CHECK_STATUS(redlatch_lock_acquire_for(l, 5000), REDLATCH_KEY_CONFLICT);
+        CHECK(now_ms() - t0 < 2000, "at once, not after the wait");
+        bool got = true;
+        CHECK_STATUS(redlatch_lock_try_acquire(l, &got), REDLATCH_KEY_CONFLICT);
+        redlatch_lock_free(l);
+    }
+    CHECK(redis_int(URL, "EXISTS", "co:data") == 1, "the data is untouched");
+    raw("DEL", "co:data", NULL, NULL);
+    redlatch_client_free(client);
+}
+
+int main(void) {
+    URL = env_or_die("REDLATCH_TEST_URL");
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    RUN(test_names_of_new_statuses_and_reasons);
+    RUN(test_every_not_owned_says_why_and_a_lost_hold_is_not_held);
+    RUN(test_a_release_with_an_unknown_outcome_is_retried);
+    RUN(test_application_data_under_a_lock_name_is_a_key_conflict);
+    return finish();
+}

@@ -1,0 +1,143 @@
+//! Undoing acquire attempts that did not (or may not) end in a grant (Redlock step 5:
+//! release everywhere it may have applied).
+//!
+//! A clean-up must finish, so it runs in the background, each node bounded by the network
+//! timeout rather than the per-node timeout of the attempt: on a slow node whose script cache
+//! is empty the undo is an `EVALSHA` answered `NOSCRIPT` and then an `EVAL`, and cutting it at
+//! the node timeout would leave the grant in place for the whole lease. The failed attempt
+//! waits for its clean-up up to the node timeout (as long as an inline undo took); the next
+//! attempt of the same acquire (same token, same request id) skips a node whose clean-up is
+//! still running there, so a late undo can never remove that attempt's own new grant.
+
+use super::owners::InFlight;
+use super::Engine;
+use crate::protocol::request::Holder;
+use event_listener::Event;
+use futures::future::select;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Per node, whether a clean-up of this acquire is still running there.
+pub(super) struct Cleanups {
+    state: Arc<Running>,
+}
+
+struct Running {
+    nodes: Vec<AtomicBool>,
+    done: Event,
+}
+
+impl Cleanups {
+    pub(super) fn new(nodes: usize) -> Self {
+        Cleanups {
+            state: Arc::new(Running {
+                nodes: (0..nodes).map(|_| AtomicBool::new(false)).collect(),
+                done: Event::new(),
+            }),
+        }
+    }
+
+    /// The nodes an attempt must skip (their clean-up is not done).
+    pub(super) fn busy(&self) -> Vec<bool> {
+        self.state
+            .nodes
+            .iter()
+            .map(|r| r.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// Undoes the attempt of `holder` (request `request_id`) on `nodes` in the background,
+    /// and waits for it up to `wait`.
+    pub(super) async fn run(
+        &self,
+        engine: &Arc<Engine>,
+        (name, holder, request_id): (&str, &Holder, &str),
+        nodes: &[usize],
+        wait: Duration,
+    ) {
+        for &i in nodes {
+            self.state.nodes[i].store(true, Ordering::Release);
+        }
+        for &i in nodes {
+            let state = self.state.clone();
+            let undo = undo(
+                engine.clone(),
+                name.to_owned(),
+                holder.clone(),
+                request_id.to_owned(),
+                vec![i],
+            );
+            engine.runtime.spawn(Box::pin(async move {
+                undo.await;
+                state.nodes[i].store(false, Ordering::Release);
+                state.done.notify(usize::MAX);
+            }));
+        }
+        let deadline = engine.now() + wait;
+        loop {
+            let listener = self.state.done.listen();
+            if !self.busy().contains(&true) {
+                return;
+            }
+            let left = deadline.saturating_sub(engine.now());
+            if left.is_zero() {
+                return;
+            }
+            let _ = select(listener, engine.runtime.sleep(left)).await;
+        }
+    }
+}
+
+/// Undoes an acquire on `nodes`, each call bounded by the network timeout.
+async fn undo(engine: Arc<Engine>, name: String, holder: Holder, request_id: String, nodes: Vec<usize>) {
+    let request = holder.abort(&name, &request_id);
+    let replies = engine
+        .nodes
+        .call_some(&nodes, &request, engine.config.network_timeout)
+        .await;
+    for (i, reply) in nodes.iter().zip(replies) {
+        if let Err(e) = reply {
+            tracing::warn!(lock = %name, node = engine.nodes.label(*i), error = %e, "undoing an acquire attempt failed; its grant expires with the lease");
+        }
+    }
+}
+
+/// Armed while an attempt's outcome is unknown: if the acquire ends without a grant (an error
+/// return, or the caller dropping the future: cancellation), undoes it in the background on
+/// every node.
+pub(super) struct UndoOnDrop {
+    pub(super) engine: Arc<Engine>,
+    pub(super) name: String,
+    pub(super) holder: Holder,
+    pub(super) request_id: String,
+    pub(super) lease: Duration,
+    pub(super) pending: bool,
+    /// The acquire's own in-flight count: a field, so it ends only after `drop` has taken the
+    /// rollback's.
+    pub(super) _in_flight: Option<InFlight>,
+}
+
+impl Drop for UndoOnDrop {
+    fn drop(&mut self) {
+        if !self.pending {
+            return;
+        }
+        let engine = self.engine.clone();
+        let (name, holder, request_id) = (
+            std::mem::take(&mut self.name),
+            self.holder.clone(),
+            std::mem::take(&mut self.request_id),
+        );
+        tracing::debug!(lock = %name, lease_ms = self.lease.as_millis() as u64, "acquire ended with an unknown outcome; undoing it in the background");
+        // Counted as in flight (taken before the acquire's own count ends, so without a gap)
+        // until the rollback is done: its grant may still be in the hash, and a re-acquire
+        // of the owner must not take that count for an orphan.
+        let in_flight = engine.in_flight(&name, &holder);
+        self.engine.runtime.spawn(Box::pin(async move {
+            let all: Vec<usize> = (0..engine.nodes.len()).collect();
+            undo(engine.clone(), name, holder, request_id, all).await;
+            drop(in_flight);
+        }));
+    }
+}

@@ -1,0 +1,22 @@
+-- Permit-expirable semaphore: set a held permit's expiry anew (Redisson updateLeaseTime), after
+-- giving expired permits back.
+-- KEYS[1] semaphore key, KEYS[2] permit ZSET. ARGV[1] permit id in hex, ARGV[2] new expiry
+-- (wall clock ms), ARGV[3] now, ARGV[4] publish command, ARGV[5] channel.
+-- Reply: 1 extended, 0 unknown or already expired id.
+local count, permits = KEYS[1], KEYS[2]
+-- Read the count first: a count key holding data of another type fails here, before the
+-- reclaim below has written anything.
+redis.call('GET', count)
+local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
+if expired > 0 then
+  local value = redis.call('INCRBY', count, expired)
+  if value > 0 then
+    redis.call(ARGV[4], ARGV[5], value)
+  end
+end
+local id = string.gsub(ARGV[1], '..', function(pair) return string.char(tonumber(pair, 16)) end)
+if redis.call('ZSCORE', permits, id) then
+  redis.call('ZADD', permits, ARGV[2], id)
+  return 1
+end
+return 0

@@ -1,0 +1,22 @@
+-- Permit-expirable semaphore: release one permit by id (Redisson tryReleaseAsync). The permit
+-- goes back to the count and the new count is published, even when its lease had ended but it
+-- was not reclaimed yet.
+-- KEYS[1] semaphore key, KEYS[2] permit ZSET. ARGV[1] permit id in hex, ARGV[2] now (wall
+-- clock ms), ARGV[3] publish command, ARGV[4] channel (`redisson_sc:{N}`).
+-- Reply: 1 released, -1 released but its lease had already ended, 0 unknown id (never issued,
+-- released before or reclaimed).
+local count, permits = KEYS[1], KEYS[2]
+-- Reads first: a key holding data of another type fails here, before the permit is removed.
+redis.call('GET', count)
+local id = string.gsub(ARGV[1], '..', function(pair) return string.char(tonumber(pair, 16)) end)
+local expiry = redis.call('ZSCORE', permits, id)
+if not expiry then
+  return 0
+end
+redis.call('ZREM', permits, id)
+local value = redis.call('INCRBY', count, 1)
+redis.call(ARGV[3], ARGV[4], value)
+if tonumber(expiry) <= tonumber(ARGV[2]) then
+  return -1
+end
+return 1

@@ -1,0 +1,63 @@
+-- Read lock release (Redisson RedissonReadLock.unlockInnerAsync, with its idempotency latch):
+-- drops this owner's newest read hold and its timeout key; the hash then lives as long as the
+-- longest remaining read hold of any owner, and goes (with '0' published) when none is left.
+-- KEYS[1] lock key, KEYS[2] latch key of this release request, KEYS[3] (undo only) latch key
+-- of the acquire to undo: an acquire whose reply was lost or that was cancelled is undone
+-- only if it applied (it left that latch).
+-- ARGV[1] owner id, ARGV[2] prefix of this owner's timeout keys, ARGV[3] T(N) (the start of
+-- every owner's timeout keys), ARGV[4] publish command, ARGV[5] channel
+-- (`redisson_rwlock:{N}`), ARGV[6] latch TTL ms.
+-- Reply: 0 this owner still holds read holds, 1 this owner's last read hold released, 2 that
+-- and the lock went away with a listener on the channel, -1 this owner holds no read hold,
+-- -2 lock absent ('0' is still published, as Redisson does), 3 undo with nothing to undo.
+local lock, owner = KEYS[1], ARGV[1]
+local replay = redis.call('GET', KEYS[2])
+if replay then
+  return tonumber(replay)
+end
+-- Read the lock before the undo consumes its latch: a lock key holding data of another type
+-- fails here, with nothing written.
+local mode = redis.call('HGET', lock, 'mode')
+if KEYS[3] and redis.call('DEL', KEYS[3]) == 0 then
+  return 3
+end
+if not mode then
+  redis.call(ARGV[4], ARGV[5], '0')
+  return -2
+end
+if redis.call('HEXISTS', lock, owner) == 0 then
+  return -1
+end
+local left = redis.call('HINCRBY', lock, owner, -1)
+if left == 0 then
+  redis.call('HDEL', lock, owner)
+end
+redis.call('DEL', ARGV[2] .. ':' .. (left + 1))
+local result = 1
+if left > 0 then result = 0 end
+if redis.call('HLEN', lock) > 1 then
+  local longest = -3
+  for _, field in ipairs(redis.call('HKEYS', lock)) do
+    local holds = tonumber(redis.call('HGET', lock, field))
+    if holds then
+      for k = holds, 1, -1 do
+        local ttl = redis.call('PTTL', ARGV[3] .. ':' .. field .. ':rwlock_timeout:' .. k)
+        longest = math.max(longest, ttl)
+      end
+    end
+  end
+  if longest > 0 or mode == 'write' then
+    if longest > 0 then
+      redis.call('PEXPIRE', lock, longest)
+    end
+    redis.call('SET', KEYS[2], result, 'PX', ARGV[6])
+    return result
+  end
+end
+-- No live read hold is left (the fields that remain belong to dead readers): the lock goes.
+redis.call('DEL', lock)
+if redis.call(ARGV[4], ARGV[5], '0') > 0 then
+  result = 2
+end
+redis.call('SET', KEYS[2], result, 'PX', ARGV[6])
+return result

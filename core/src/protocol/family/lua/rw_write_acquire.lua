@@ -1,0 +1,35 @@
+-- Write lock acquire (Redisson RedissonWriteLock 4.7): exclusive, field owner:write -> hold
+-- count, mode = 'write'. Unlike Redisson, an owner that holds only read holds is refused at
+-- once (Redisson would wait for its own read holds forever).
+-- KEYS[1] lock key, KEYS[2] fencing counter, KEYS[3] latch key of this acquire request.
+-- ARGV[1] lease ms, ARGV[2] write field (owner .. ':write'), ARGV[3] owner id (its read field),
+-- ARGV[4] '1' = fenced, ARGV[5] latch TTL ms.
+-- Reply: {1, fence, hold count} acquired or re-entered; {0, pttl} held by others;
+-- {-1, pttl} refused: this owner holds the read lock (an upgrade would deadlock).
+local lock, writer, lease = KEYS[1], ARGV[2], tonumber(ARGV[1])
+local replay = redis.call('GET', KEYS[3])
+if replay and redis.call('HEXISTS', lock, writer) == 1 then
+  local sep = string.find(replay, ':', 1, true)
+  return {1, tonumber(string.sub(replay, 1, sep - 1)), tonumber(string.sub(replay, sep + 1))}
+end
+local mode = redis.call('HGET', lock, 'mode')
+local count
+if not mode then
+  redis.call('HSET', lock, 'mode', 'write', writer, 1)
+  redis.call('PEXPIRE', lock, lease)
+  count = 1
+elseif mode == 'write' and redis.call('HEXISTS', lock, writer) == 1 then
+  count = redis.call('HINCRBY', lock, writer, 1)
+  -- Redisson adds the lease to what is left on a write re-entry.
+  redis.call('PEXPIRE', lock, math.max(redis.call('PTTL', lock), 0) + lease)
+elseif mode == 'read' and redis.call('HEXISTS', lock, ARGV[3]) == 1 then
+  return {-1, redis.call('PTTL', lock)}
+else
+  return {0, redis.call('PTTL', lock)}
+end
+local fence = 0
+if ARGV[4] == '1' then
+  fence = redis.call('INCR', KEYS[2])
+end
+redis.call('SET', KEYS[3], fence .. ':' .. count, 'PX', ARGV[5])
+return {1, fence, count}

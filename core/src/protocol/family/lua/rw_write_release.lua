@@ -1,0 +1,46 @@
+-- Write lock release (Redisson RedissonWriteLock.unlockInnerAsync, with its idempotency latch).
+-- A full release deletes the hash and publishes '1' (every waiter wakes: readers go together),
+-- unless the same owner still holds read holds: then the lock turns into a read lock, quietly.
+-- KEYS[1] lock key, KEYS[2] latch key of this release request, KEYS[3] (undo only) latch key
+-- of the acquire to undo: an acquire whose reply was lost or that was cancelled is undone
+-- only if it applied (it left that latch).
+-- ARGV[1] lease ms to restore on a partial release, ARGV[2] write field (owner .. ':write'),
+-- ARGV[3] publish command, ARGV[4] channel (`redisson_rwlock:{N}`), ARGV[5] latch TTL ms.
+-- Reply: 1 fully released, 2 fully released with a listener on the channel, 0 hold count
+-- decremented and still held, -1 not held by this writer, -2 lock absent ('1' is still
+-- published, as Redisson does), 3 undo with nothing to undo.
+local lock, writer = KEYS[1], ARGV[2]
+local replay = redis.call('GET', KEYS[2])
+if replay then
+  return tonumber(replay)
+end
+-- Read the lock before the undo consumes its latch: a lock key holding data of another type
+-- fails here, with nothing written.
+local mode = redis.call('HGET', lock, 'mode')
+if KEYS[3] and redis.call('DEL', KEYS[3]) == 0 then
+  return 3
+end
+if not mode then
+  redis.call(ARGV[3], ARGV[4], '1')
+  return -2
+end
+if mode ~= 'write' or redis.call('HEXISTS', lock, writer) == 0 then
+  return -1
+end
+local result = 1
+if redis.call('HINCRBY', lock, writer, -1) > 0 then
+  redis.call('PEXPIRE', lock, ARGV[1])
+  result = 0
+else
+  redis.call('HDEL', lock, writer)
+  if redis.call('HLEN', lock) == 1 then
+    redis.call('DEL', lock)
+    if redis.call(ARGV[3], ARGV[4], '1') > 0 then
+      result = 2
+    end
+  else
+    redis.call('HSET', lock, 'mode', 'read')
+  end
+end
+redis.call('SET', KEYS[2], result, 'PX', ARGV[5])
+return result

@@ -1,0 +1,3 @@
+-- Permits available (Redisson availablePermits): the count, 0 when the semaphore is not set.
+-- KEYS[1] semaphore key. Reply: integer.
+return tonumber(redis.call('GET', KEYS[1]) or '0')

@@ -1,0 +1,263 @@
+//! The multi-lock composition rule: all or nothing over several locks, taken in one order so
+//! that two callers locking overlapping sets in opposite orders never deadlock.
+//!
+//! [`plan`] sorts the members by name (bytewise) and decides how to take them: in one
+//! `multi_acquire` script when every member is a lease or reentrant lock and one script may
+//! touch all their keys (a single node, a quorum node, or one Redis Cluster slot), else one
+//! member after another in the sorted order, each with its own kind's script, rolling back what
+//! was taken when one fails. Redisson's `RedissonMultiLock` has no keys of its own and takes its
+//! members in the order given (retrying from the first after a failure); members on shared
+//! names exclude each other either way.
+
+use super::{ints, request, scripts, unexpected};
+use crate::error::{Error, Result};
+use crate::protocol::keys;
+use crate::protocol::reply::{self, OwnershipReply, Reply};
+use crate::protocol::request::{Holder, Request};
+
+/// One member of a multi-lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The lock's name (its key).
+    pub name: String,
+    /// How it is held: a lease or reentrant [`Holder`] (these can share one script), or `None`
+    /// for kinds taken by their own script (fair, read, write).
+    pub holder: Option<Holder>,
+}
+
+/// How to take the members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// One `multi_acquire` script over every member, in this order (indices into the input).
+    OneScript(Vec<usize>),
+    /// One member after another in this order, rolling back on failure.
+    InOrder(Vec<usize>),
+}
+
+/// Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the text inside the first
+/// `{...}` when non-empty, else the whole key) mod 16384, as in the Redis Cluster spec.
+pub fn hash_slot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = bytes.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &bytes[open + 1..];
+        let close = rest.iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &rest[..close])
+    });
+    crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(bytes)) % 16384
+}
+
+/// Decides the order and the way to take `members`. `cluster`: the keys live on a Redis
+/// Cluster, where one script may only touch keys of one slot.
+///
+/// # Errors
+/// `InvalidArgument` for no members, an empty or over-long name, or a name given twice (a
+/// lease lock would wait for itself).
+pub fn plan(members: &[Member], cluster: bool) -> Result<Plan> {
+    if members.is_empty() {
+        return Err(Error::invalid("a multi-lock needs at least one lock"));
+    }
+    for m in members {
+        keys::validate_name(&m.name)?;
+    }
+    let mut order: Vec<usize> = (0..members.len()).collect();
+    order.sort_by(|&a, &b| members[a].name.as_bytes().cmp(members[b].name.as_bytes()));
+    if order.windows(2).any(|w| members[w[0]].name == members[w[1]].name) {
+        return Err(Error::invalid("a multi-lock names the same lock twice"));
+    }
+    let scriptable = members.iter().all(|m| m.holder.is_some());
+    let one_slot = !cluster || {
+        let first = hash_slot(&members[0].name);
+        members.iter().all(|m| hash_slot(&m.name) == first)
+    };
+    Ok(if scriptable && one_slot {
+        Plan::OneScript(order)
+    } else {
+        Plan::InOrder(order)
+    })
+}
+
+fn specs<'a>(members: &'a [&'a Member]) -> Result<Vec<(&'a str, &'a Holder)>> {
+    members
+        .iter()
+        .map(|m| {
+            m.holder
+                .as_ref()
+                .map(|h| (m.name.as_str(), h))
+                .ok_or_else(|| Error::invalid("this lock kind cannot join a one-script multi-lock"))
+        })
+        .collect()
+}
+
+/// The `multi_acquire` request over `members` (in [`Plan::OneScript`] order). `request_id`
+/// names its idempotency latch (in the first member's slot), kept `latch_ttl_ms`.
+///
+/// # Errors
+/// `InvalidArgument` when a member has no holder or there are no members.
+pub fn acquire(members: &[&Member], lease_ms: u64, request_id: &str, latch_ttl_ms: u64) -> Result<Request> {
+    let specs = specs(members)?;
+    let first = specs
+        .first()
+        .ok_or_else(|| Error::invalid("a multi-lock needs at least one lock"))?
+        .0;
+    let mut keys: Vec<String> = specs.iter().map(|(n, _)| (*n).to_owned()).collect();
+    keys.push(keys::acquire_latch(first, request_id));
+    let mut args = vec![lease_ms.to_string(), latch_ttl_ms.to_string()];
+    args.extend(specs.iter().map(|(_, h)| h.spec()));
+    Ok(request(&scripts::MULTI_ACQUIRE, keys, args))
+}
+
+/// Outcome of a one-script multi acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcquireReply {
+    /// Every member taken.
+    Acquired,
+    /// Member `index` (0-based, in the request's order) is held by someone else; nothing was
+    /// taken. `pttl` is its remaining lease in ms (-1 none).
+    Busy {
+        /// Index of the busy member in the request.
+        index: usize,
+        /// Its remaining lease, ms.
+        pttl: i64,
+    },
+}
+
+/// Decodes the reply of [`acquire`].
+///
+/// # Errors
+/// `Redis` when the reply has an unexpected shape.
+pub fn decode_acquire(reply: &Reply) -> Result<AcquireReply> {
+    let script = &scripts::MULTI_ACQUIRE;
+    match ints(script, reply)?.as_slice() {
+        [1] => Ok(AcquireReply::Acquired),
+        [0, index, pttl] if *index >= 1 => Ok(AcquireReply::Busy {
+            index: (*index - 1) as usize,
+            pttl: *pttl,
+        }),
+        _ => Err(unexpected(script, reply)),
+    }
+}
+
+/// The `multi_release` request over `members`; `lease_ms` is restored on a partial reentrant
+/// release; each member's `0` goes to its own unlock channel.
+///
+/// # Errors
+/// `InvalidArgument` when a member has no holder.
+pub fn release(members: &[&Member], lease_ms: u64, publish: &str) -> Result<Request> {
+    let specs = specs(members)?;
+    let mut args = vec![lease_ms.to_string(), publish.to_owned()];
+    for (name, holder) in &specs {
+        args.push(holder.spec());
+        args.push(keys::lock_channel(name));
+    }
+    Ok(request(
+        &scripts::MULTI_RELEASE,
+        specs.iter().map(|(n, _)| (*n).to_owned()).collect(),
+        args,
+    ))
+}
+
+/// Decodes the reply of [`release`]: one outcome per member (`Done`, `StillHeld`, `Taken`,
+/// `Absent`), in the request's order.
+///
+/// # Errors
+/// `Redis` when the reply is not `expected` codes.
+pub fn decode_release(reply: &Reply, expected: usize) -> Result<Vec<OwnershipReply>> {
+    let script = &scripts::MULTI_RELEASE;
+    let codes = ints(script, reply)?;
+    if codes.len() != expected || !matches!(reply, Reply::Array(_)) {
+        return Err(unexpected(script, reply));
+    }
+    codes
+        .iter()
+        .map(|c| reply::decode_ownership(&Reply::Int(*c)).map_err(|_| unexpected(script, reply)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(name: &str) -> Member {
+        Member {
+            name: name.into(),
+            holder: Some(Holder::Lease { token: "t".into() }),
+        }
+    }
+
+    #[test]
+    fn slots_match_the_redis_cluster_spec() {
+        // Values from the Redis Cluster specification and `CLUSTER KEYSLOT`.
+        // CRC16/XMODEM check value of "123456789" is 0x31C3 (below 16384, so also its slot).
+        assert_eq!(hash_slot("123456789"), 0x31C3);
+        assert_eq!(hash_slot("foo"), 12182);
+        assert_eq!(hash_slot("{user1000}.following"), hash_slot("user1000"));
+        assert_eq!(hash_slot("foo{}{bar}"), hash_slot("foo{}{bar}"));
+        assert_ne!(hash_slot("foo{}{bar}"), hash_slot("bar"));
+        assert_eq!(hash_slot("foo{{bar}}zap"), hash_slot("{bar"));
+    }
+
+    #[test]
+    fn members_are_sorted_and_grouped_by_slot() {
+        let ms = [lease("b"), lease("a"), lease("c")];
+        assert_eq!(plan(&ms, false).unwrap(), Plan::OneScript(vec![1, 0, 2]));
+        assert_eq!(plan(&ms, true).unwrap(), Plan::InOrder(vec![1, 0, 2]));
+        let tagged = [lease("{acct}:2"), lease("{acct}:1")];
+        assert_eq!(plan(&tagged, true).unwrap(), Plan::OneScript(vec![1, 0]));
+        let mixed = [
+            lease("a"),
+            Member {
+                name: "f".into(),
+                holder: None,
+            },
+        ];
+        assert_eq!(plan(&mixed, false).unwrap(), Plan::InOrder(vec![0, 1]));
+        assert!(plan(&[], false).is_err());
+        assert!(plan(&[lease("a"), lease("a")], false).is_err());
+        assert!(plan(&[lease("")], false).is_err());
+    }
+
+    #[test]
+    fn requests_and_replies() {
+        let a = lease("a");
+        let b = Member {
+            name: "b".into(),
+            holder: Some(Holder::Reentrant { owner: "u:1".into() }),
+        };
+        let r = acquire(&[&a, &b], 1000, "req", 9000).unwrap();
+        assert_eq!(r.keys, ["a", "b", "redlatch_acquire_latch:{a}:req"]);
+        assert_eq!(r.args, ["1000", "9000", "Lt", "Ru:1"]);
+        let r = release(&[&a, &b], 1000, "publish").unwrap();
+        assert_eq!(r.keys, ["a", "b"]);
+        assert_eq!(
+            r.args,
+            [
+                "1000",
+                "publish",
+                "Lt",
+                "redisson_lock__channel:{a}",
+                "Ru:1",
+                "redisson_lock__channel:{b}"
+            ]
+        );
+        let f = Member {
+            name: "f".into(),
+            holder: None,
+        };
+        assert!(acquire(&[&f], 1, "r", 1).is_err());
+        assert_eq!(
+            decode_acquire(&Reply::Array(vec![Reply::Int(1)])).unwrap(),
+            AcquireReply::Acquired
+        );
+        let busy = Reply::Array(vec![Reply::Int(0), Reply::Int(2), Reply::Int(50)]);
+        assert_eq!(
+            decode_acquire(&busy).unwrap(),
+            AcquireReply::Busy { index: 1, pttl: 50 }
+        );
+        let codes = Reply::Array(vec![Reply::Int(1), Reply::Int(-2)]);
+        assert_eq!(
+            decode_release(&codes, 2).unwrap(),
+            [OwnershipReply::Done, OwnershipReply::Absent]
+        );
+        assert!(decode_release(&codes, 3).is_err());
+    }
+}

@@ -1,0 +1,163 @@
+//! The Lua scripts of the rest of the lock family (files under `lua/`), with their SHA-1
+//! digests through [`Script`]. Our own Lua, written to reproduce the effects of Redisson 4.7's
+//! scripts (keys, fields, values, TTLs, messages); see docs/family-protocol.md.
+
+use crate::protocol::scripts::Script;
+
+macro_rules! family_script {
+    ($(#[$doc:meta])* $ident:ident, $file:literal) => {
+        $(#[$doc])*
+        pub static $ident: Script = Script::new($file, include_str!(concat!("lua/", $file, ".lua")));
+    };
+}
+
+family_script!(
+    /// Fair lock acquire: purge dead heads, grant to the queue head, else join the queue.
+    FAIR_ACQUIRE, "fair_acquire"
+);
+family_script!(
+    /// Fair lock release: decrement or delete, tell the queue head on its own channel.
+    FAIR_RELEASE, "fair_release"
+);
+family_script!(
+    /// Fair lock give-up: undo a latch-proven grant, else leave the queue.
+    FAIR_ABORT, "fair_abort"
+);
+family_script!(
+    /// Fair lock admin delete.
+    FAIR_FORCE_UNLOCK, "fair_force_unlock"
+);
+family_script!(
+    /// Read lock acquire (shared; per-hold timeout keys).
+    RW_READ_ACQUIRE, "rw_read_acquire"
+);
+family_script!(
+    /// Read lock release (or, guarded by the acquire latch, undo).
+    RW_READ_RELEASE, "rw_read_release"
+);
+family_script!(
+    /// Read lock extend / renewal of every read hold of one owner.
+    RW_READ_EXTEND, "rw_read_extend"
+);
+family_script!(
+    /// Write lock acquire (exclusive; refuses a read-to-write upgrade).
+    RW_WRITE_ACQUIRE, "rw_write_acquire"
+);
+family_script!(
+    /// Write lock release (or, guarded by the acquire latch, undo).
+    RW_WRITE_RELEASE, "rw_write_release"
+);
+family_script!(
+    /// Read/write lock admin delete.
+    RW_FORCE_UNLOCK, "rw_force_unlock"
+);
+family_script!(
+    /// Semaphore acquire of n permits.
+    SEMAPHORE_ACQUIRE, "semaphore_acquire"
+);
+family_script!(
+    /// Semaphore release of n permits, publishing the new count.
+    SEMAPHORE_RELEASE, "semaphore_release"
+);
+family_script!(
+    /// Set the permits of a semaphore that does not exist yet (both semaphore kinds).
+    SEMAPHORE_SET, "semaphore_set"
+);
+family_script!(
+    /// Permits available.
+    SEMAPHORE_AVAILABLE, "semaphore_available"
+);
+family_script!(
+    /// Permit-expirable semaphore acquire: new permit ids with an expiry.
+    PERMIT_ACQUIRE, "permit_acquire"
+);
+family_script!(
+    /// Permit-expirable semaphore release by permit id.
+    PERMIT_RELEASE, "permit_release"
+);
+family_script!(
+    /// Permit-expirable semaphore: a new expiry for a held permit.
+    PERMIT_EXTEND, "permit_extend"
+);
+family_script!(
+    /// Permit-expirable semaphore: available and held permits.
+    PERMIT_AVAILABLE, "permit_available"
+);
+family_script!(
+    /// Count-down latch: set the count if absent.
+    LATCH_SET, "latch_set"
+);
+family_script!(
+    /// Count-down latch: count down, open at zero.
+    LATCH_COUNT_DOWN, "latch_count_down"
+);
+family_script!(
+    /// Count-down latch: the count.
+    LATCH_COUNT, "latch_count"
+);
+family_script!(
+    /// Multi-lock all-or-nothing acquire of lease and reentrant members in one script.
+    MULTI_ACQUIRE, "multi_acquire"
+);
+family_script!(
+    /// Multi-lock release of the members taken by `multi_acquire`.
+    MULTI_RELEASE, "multi_release"
+);
+
+/// Every family script, for preloading and tests.
+pub fn all() -> [&'static Script; 23] {
+    [
+        &FAIR_ACQUIRE,
+        &FAIR_RELEASE,
+        &FAIR_ABORT,
+        &FAIR_FORCE_UNLOCK,
+        &RW_READ_ACQUIRE,
+        &RW_READ_RELEASE,
+        &RW_READ_EXTEND,
+        &RW_WRITE_ACQUIRE,
+        &RW_WRITE_RELEASE,
+        &RW_FORCE_UNLOCK,
+        &SEMAPHORE_ACQUIRE,
+        &SEMAPHORE_RELEASE,
+        &SEMAPHORE_SET,
+        &SEMAPHORE_AVAILABLE,
+        &PERMIT_ACQUIRE,
+        &PERMIT_RELEASE,
+        &PERMIT_EXTEND,
+        &PERMIT_AVAILABLE,
+        &LATCH_SET,
+        &LATCH_COUNT_DOWN,
+        &LATCH_COUNT,
+        &MULTI_ACQUIRE,
+        &MULTI_RELEASE,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn family_scripts_are_distinct_and_never_mask_errors() {
+        let mut seen: std::collections::HashSet<String> = crate::protocol::scripts::all()
+            .iter()
+            .map(|s| s.sha1().to_owned())
+            .collect();
+        for s in all() {
+            assert!(
+                seen.insert(s.sha1().to_owned()),
+                "{} duplicates a script",
+                s.name()
+            );
+            // A pcall would turn WRONGTYPE / NOPERM / OOM into "someone else holds it".
+            assert!(!s.source().contains("pcall"), "{} uses redis.pcall", s.name());
+            // Channels travel in ARGV (they are not keys); no script builds a Lua chunk.
+            assert!(!s.source().contains("loadstring"), "{}", s.name());
+            assert!(
+                s.source().starts_with("-- "),
+                "{} has no header comment",
+                s.name()
+            );
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Semaphore (Redisson `RedissonSemaphore` 4.7): STRING `N` = permits available (absent = not
+//! set, 0 available); channel `redisson_sc:{N}`, whose message is a permit count (the new count
+//! after a release, or the count just set). Permits are not owned in Redis: any client may
+//! release any number (Redisson's `RSemaphore`); "release only what this handle took" is the
+//! caller's bookkeeping, and the permit-expirable semaphore ([`super::permits`]) is the owned
+//! variant, whose permits come back by themselves.
+
+use super::{int, ints, keys as family_keys, request, scripts, unexpected, validate_count};
+use crate::error::Result;
+use crate::protocol::reply::Reply;
+use crate::protocol::request::Request;
+
+/// Acquire `permits` (checked by [`validate_count`]).
+///
+/// # Errors
+/// `InvalidArgument` for 0 or more than `i32::MAX` permits.
+pub fn acquire(name: &str, permits: u64) -> Result<Request> {
+    validate_count("permits", permits)?;
+    Ok(request(
+        &scripts::SEMAPHORE_ACQUIRE,
+        vec![name.to_owned()],
+        vec![permits.to_string()],
+    ))
+}
+
+/// Outcome of one acquire attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcquireReply {
+    /// Taken; `left` permits remain available.
+    Acquired {
+        /// Permits still available after this acquire.
+        left: i64,
+    },
+    /// Not enough permits: wait for a message on the channel, then try again.
+    NotEnough {
+        /// Permits available now; `None` when the semaphore was never set.
+        available: Option<i64>,
+    },
+}
+
+/// Decodes the reply of [`acquire`].
+///
+/// # Errors
+/// `Redis` when the reply has an unexpected shape.
+pub fn decode_acquire(reply: &Reply) -> Result<AcquireReply> {
+    let script = &scripts::SEMAPHORE_ACQUIRE;
+    match ints(script, reply)?.as_slice() {
+        [1, left] => Ok(AcquireReply::Acquired { left: *left }),
+        [0, -1] => Ok(AcquireReply::NotEnough { available: None }),
+        [0, n] => Ok(AcquireReply::NotEnough { available: Some(*n) }),
+        _ => Err(unexpected(script, reply)),
+    }
+}
+
+/// Release `permits`, publishing the new count with `publish` (`publish` | `spublish`).
+///
+/// # Errors
+/// `InvalidArgument` for 0 or more than `i32::MAX` permits.
+pub fn release(name: &str, permits: u64, publish: &str) -> Result<Request> {
+    validate_count("permits", permits)?;
+    Ok(request(
+        &scripts::SEMAPHORE_RELEASE,
+        vec![name.to_owned()],
+        vec![
+            permits.to_string(),
+            publish.to_owned(),
+            family_keys::semaphore_channel(name),
+        ],
+    ))
+}
+
+/// Decodes the reply of [`release`]: `(available after the release, clients the message
+/// reached)`.
+///
+/// # Errors
+/// `Redis` on an unexpected reply.
+pub fn decode_release(reply: &Reply) -> Result<(i64, u64)> {
+    let script = &scripts::SEMAPHORE_RELEASE;
+    match ints(script, reply)?.as_slice() {
+        [value, receivers] if *receivers >= 0 => Ok((*value, *receivers as u64)),
+        _ => Err(unexpected(script, reply)),
+    }
+}
+
+/// Set `permits` if the semaphore does not exist yet (Redisson `trySetPermits`), with an
+/// optional TTL in ms for the key; publishes the count. Also sets a permit-expirable
+/// semaphore's count (same key and channel). Zero permits are allowed here (a semaphore that
+/// exists with nothing available), as in Redisson.
+///
+/// # Errors
+/// `InvalidArgument` for more than `i32::MAX` permits or a zero TTL.
+pub fn try_set_permits(name: &str, permits: u64, ttl_ms: Option<u64>, publish: &str) -> Result<Request> {
+    if permits > 0 {
+        validate_count("permits", permits)?;
+    }
+    if ttl_ms == Some(0) {
+        return Err(crate::error::Error::invalid("semaphore TTL must be above 0 ms"));
+    }
+    Ok(request(
+        &scripts::SEMAPHORE_SET,
+        vec![name.to_owned()],
+        vec![
+            permits.to_string(),
+            publish.to_owned(),
+            family_keys::semaphore_channel(name),
+            ttl_ms.unwrap_or(0).to_string(),
+        ],
+    ))
+}
+
+/// Decodes the reply of [`try_set_permits`]: `true` when it was set.
+///
+/// # Errors
+/// `Redis` on an unexpected reply.
+pub fn decode_try_set(reply: &Reply) -> Result<bool> {
+    match reply.as_int() {
+        Some(1) => Ok(true),
+        Some(0) => Ok(false),
+        _ => Err(unexpected(&scripts::SEMAPHORE_SET, reply)),
+    }
+}
+
+/// Permits available now.
+pub fn available(name: &str) -> Request {
+    request(&scripts::SEMAPHORE_AVAILABLE, vec![name.to_owned()], vec![])
+}
+
+/// Decodes the reply of [`available`].
+///
+/// # Errors
+/// `Redis` on an unexpected reply.
+pub fn decode_available(reply: &Reply) -> Result<i64> {
+    int(&scripts::SEMAPHORE_AVAILABLE, reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_bad_counts() {
+        let r = acquire("s", 2).unwrap();
+        assert_eq!(
+            (r.keys.as_slice(), r.args.as_slice()),
+            (&["s".to_owned()][..], &["2".to_owned()][..])
+        );
+        assert!(acquire("s", 0).is_err());
+        assert!(release("s", 0, "publish").is_err());
+        let r = release("s", 3, "spublish").unwrap();
+        assert_eq!(r.args, ["3", "spublish", "redisson_sc:{s}"]);
+        let r = try_set_permits("s", 0, None, "publish").unwrap();
+        assert_eq!(r.args, ["0", "publish", "redisson_sc:{s}", "0"]);
+        assert_eq!(
+            try_set_permits("s", 4, Some(900), "publish").unwrap().args[3],
+            "900"
+        );
+        assert!(try_set_permits("s", 4, Some(0), "publish").is_err());
+        assert!(try_set_permits("s", u64::MAX, None, "publish").is_err());
+    }
+
+    fn arr(v: &[i64]) -> Reply {
+        Reply::Array(v.iter().map(|i| Reply::Int(*i)).collect())
+    }
+
+    #[test]
+    fn replies_decode() {
+        assert_eq!(
+            decode_acquire(&arr(&[1, 0])).unwrap(),
+            AcquireReply::Acquired { left: 0 }
+        );
+        assert_eq!(
+            decode_acquire(&arr(&[0, -1])).unwrap(),
+            AcquireReply::NotEnough { available: None }
+        );
+        assert_eq!(
+            decode_acquire(&arr(&[0, 1])).unwrap(),
+            AcquireReply::NotEnough { available: Some(1) }
+        );
+        assert_eq!(decode_release(&arr(&[5, 2])).unwrap(), (5, 2));
+        assert!(decode_release(&Reply::Int(5)).is_err());
+        assert!(decode_try_set(&Reply::Int(1)).unwrap());
+        assert_eq!(decode_available(&Reply::Int(4)).unwrap(), 4);
+    }
+}

@@ -1,0 +1,16 @@
+-- Shared by the scripts that tell a lock from application data under the lock's name
+-- (prepended to lease_acquire, rlock_acquire and inspect when the crate is built).
+-- Every lock format sets a TTL on its key (redis-py's Lock without a timeout excepted, whose
+-- value is still a random token), so a key without TTL that is not a lock is application
+-- data; keys of a type no lock of this kind uses raise WRONGTYPE from the GET / HGET that
+-- reads them. Both end the call with a WRONGTYPE error, which redlatch reports as
+-- KeyConflict, instead of waiting for a lease that never ends.
+local function looks_like_token(value)
+  -- Hex, base64 or uuid text of 16..128 characters: the tokens of redis-py, node-redlock,
+  -- redsync, bsm/redislock and redlatch. Anything else is not a lock's token.
+  local n = string.len(value)
+  return n >= 16 and n <= 128 and string.find(value, '^[%w%-_%+/=]+$') ~= nil
+end
+local function conflict(what)
+  return redis.error_reply('WRONGTYPE the lock key holds ' .. what .. ', not a lock (application data under the lock name?)')
+end
