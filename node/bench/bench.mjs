@@ -5,10 +5,10 @@
 //   REDLATCH_TEST_URL=redis://127.0.0.1:6379 node bench/bench.mjs [--seconds S] [--rounds R]
 //
 // Libraries (each lock with a 10 s fixed lease):
-// - redlatch: the native entry with its default engine (the core on the JavaScript thread,
-//   over Node sockets of its own: README "Design");
-// - redlatch (tokio engine): the same with REDLATCH_NODE_IO=tokio (the core on the addon's
-//   tokio thread over redis-rs connections), for comparison;
+// - redlatch: the native entry with its default engine (the core on the addon's tokio thread
+//   over redis-rs connections: README "Design");
+// - redlatch (local engine): the same with REDLATCH_NODE_IO=local (the core on the JavaScript
+//   thread over Node sockets of its own), taking turns with the others in this process;
 // - redlatch/wasm over ioredis (the same lock logic compiled to WebAssembly, I/O by ioredis);
 // - redlock 5 over ioredis, with its defaults (retryDelay 200 ms) and with retryDelay 10 ms.
 // Scenarios:
@@ -26,9 +26,7 @@
 import { loadavg } from 'node:os'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
 import Redis from 'ioredis'
 import Redlock from 'redlock'
 import { Client } from 'redlatch'
@@ -46,7 +44,6 @@ const ROUNDS = arg('--rounds', 3)
 const LEASE = 10_000
 const CONTENDERS = 8
 const LOOPS = 32
-const CHILD = process.argv.includes('--child') // one library's scenarios, for another engine
 
 const load = () => loadavg()[0].toFixed(2)
 const redis = new Redis(url)
@@ -65,8 +62,12 @@ function summary(samples) {
 const ms = (v) => (Number.isFinite(v) ? v.toFixed(v < 10 ? 3 : 1) : 'n/a')
 
 // Adapters: acquire(name) -> release function.
-async function redlatchAdapter(label) {
+async function redlatchAdapter(label, engine) {
+  // The engine is read at each connect (lib/index.mjs).
+  if (engine === undefined) delete process.env.REDLATCH_NODE_IO
+  else process.env.REDLATCH_NODE_IO = engine
   const client = await Client.connect(url)
+  delete process.env.REDLATCH_NODE_IO
   return {
     label,
     async acquire(name) {
@@ -261,39 +262,13 @@ async function handoff(lib, rounds, settle) {
   return summary(samples)
 }
 
-/** The tokio engine's figures, from a child process (the engine is chosen when the addon loads). */
-function tokioFigures() {
-  const script = fileURLToPath(import.meta.url)
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, script, '--child', '--seconds', String(SECONDS), '--rounds', String(ROUNDS)], {
-      env: { ...process.env, REDLATCH_NODE_IO: 'tokio' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    let out = ''
-    child.stdout.on('data', (d) => (out += d))
-    child.once('error', reject)
-    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`tokio child exited ${code}`))))
-  })
-}
-
-if (CHILD) {
-  const lib = await redlatchAdapter('redlatch (tokio engine)')
-  const figures = await uncontended([lib, redlockAdapter('redlock (child)', { retryCount: -1 })])
-  figures[lib.label].contended = await contended(lib)
-  figures[lib.label].handoff = await handoff(lib, 300, 2)
-  figures[lib.label].call = await ttlLoop(lib)
-  await lib.close()
-  redis.quit()
-  process.stdout.write(JSON.stringify(figures))
-  process.exit(0)
-}
-
 const version = require('redlatch/package.json').version
 console.log(
   `redlatch ${version} vs redlock 5 (ioredis ${require('ioredis/package.json').version}), Redis ${url}, ` +
     `${SECONDS} s per scenario in ${ROUNDS} turns, node ${process.version}, load average ${load()} at the start`,
 )
 const ours = await redlatchAdapter('redlatch')
+const oursLocal = await redlatchAdapter('redlatch (local engine)', 'local')
 const ourWasm = wasmAdapter('redlatch/wasm over ioredis')
 const redlockDefault = redlockAdapter('redlock (retryDelay 200)', { retryCount: -1 })
 const redlockFast = redlockAdapter('redlock (retryDelay 10)', { retryCount: -1, retryDelay: 10, retryJitter: 10 })
@@ -301,35 +276,31 @@ const pair = ioredisPair()
 
 const rtt = await pingLoop()
 const call = await ttlLoop(ours)
-const results = await uncontended([ours, redlockDefault, ourWasm, pair])
+const callLocal = await ttlLoop(oursLocal)
+const results = await uncontended([ours, oursLocal, redlockDefault, ourWasm, pair])
 const loop = monitorEventLoopDelay({ resolution: 1 })
 loop.enable()
 results[ours.label].contended = await contended(ours)
 loop.disable()
 const loopDuringContention = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }
+results[oursLocal.label].contended = await contended(oursLocal)
 for (const lib of [redlockDefault, redlockFast]) {
   results[lib.label] ??= {}
   results[lib.label].contended = await contended(lib)
 }
 results[ours.label].handoff = await handoff(ours, 300, 2)
+results[oursLocal.label].handoff = await handoff(oursLocal, 300, 2)
 results[redlockDefault.label].handoff = await handoff(redlockDefault, 15, 5)
 results[redlockFast.label].handoff = await handoff(redlockFast, 100, 5)
-// The tokio engine runs in a child process after the rest, with redlock taking turns with it
-// there: its ratios are to that redlock.
-const tokio = await tokioFigures()
-const childRedlock = tokio['redlock (child)']
-delete tokio['redlock (child)']
-Object.assign(results, tokio)
 const endLoad = load()
 
 console.log(`raw round trip (ioredis PING): ${rtt.ops.toFixed(0)} ops/s, p50 ${ms(rtt.p50)} ms, p99 ${ms(rtt.p99)} ms`)
 console.log(`one redlatch call with one round trip (lock.ttl()): ${call.ops.toFixed(0)} ops/s, p50 ${ms(call.p50)} ms, p99 ${ms(call.p99)} ms`)
-const tc = tokio['redlatch (tokio engine)'].call
-console.log(`  the same on the tokio engine: ${tc.ops.toFixed(0)} ops/s, p50 ${ms(tc.p50)} ms, p99 ${ms(tc.p99)} ms`)
+console.log(`  the same on the local engine: ${callLocal.ops.toFixed(0)} ops/s, p50 ${ms(callLocal.p50)} ms, p99 ${ms(callLocal.p99)} ms`)
 
 const theirs = results[redlockDefault.label]
 const vs = (ops, base) => `${(ops / base).toFixed(2)}x redlock`
-const base = (label, what) => (label in tokio ? childRedlock : theirs)[what].ops
+const base = (label, what) => theirs[what].ops
 console.log('\nuncontended acquire+release, one at a time')
 for (const [label, r] of Object.entries(results)) {
   const u = r.uncontended
@@ -357,19 +328,24 @@ for (const [label, r] of Object.entries(results)) {
   if (h) console.log(`  ${label.padEnd(28)} n=${String(h.n).padEnd(4)} p50 ${ms(h.p50)} ms   p99 ${ms(h.p99)} ms   max ${ms(h.max)} ms`)
 }
 console.log(`event-loop delay during the redlatch contended run: p99 ${ms(loopDuringContention.p99)} ms, max ${ms(loopDuringContention.max)} ms`)
-console.log(`load average ${endLoad} at the end (saturated at the number of cores); the tokio engine's row ran in a child process afterwards, its ratios to a redlock taking turns with it there`)
+console.log(`load average ${endLoad} at the end${Number(endLoad) >= 2 ? ' (saturated at the number of cores)' : ''}`)
 
-const mine = results[ours.label]
-const seqRatio = mine.uncontended.ops / theirs.uncontended.ops
-const parRatio = mine.parallel.ops / theirs.parallel.ops
-const checks = [
-  [`sequential acquire+release >= 1.1x redlock (${seqRatio.toFixed(2)}x)`, seqRatio >= 1.1],
-  [`${LOOPS} concurrent loops on distinct keys >= 1.2x redlock (${parRatio.toFixed(2)}x)`, parRatio >= 1.2],
-  [`hand-off p50 <= 0.5 ms (${ms(mine.handoff.p50)} ms)`, mine.handoff.p50 <= 0.5],
-  [`contended wait p99.9 <= 10 ms (${ms(mine.contended.p999)} ms)`, mine.contended.p999 <= 10],
-]
-console.log('\ntargets (issue #15 item 1)')
-for (const [what, ok] of checks) console.log(`  ${ok ? 'PASS' : 'MISS'}  ${what}`)
+/** PASS/MISS against the targets of issue #15 item 1, for one engine's rows. */
+function targets(label) {
+  const mine = results[label]
+  const seqRatio = mine.uncontended.ops / theirs.uncontended.ops
+  const parRatio = mine.parallel.ops / theirs.parallel.ops
+  const checks = [
+    [`sequential acquire+release >= 1.1x redlock (${seqRatio.toFixed(2)}x)`, seqRatio >= 1.1],
+    [`${LOOPS} concurrent loops on distinct keys >= 1.2x redlock (${parRatio.toFixed(2)}x)`, parRatio >= 1.2],
+    [`hand-off p50 <= 0.5 ms (${ms(mine.handoff.p50)} ms)`, mine.handoff.p50 <= 0.5],
+    [`contended wait p99.9 <= 10 ms (${ms(mine.contended.p999)} ms)`, mine.contended.p999 <= 10],
+  ]
+  console.log(`\ntargets (issue #15 item 1), ${label}`)
+  for (const [what, ok] of checks) console.log(`  ${ok ? 'PASS' : 'MISS'}  ${what}`)
+}
+targets(ours.label)
+targets(oursLocal.label)
 
-for (const lib of [ours, ourWasm]) await lib.close()
+for (const lib of [ours, oursLocal, ourWasm]) await lib.close()
 redis.quit()

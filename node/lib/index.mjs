@@ -14,13 +14,14 @@ import { connectEngine } from './engine.mjs'
 
 useAsyncLocalStorage(AsyncLocalStorage)
 
-// Where the core runs: on this thread over Node sockets (the default), or on the addon's
-// tokio thread over redis-rs connections (REDLATCH_NODE_IO=tokio; README "Design").
-const local = globalThis.process?.env?.REDLATCH_NODE_IO !== 'tokio'
+// Where the core runs: on the addon's tokio thread over redis-rs connections (the default),
+// or, with REDLATCH_NODE_IO=local (read at each connect), on this thread over Node sockets
+// of its own (README "Design": measured, not faster enough to be the default).
+const localEngine = () => globalThis.process?.env?.REDLATCH_NODE_IO === 'local'
 
 async function connect(urls, options) {
   const opts = args.clientOptions(options)
-  return new Client(INTERNAL, await connectEngine(urls, opts, local))
+  return new Client(INTERNAL, await connectEngine(urls, opts, localEngine()))
 }
 
 /** Connection(s) to Redis and the locks made from them. Create with `Client.connect` / `Client.quorum`. */

@@ -1,4 +1,5 @@
-// The native entry's Redis connections (its own, on Node sockets: README "Design"): TLS,
+// The local engine's Redis connections (its own, on Node sockets: README "Design"; the
+// default engine's are redis-rs', tested with the core): TLS,
 // AUTH with ACL users, reconnects after CLIENT KILL / idle timeouts / restarts, timeouts on
 // a server that stops answering, and replies cut into pieces anywhere. Each test runs its own
 // redis-server (server.mjs), since these faults must not touch the fleet's shared servers.
@@ -14,6 +15,8 @@ import { key, sleep } from './helpers.mjs'
 import { startServer, tlsFiles } from './server.mjs'
 
 const run = promisify(execFile)
+// Every client of this file runs on the local engine (read at each connect).
+process.env.REDLATCH_NODE_IO = 'local'
 
 /** Acquire + release + a query through `client`: the connection works. */
 async function works(client) {
