@@ -105,7 +105,10 @@ impl HoldSlot {
     /// not known lost.
     fn lost_reason(&self) -> u32 {
         match self.guard.try_read() {
-            Ok(g) => g.as_ref().and_then(Guard::lost_reason).map_or(0, |r| r.code() as u32),
+            Ok(g) => g
+                .as_ref()
+                .and_then(Guard::lost_reason)
+                .map_or(0, |r| r.code() as u32),
             Err(_) => 0,
         }
     }

@@ -90,7 +90,9 @@ impl WasmHeld {
     #[wasm_bindgen(getter, js_name = lostReason)]
     pub fn lost_reason(&self) -> Option<String> {
         let slot = self.slot.borrow();
-        slot.as_ref().and_then(|g| g.lost_reason()).map(|r| r.as_str().to_owned())
+        slot.as_ref()
+            .and_then(|g| g.lost_reason())
+            .map(|r| r.as_str().to_owned())
     }
 
     /// `true` while the hold is still held as far as this client knows: not released, not

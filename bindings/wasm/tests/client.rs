@@ -236,7 +236,11 @@ async fn watchdog_renews_and_reports_loss() {
     let loss = call(&held, "loss", &[]);
     fake.borrow_mut().keys.remove("w");
     let t0 = now_ms();
-    assert_eq!(loss.await.unwrap().as_string().as_deref(), Some("deleted"), "lost");
+    assert_eq!(
+        loss.await.unwrap().as_string().as_deref(),
+        Some("deleted"),
+        "lost"
+    );
     assert!(now_ms() - t0 < 300.0);
     assert_eq!(get(&held, "lost").as_bool(), Some(true));
     assert_eq!(get(&held, "lostReason").as_string().as_deref(), Some("deleted"));

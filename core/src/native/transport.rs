@@ -116,7 +116,10 @@ impl RedisTransport {
     ///
     /// # Errors
     /// As [`RedisTransport::error_from`] maps the connection's errors.
-    pub async fn run_on<C: redis::aio::ConnectionLike + Send>(conn: &mut C, request: &Request) -> Result<Reply> {
+    pub async fn run_on<C: redis::aio::ConnectionLike + Send>(
+        conn: &mut C,
+        request: &Request,
+    ) -> Result<Reply> {
         if let Some(plain) = &request.plain {
             let mut cmd = redis::cmd(&plain[0]);
             cmd.arg(&plain[1..]);
