@@ -50,9 +50,10 @@ py-setup-build:
 	@$(PY_BIN)/python -m pip show -q maturin >/dev/null 2>&1 \
 	  || $(PY_BIN)/python -m pip install -q $(PY_MATURIN_REQ)
 
+# `pip show a b` exits 0 when only some are installed, so each package is looked up.
 py-setup: py-setup-build
-	@$(PY_BIN)/python -m pip show -q $(PY_DEV_PKGS) >/dev/null 2>&1 \
-	  || $(PY_BIN)/python -m pip install -q $(PY_DEV_REQS)
+	@$(PY_BIN)/python -c 'import importlib.metadata as m, sys; [m.version(p) for p in sys.argv[1:]]' \
+	  $(PY_DEV_PKGS) >/dev/null 2>&1 || $(PY_BIN)/python -m pip install -q $(PY_DEV_REQS)
 
 py-build: py-setup-build
 	rm -f $(PY_WHEEL)
