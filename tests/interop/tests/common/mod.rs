@@ -47,8 +47,9 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
 
 /// Idempotency latches: redlatch's acquire latch (private; Redisson ignores it) and the unlock
 /// latch both sides write. Redisson deletes its unlock latch right after the unlock; redlatch
-/// lets both expire (two network timeouts, at least 1 s), so they are left out of comparisons
-/// and checked for a short TTL instead ([`latches_expire`]).
+/// lets both expire (two network timeouts, at least 1 s; a reentrant release's latch at least
+/// the hold's lease, so a retried release never decrements twice), so they are left out of
+/// comparisons and checked for a bounded TTL instead ([`latches_expire`]).
 pub fn is_latch(key: &str) -> bool {
     key.starts_with("redlatch_acquire_latch:") || key.starts_with("redisson_unlock_latch:")
 }
