@@ -50,7 +50,13 @@ export class Held {
   /** Aborts, with a LockLostError as its reason, when the hold is lost. Never after a release. */
   get signal() {
     this.#controller ??= this.#watch()
-    return this.#controller.signal
+    const controller = this.#controller
+    // The engine's loss callback may still be on its way (the tokio engine delivers it on a
+    // later tick, possibly after close() resolved): what is already known aborts it now.
+    if (!controller.signal.aborted && !this.#done && this.#raw.lost) {
+      controller.abort(lossError(this.#name, this.#raw.closedByClient ? 'closed' : this.#raw.lossReason))
+    }
+    return controller.signal
   }
 
   /** `true` once the hold is known lost (or released by `client.close()`). */
