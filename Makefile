@@ -116,8 +116,11 @@ test-valkey: setup-test setup-valkey test-python
 test-readme: setup-test readme-test
 
 # The npm package carries the wasm build (`redlatch/wasm`); its prepack check refuses to pack
-# without it.
+# without it, and node/test runs the surface both entries share against both; the bench has a
+# redlatch/wasm row.
 node-publish-check: wasm-stage
+node-test: wasm-stage
+node-bench: wasm-stage
 
 install: c-install
 

@@ -10,107 +10,127 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Connection(s) to Redis: one node (or a Sentinel master), a Redlock quorum of independent
- * nodes, or a Redis Cluster.
+ * Connection(s) to Redis: one node or a Redlock quorum of independent nodes. Made with
+ * `new NativeClient(urls, options, local)`, then `connect(id, out)`.
  */
 export declare class NativeClient {
-  /** This client's id (a UUID, the first half of every reentrant owner id). */
-  get id(): string
   /**
-   * Number of Redis transports: 1 for a single node, a Cluster or Sentinel; N for a
-   * quorum of N nodes.
+   * A client over `urls` (one URL = single node, several = quorum); nothing is sent
+   * before `connect`. `local`: the core runs on the JavaScript thread over Node sockets
+   * (else on the addon's tokio thread over redis-rs connections). Throws
+   * `ERR_INVALID_ARGUMENT` for no URL or bad options (integer ms, in range).
    */
+  constructor(urls: Array<string>, options: ClientOptions | undefined | null, local: boolean)
+  /**
+   * This client's id (a UUID, the first half of every reentrant owner id); empty before
+   * `connect` resolved.
+   */
+  get id(): string
+  /** Number of Redis nodes (1 = single node, more = quorum). */
   get nodeCount(): number
   /** The watchdog timeout in ms (lease of locks acquired without `leaseMs`). */
   get watchdogTimeoutMs(): number
   /** `true` once `close()` was called. */
   get closed(): boolean
   /**
-   * A lock handle. Throws `ERR_INVALID_ARGUMENT` for a bad name or options (empty name,
-   * over 4096 bytes, bad `leaseMs`/`waitMs`, `fenced` on a quorum client) and
-   * `ERR_CONNECTION` on a closed client.
-   */
-  lock(name: string, options: LockOptions): NativeLock
-  /**
-   * Admin: deletes lock `name` whatever its owner, waking its waiters. Resolves `true`
-   * when a lock was deleted (on a majority of nodes).
-   */
-  forceUnlock(name: string): Promise<boolean>
-  /**
    * Cancels the pending acquire registered under `ticket` (no-op when it has finished).
    * The acquire rejects; anything it may have taken in Redis is undone in the background.
    */
   cancel(ticket: number): void
   /**
-   * Closes the client: pending acquires reject, live holds are released (resolves when
-   * Redis confirmed or failed), later calls reject with `ERR_CONNECTION`. Idempotent.
+   * Closes the client: pending acquires reject, live holds are released (call `id`
+   * settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
+   * Idempotent.
    */
-  close(): Promise<void>
-}
-
-/** One held acquisition (returned by `NativeLock.acquire`). */
-export declare class NativeHeld {
-  /** The lock's name. */
-  get name(): string
-  /** The fencing token of this acquisition (fenced locks), else `null`. */
-  get fencingToken(): number | null
-  /** The lease in ms this hold was acquired with (the watchdog timeout in watchdog mode). */
-  get leaseMs(): number
-  /** `true` once the hold is known lost (read locally, never blocks). */
-  get lost(): boolean
+  close(id: number, out: Scratch): string | null
   /**
-   * `true` until the hold is released (through this handle or by `close()`) or lost; a
-   * release whose outcome was unknown leaves it held.
+   * Connects and settles call `id` (once). A single node must answer `PING`; in quorum
+   * mode a majority must. Rejects with `ERR_INVALID_ARGUMENT` for bad URLs,
+   * `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
    */
-  get held(): boolean
+  connect(id: number, out: Scratch): string | null
   /**
-   * Releases the hold (decrements the hold count of a reentrant lock), at most once.
-   * Rejects with `ERR_NOT_OWNED` (reason `deleted`, `taken` or `never_held`) or
-   * `ERR_LOCK_LOST` (the loss was known before: its reason, or `expired`); with
-   * `ERR_CONNECTION`/`ERR_QUORUM`/`ERR_NO_PERMISSION`/`ERR_OUT_OF_MEMORY` the hold stays
-   * (`held`) and `release()` may be called again once Redis is back. `scopeEnd` (the end
-   * of `using`, `await using`): nobody can call again, so a hold still held after the
-   * attempt is handed to the core, which retries in the background while it is valid.
+   * Releases hold `hold` (decrements the hold count of a reentrant lock), at most once,
+   * and settles call `id`. Rejects with `ERR_NOT_OWNED` (reason `deleted`, `taken` or
+   * `never_held`) or `ERR_LOCK_LOST` (the loss was known before: its reason, or
+   * `expired`); with `ERR_CONNECTION`/`ERR_QUORUM`/`ERR_NO_PERMISSION`/`ERR_OUT_OF_MEMORY`
+   * the hold stays (`holdState` bit 4) and `release` may be called again once Redis is
+   * back; `ERR_CONNECTION` too when `close()` released it. `scopeEnd` (the end of
+   * `using`, `await using`): nobody can call again, so a hold still held after the attempt
+   * is handed to the core, which retries in the background while it is valid.
    */
-  release(scopeEnd?: boolean): Promise<void>
+  release(hold: number, scopeEnd: boolean, id: number, out: Scratch): string | null
   /**
-   * Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost
-   * lock. Rejects as `release`, plus `ERR_INVALID_ARGUMENT` for a bad lease.
+   * Resets the remaining lease of hold `hold` to `leaseMs` (replace, never add) and
+   * settles call `id`; never re-creates a lost lock. Rejects as `release`, plus
+   * `ERR_INVALID_ARGUMENT` for a bad lease.
    */
-  extend(leaseMs: number): Promise<void>
-  /** Asks Redis whether this hold is still this owner's. */
-  owned(): Promise<boolean>
-}
-
-/** A named lock handle (lease or reentrant); see `client.lock(name, options)`. */
-export declare class NativeLock {
-  /** The lock's name (its Redis key). */
-  get name(): string
-  /** `true` for reentrant locks. */
-  get reentrant(): boolean
+  extend(hold: number, leaseMs: number, id: number, out: Scratch): string | null
+  /** Settles call `id` with whether Redis still has hold `hold` as this owner's. */
+  owned(hold: number, id: number, out: Scratch): string | null
   /**
-   * Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is the reentrant owner number (`null` for
-   * lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`. `onLost`
-   * is called (on the JavaScript thread, without keeping the process alive) if the hold
-   * is later lost (with the reason: `"expired"`, `"taken"`, `"deleted"`) or released by
-   * `close()` (`"closed"`); never after a release.
+   * Hold `hold`'s state, read locally (never blocks): bit 1 = known lost (or released by
+   * `client.close()`), bit 2 = released by `client.close()`, bit 4 = still held (not
+   * released, not lost; a release whose outcome was unknown leaves it held), bits 8 and up
+   * = the loss reason's code (1 expired, 2 taken, 3 deleted; 0 while not known lost).
+   */
+  holdState(hold: number): number
+  /**
+   * Calls `onEnd(reason)` once if hold `hold` is lost (`"expired"`, `"taken"`,
+   * `"deleted"`), `onEnd("closed")` if `client.close()` releases it; never after a
+   * release. A no-op for a hold already released (the facade reads the state first).
+   */
+  watch(hold: number, onEnd: (why: string) => void): void
+  /**
+   * Forgets hold `hold` (its JavaScript object was garbage-collected): a hold never
+   * released is released in the background.
+   */
+  dropHold(hold: number): void
+  /**
+   * Checks a lock's name and options (`client.lock(name, options)` throws what this
+   * throws): `ERR_INVALID_ARGUMENT` for an empty or over-long name, a bad `leaseMs` /
+   * `waitMs` / `fenceTtlMs`, `fenced` on a quorum client; `ERR_CONNECTION` on a closed
+   * client. `fenceTtlMs` (fenced locks): the fencing counter key expires that many ms
+   * after the last fenced acquire (absent: it persists; see `Lock::fence_ttl` in the core
+   * for the hazard).
+   */
+  checkLock(name: string, leaseMs: number | undefined | null, waitMs: number | undefined | null, fenced: boolean, fenceTtlMs?: number | undefined | null): void
+  /**
+   * Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
+   * settles call `id` with the hold. `owner` is the reentrant owner number (`null` for
+   * lease locks). `ticket` identifies the attempt for `cancel(ticket)`. `fenceTtlMs` as in
+   * `checkLock` (fenced locks only).
    *
    * Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(waitMs: number | null, owner: number | null, ticket: number, onLost: (why: string) => void): Promise<NativeHeld>
-  /** `true` when anyone holds the lock (a majority of nodes in quorum mode). */
-  locked(): Promise<boolean>
-  /** Remaining lease in ms of whoever holds the lock; `null` when free. */
-  ttl(): Promise<number | null>
-  /** Reentrant locks: how many times `owner` holds it (asks Redis). Lease locks: 0. */
-  holdCount(owner?: number | undefined | null): Promise<number>
+  acquire(name: string, reentrant: boolean, leaseMs: number | undefined | null, fenced: boolean, fenceTtlMs: number | undefined | null, waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  /**
+   * Settles call `id` with `true` when anyone holds lock `name` (a majority of nodes in
+   * quorum mode).
+   */
+  locked(name: string, reentrant: boolean, id: number, out: Scratch): string | null
+  /**
+   * Settles call `id` with the remaining lease in ms of whoever holds lock `name`; `null`
+   * when free.
+   */
+  ttl(name: string, reentrant: boolean, id: number, out: Scratch): string | null
+  /**
+   * Settles call `id` with how many times `owner` holds reentrant lock `name` (asks
+   * Redis).
+   */
+  holdCount(name: string, owner: number, id: number, out: Scratch): string | null
+  /**
+   * Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
+   * with `true` when a lock was deleted (on a majority of nodes).
+   */
+  forceUnlock(name: string, id: number, out: Scratch): string | null
 }
 
 /**
- * Settings of a client (`Client.connect(url, options)`, `Client.quorum(urls, options)`,
- * `Client.cluster(urls, options)`). All durations are integer milliseconds.
+ * Settings of a client (`Client.connect(url, options)` / `Client.quorum(urls, options)`).
+ * All durations are integer milliseconds.
  */
 export interface ClientOptions {
   /**
@@ -130,86 +150,30 @@ export interface ClientOptions {
    * sooner). Default 50 ms.
    */
   pollIntervalMs?: number
-  /** TLS settings of `rediss://` URLs (CA, client certificate, server name, insecure). */
-  tls?: TlsOptions
-  /**
-   * ACL user of the sentinels (`redis+sentinel://` URLs; the URL's credentials are the
-   * data nodes').
-   */
-  sentinelUsername?: string
-  /** Password of the sentinels. */
-  sentinelPassword?: string
-  /**
-   * Replicas that must confirm each grant and renewal (`WAIT`, Redisson's
-   * `checkLockSyncedSlaves`); too few make an acquire fail (rolled back) or a hold be
-   * reported lost. Default 0 (off).
-   */
-  syncReplicas?: number
-  /** How long each `WAIT` may block, below `networkTimeoutMs`. Default 1000 ms. */
-  syncReplicasTimeoutMs?: number
 }
 
 /**
- * Connects to `urls`: one URL = a single node, or the deployment a `redis+cluster://` /
- * `redis+sentinel://` URL names; several = a quorum; with `cluster`, seed nodes of a Redis
- * Cluster. A single node (the Cluster, the Sentinel master) must answer `PING`; in quorum
- * mode a majority must. `onWarning` gets each deployment warning (an evicting
- * `maxmemory-policy`), once per node, on the JavaScript thread. Rejects with
- * `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` (TLS failures say which)
- * / `ERR_QUORUM` when too few nodes answer.
+ * Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id, kind,
+ * a, b, c, text)` settles call `id` for the tokio engine (the local one hands its results
+ * back from each entry: host.rs); `kick()` asks for `localDrain(out)` soon, when a local
+ * task is woken from another thread.
  */
-export declare function connect(urls: Array<string>, options: ClientOptions | undefined | null, cluster: boolean, onWarning: (warning: DeploymentWarning) => void): Promise<NativeClient>
+export declare function installLocal(settle: (id: number, kind: number, a: number, b: number, c: number, text: string | null) => void, kick: () => void): void
 
-/** One deployment warning, as the facade's callback receives it. */
-export interface DeploymentWarning {
-  /** What it is about, stable for matching: `"eviction"`. */
-  kind: string
-  /** The node (`host:port`, never credentials). */
-  node: string
-  /** The full text. */
-  message: string
-}
+/** `kick()` asked for it: polls the tasks woken from elsewhere. */
+export declare function localDrain(out: Scratch): string | null
 
-/** Options of one lock handle (`client.lock(name, options)`). */
-export interface LockOptions {
-  /** `true` for a reentrant lock (Redisson RLock layout), `false` for a lease lock. */
-  reentrant: boolean
-  /** Fixed lease in ms (no renewal). Absent: watchdog mode. */
-  leaseMs?: number
-  /**
-   * Default wait of `acquire` in ms (0 = one try); absent = forever. Only checked here:
-   * the facade passes the effective wait to each `acquire`.
-   */
-  waitMs?: number
-  /** Fenced lock: every acquire returns a fencing token (single node only). */
-  fenced?: boolean
-  /**
-   * Fenced locks: the fencing counter key expires this many ms after the last fenced
-   * acquire (absent: it persists). Tokens then restart at 1: see the README's hazard.
-   */
-  fenceTtlMs?: number
-}
+/** Socket `socket` received `bytes`. */
+export declare function localSocketData(socket: number, bytes: Uint8Array, out: Scratch): string | null
 
 /**
- * TLS settings of `rediss://` URLs (`options.tls`). Without them a `rediss://` URL is
- * verified against the system roots. PEM text arrives as strings (the facade converts
- * Buffers).
+ * Socket `socket` closed, with its error if it failed (the message has no credentials:
+ * Node's socket errors name the address only).
  */
-export interface TlsOptions {
-  /** CA certificate(s) to trust instead of the system roots, as PEM text... */
-  ca?: string
-  /** ...or as a PEM file (not both). */
-  caFile?: string
-  /** Mutual TLS: the client certificate chain as PEM text (with `key`)... */
-  cert?: string
-  /** ...its private key as PEM text. */
-  key?: string
-  /** The client certificate chain as a PEM file (with `keyFile`). */
-  certFile?: string
-  /** Its private key as a PEM file. */
-  keyFile?: string
-  /** Name the server certificate must be valid for, instead of the URL's host. */
-  serverName?: string
-  /** Accept any server certificate (encrypted, not authenticated). Never the default. */
-  insecure?: boolean
-}
+export declare function localSocketEnd(socket: number, error: string | undefined | null, out: Scratch): string | null
+
+/** Socket `socket` connected (after its TLS handshake for TLS). */
+export declare function localSocketOpen(socket: number, out: Scratch): string | null
+
+/** The timer record `4, ms` asked for fired. */
+export declare function localTimer(out: Scratch): string | null

@@ -836,6 +836,9 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.NativeClient = nativeBinding.NativeClient
-module.exports.NativeHeld = nativeBinding.NativeHeld
-module.exports.NativeLock = nativeBinding.NativeLock
-module.exports.connect = nativeBinding.connect
+module.exports.installLocal = nativeBinding.installLocal
+module.exports.localDrain = nativeBinding.localDrain
+module.exports.localSocketData = nativeBinding.localSocketData
+module.exports.localSocketEnd = nativeBinding.localSocketEnd
+module.exports.localSocketOpen = nativeBinding.localSocketOpen
+module.exports.localTimer = nativeBinding.localTimer

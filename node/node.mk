@@ -11,7 +11,7 @@
 #   node-publish-check   release addon, then `npm publish --dry-run` (lists the package files)
 #   node-demo-worker     builds the (debug) addon that examples/demo/workers/node_worker.mjs loads
 #   node-dist    dist/redlatch-<version>.tgz: the package with a release, stripped addon and the
-#                wasm build (bindings/wasm/pkg, from the root Makefile's wasm-build), packed
+#                wasm build (bindings/wasm/pkg/wasm, from the root Makefile's wasm-build), packed
 #                from a staging copy (target/node/dist) so node/ keeps its debug addon; then
 #                tools/check-tarball.sh checks its files, the addon and the size
 #
@@ -57,7 +57,7 @@ node-check: node-setup
 	@echo "node/index.js and node/index.d.ts are current"
 
 node-bench: node-build-release node-fleet
-	cd $(NODE_DIR) && $(NODE_TARGET_DIR)/debug/redlatch-fleet --quorum 3 -- node bench/bench.mjs
+	cd $(NODE_DIR) && $(NODE_TARGET_DIR)/debug/redlatch-fleet --quorum 3 -- node --expose-gc bench/bench.mjs
 
 node-publish-check: node-build-release
 	cd $(NODE_DIR) && npm publish --dry-run
@@ -71,7 +71,7 @@ node-dist: node-setup
 	strip --strip-unneeded $(NODE_DIST_STAGE)/*.node
 	cp -R $(NODE_DIR)/package.json $(NODE_DIR)/README.md $(NODE_DIR)/LICENSE $(NODE_DIR)/lib \
 		$(NODE_DIST_STAGE)/
-	cp -R $(NODE_ROOT)/bindings/wasm/pkg $(NODE_DIST_STAGE)/wasm
+	cp -R $(NODE_ROOT)/bindings/wasm/pkg/wasm $(NODE_DIST_STAGE)/wasm
 	rm -f $(NODE_DIST_DIR)/redlatch-$(NODE_VERSION).tgz
 	cd $(NODE_DIST_STAGE) && npm pack --silent --pack-destination $(NODE_DIST_DIR) >/dev/null
 	$(NODE_DIR)/tools/check-tarball.sh $(NODE_DIST_DIR)/redlatch-$(NODE_VERSION).tgz

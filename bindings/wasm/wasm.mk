@@ -4,15 +4,20 @@
 #                version Cargo.lock pins (idempotent)
 #   wasm-setup   wasm-setup-build, plus what wasm-test needs: npm ci in js/ (node-redis, ioredis,
 #                typescript, workerd) and Chromium (idempotent)
-#   wasm-build   release build + wasm-bindgen (nodejs and web targets) into bindings/wasm/pkg/
+#   wasm-build   release build + wasm-bindgen (nodejs and web targets) into bindings/wasm/pkg/,
+#                laid out as in the npm package: pkg/wasm/ (this entry) next to pkg/lib/facade/
+#                (the facade it shares with the native entry, from node/lib/facade/)
 #   wasm-test    wasm-bindgen tests under Node, then the node:test suite against the fleet
 #                (real Redis; headless Chromium and workerd for the web and workerd entries)
-#   wasm-stage   copy the built package into node/wasm/ (the `redlatch/wasm` export of node/)
+#   wasm-stage   copy pkg/wasm/ into node/wasm/ (the `redlatch/wasm` export of node/, whose
+#                lib/facade/ is the same source)
 # Set WASM_BROWSER=0 to skip the headless-Chromium test (and Chromium's installation).
 
 CARGO ?= cargo
 WASM_DIR := bindings/wasm
 WASM_PKG := $(WASM_DIR)/pkg
+WASM_ENTRY := $(WASM_PKG)/wasm
+WASM_FACADE := node/lib/facade
 WASM_JS := $(WASM_DIR)/js
 WASM_TRIPLE := wasm32-unknown-unknown
 WASM_ARTIFACT := target/$(WASM_TRIPLE)/release/redlatch_wasm.wasm
@@ -21,7 +26,7 @@ WASM_BROWSER ?= 1
 # The CLI must match the `wasm-bindgen` crate exactly (shared/reference/toolchain.md, gotcha 1).
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
 # The mixed wasm + native test uses the native addon when it has been built.
-REDLATCH_NATIVE_ADDON ?= $(if $(wildcard node/*.node),$(CURDIR)/node/lib/index.js)
+REDLATCH_NATIVE_ADDON ?= $(if $(wildcard node/*.node),$(CURDIR)/node/lib/index.cjs)
 
 WASM_SETUP_LOG := target/wasm-setup
 
@@ -60,12 +65,13 @@ wasm-setup: wasm-setup-build
 wasm-build: wasm-setup-build
 	$(CARGO) build --release --target $(WASM_TRIPLE) -p redlatch-wasm
 	rm -rf $(WASM_PKG)
-	wasm-bindgen --target nodejs --out-dir $(WASM_PKG)/nodejs $(WASM_ARTIFACT)
-	wasm-bindgen --target web --out-dir $(WASM_PKG)/web $(WASM_ARTIFACT)
-	printf '{ "type": "commonjs" }\n' > $(WASM_PKG)/nodejs/package.json
-	printf '{ "type": "module" }\n' > $(WASM_PKG)/web/package.json
-	cp -R $(WASM_JS)/src/. $(WASM_PKG)/
-	@echo "wasm-build: $(WASM_PKG) ($$(du -k $(WASM_PKG)/web/redlatch_wasm_bg.wasm | cut -f1) KiB of wasm)"
+	wasm-bindgen --target nodejs --out-dir $(WASM_ENTRY)/nodejs $(WASM_ARTIFACT)
+	wasm-bindgen --target web --out-dir $(WASM_ENTRY)/web $(WASM_ARTIFACT)
+	printf '{ "type": "commonjs" }\n' > $(WASM_ENTRY)/nodejs/package.json
+	printf '{ "type": "module" }\n' > $(WASM_ENTRY)/web/package.json
+	cp -R $(WASM_JS)/src/. $(WASM_ENTRY)/
+	mkdir -p $(WASM_PKG)/lib && cp -R $(WASM_FACADE) $(WASM_PKG)/lib/
+	@echo "wasm-build: $(WASM_PKG) ($$(du -k $(WASM_ENTRY)/web/redlatch_wasm_bg.wasm | cut -f1) KiB of wasm)"
 
 wasm-test: wasm-setup wasm-build
 	CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
@@ -78,4 +84,4 @@ wasm-test: wasm-setup wasm-build
 wasm-stage: wasm-build
 	rm -rf $(WASM_STAGE_DIR)
 	mkdir -p $(WASM_STAGE_DIR)
-	cp -R $(WASM_PKG)/. $(WASM_STAGE_DIR)/
+	cp -R $(WASM_ENTRY)/. $(WASM_STAGE_DIR)/

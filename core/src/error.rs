@@ -265,7 +265,9 @@ impl Error {
         Self::new(ErrorKind::Connection, message)
     }
 
-    pub(crate) fn with_nodes(mut self, nodes: Vec<NodeOutcome>) -> Self {
+    /// The same error with per-node outcomes (quorum mode), for bindings that check nodes
+    /// themselves (the Node addon's connections on the JavaScript thread).
+    pub fn with_nodes(mut self, nodes: Vec<NodeOutcome>) -> Self {
         self.nodes = nodes;
         self
     }

@@ -1,5 +1,6 @@
 //! `NativeClient`: the core client plus what `close()` needs to find: pending acquires (to
-//! cancel them) and live holds (to release them).
+//! cancel them) and holds (to release them). Its lock and hold operations are in lock.rs and
+//! held.rs; connecting is in connect.rs.
 //!
 //! Why track them here rather than in the core: the core client is an `Arc` that holds and
 //! locks share, so it has no "closed" state; the binding adds one. After `close()` every
@@ -7,20 +8,22 @@
 //! cancelled (which the core undoes in Redis), holds still alive are released, and the
 //! connections close once the last core reference is gone.
 //!
-//! Holds are tracked weakly: a hold whose JavaScript object is garbage-collected without
-//! `release()` drops its core guard, which releases it in the background.
+//! Holds are numbers for JavaScript: ids in this client's table (held.rs). The facade's
+//! engine drops a hold's entry when its JavaScript object is garbage-collected
+//! (`dropHold`, from a `FinalizationRegistry`), which releases it in the background if it
+//! was never released.
 
+use crate::calls::{Driver, Value};
+use crate::connect::Plan;
 use crate::deployment::WarningCallback;
-use crate::error::{closed, invalid, IntoNapi};
+use crate::error::closed;
 use crate::held::HoldSlot;
-use crate::lock::NativeLock;
-use crate::options::{opt_millis, ClientOptions, LockOptions};
+use crate::local::Scratch;
+use crate::options::ClientOptions;
 use futures::channel::oneshot;
 use napi_derive::napi;
-use redlatch::protocol::keys;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Why a pending acquire was stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,24 +34,53 @@ pub(crate) enum Stop {
     Closed,
 }
 
-/// State shared by a client, its locks and its holds.
-pub(crate) struct Shared {
-    client: Mutex<Option<redlatch::Client>>,
-    pending: Mutex<HashMap<u32, oneshot::Sender<Stop>>>,
-    holds: Mutex<HashMap<u64, Weak<HoldSlot>>>,
-    next_hold: Mutex<u64>,
-    quorum: bool,
+/// What `connect` reads once it is done.
+pub(crate) struct Meta {
+    pub(crate) id: String,
+    pub(crate) node_count: u32,
+    pub(crate) watchdog_timeout_ms: f64,
 }
 
-fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// State shared by a client and its holds.
+pub(crate) struct Shared {
+    client: Mutex<Option<redlatch::Client>>,
+    closed: std::sync::atomic::AtomicBool,
+    pending: Mutex<HashMap<u32, oneshot::Sender<Stop>>>,
+    pub(crate) holds: Mutex<HashMap<u64, Arc<HoldSlot>>>,
+    next_hold: Mutex<u64>,
+    pub(crate) meta: OnceLock<Meta>,
+    /// Runs this client's core futures and settles its calls (calls.rs).
+    pub(crate) driver: Arc<Driver>,
+}
+
+pub(crate) fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned mutex only means a panic elsewhere mid-update of plain maps.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Shared {
-    /// The core client, or the "closed" rejection.
+    /// The core client, or the "closed" rejection (also before `connect` finished).
     pub(crate) fn client(&self) -> napi::Result<redlatch::Client> {
         locked(&self.client).clone().ok_or_else(closed)
+    }
+
+    /// Stores the connected core client (`connect`); `false` when `close()` came first.
+    pub(crate) fn opened(&self, client: redlatch::Client) -> bool {
+        let _ = self.meta.set(Meta {
+            id: client.id().to_owned(),
+            node_count: client.node_count() as u32,
+            watchdog_timeout_ms: client.config().watchdog_timeout.as_millis() as f64,
+        });
+        let _pending = locked(&self.pending);
+        if self.is_closed() {
+            return false;
+        }
+        *locked(&self.client) = Some(client);
+        true
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Registers a pending acquire under `ticket`; the receiver fires on cancel or close.
@@ -68,146 +100,117 @@ impl Shared {
         locked(&self.pending).remove(&ticket);
     }
 
-    /// Tracks a new hold; `false` when the client was closed meanwhile (the caller then
-    /// releases it). Checked under the holds lock, which `close()` drains after closing.
-    pub(crate) fn track(&self, slot: &Arc<HoldSlot>) -> bool {
+    /// Adds a new hold to the table and returns its id; `None` when the client was closed
+    /// meanwhile (the caller then releases it). Checked under the holds lock, which
+    /// `close()` goes through after closing.
+    pub(crate) fn track(&self, slot: Arc<HoldSlot>) -> Option<u64> {
         let mut holds = locked(&self.holds);
         if locked(&self.client).is_none() {
-            return false;
+            return None;
         }
-        holds.insert(slot.id, Arc::downgrade(slot));
-        true
+        let id = {
+            let mut n = locked(&self.next_hold);
+            *n += 1;
+            *n
+        };
+        holds.insert(id, slot);
+        Some(id)
     }
 
-    /// A fresh hold id.
-    pub(crate) fn next_hold_id(&self) -> u64 {
-        let mut n = locked(&self.next_hold);
-        *n += 1;
-        *n
-    }
-
-    /// Stops tracking hold `id` (released, or its JavaScript object was collected).
-    pub(crate) fn untrack(&self, id: u64) {
-        locked(&self.holds).remove(&id);
+    /// The hold with id `hold`, if its entry is still there.
+    pub(crate) fn hold(&self, hold: f64) -> Option<Arc<HoldSlot>> {
+        locked(&self.holds).get(&(hold as u64)).cloned()
     }
 
     pub(crate) fn is_quorum(&self) -> bool {
-        self.quorum
+        self.meta.get().is_some_and(|m| m.node_count > 1)
     }
 }
 
 /// Connection(s) to Redis: one node (or a Sentinel master), a Redlock quorum of independent
-/// nodes, or a Redis Cluster.
+/// nodes, or a Redis Cluster. Made with `new NativeClient(urls, options, local, cluster,
+/// onWarning)`, then `connect(id, out)`.
 #[napi]
 pub struct NativeClient {
     pub(crate) shared: Arc<Shared>,
-    id: String,
-    node_count: u32,
-    watchdog_timeout_ms: f64,
-}
-
-/// Connects to `urls`: one URL = a single node, or the deployment a `redis+cluster://` /
-/// `redis+sentinel://` URL names; several = a quorum; with `cluster`, seed nodes of a Redis
-/// Cluster. A single node (the Cluster, the Sentinel master) must answer `PING`; in quorum
-/// mode a majority must. `onWarning` gets each deployment warning (an evicting
-/// `maxmemory-policy`), once per node, on the JavaScript thread. Rejects with
-/// `ERR_INVALID_ARGUMENT` for bad URLs or options, `ERR_CONNECTION` (TLS failures say which)
-/// / `ERR_QUORUM` when too few nodes answer.
-#[napi(
-    ts_args_type = "urls: Array<string>, options: ClientOptions | undefined | null, cluster: boolean, onWarning: (warning: DeploymentWarning) => void"
-)]
-pub async fn connect(
-    urls: Vec<String>,
-    options: Option<ClientOptions>,
-    cluster: bool,
-    on_warning: WarningCallback,
-) -> napi::Result<NativeClient> {
-    let mut options = options.unwrap_or_default();
-    if urls.is_empty() {
-        return Err(invalid("at least one Redis URL is required"));
-    }
-    let builder = if cluster {
-        redlatch::Client::cluster_builder(&urls)
-    } else if urls.len() == 1 {
-        redlatch::Client::builder(&urls[0])
-    } else {
-        redlatch::Client::quorum_builder(&urls)
-    };
-    let mut builder = options.deployment().apply(builder, Some(on_warning))?;
-    if let Some(d) = opt_millis("watchdogTimeoutMs", options.watchdog_timeout_ms, false)? {
-        if d < Duration::from_millis(3) {
-            return Err(invalid("watchdogTimeoutMs must be at least 3 ms"));
-        }
-        builder = builder.watchdog_timeout(d);
-    }
-    if let Some(d) = opt_millis("networkTimeoutMs", options.network_timeout_ms, false)? {
-        builder = builder.network_timeout(d);
-    }
-    if let Some(d) = opt_millis("nodeTimeoutMs", options.node_timeout_ms, false)? {
-        builder = builder.node_timeout(d);
-    }
-    if let Some(d) = opt_millis("pollIntervalMs", options.poll_interval_ms, false)? {
-        builder = builder.poll_interval(d);
-    }
-    let client = builder.connect().await.js()?;
-    Ok(NativeClient {
-        id: client.id().to_owned(),
-        node_count: client.node_count() as u32,
-        watchdog_timeout_ms: client.config().watchdog_timeout.as_millis() as f64,
-        shared: Arc::new(Shared {
-            quorum: client.node_count() > 1,
-            client: Mutex::new(Some(client)),
-            pending: Mutex::new(HashMap::new()),
-            holds: Mutex::new(HashMap::new()),
-            next_hold: Mutex::new(0),
-        }),
-    })
+    /// What `connect` needs (taken by it).
+    pub(crate) plan: Mutex<Option<Plan>>,
 }
 
 #[napi]
 impl NativeClient {
-    /// This client's id (a UUID, the first half of every reentrant owner id).
+    /// A client over `urls`: one URL = a single node, or the deployment a
+    /// `redis+cluster://` / `redis+sentinel://` URL names; several = a quorum; with
+    /// `cluster`, seed nodes of a Redis Cluster. Nothing is sent before `connect`. `local`:
+    /// the core runs on the JavaScript thread over Node sockets (single nodes and quorums of
+    /// `redis://` / `rediss://` URLs without deployment options only), else on the addon's
+    /// tokio thread over redis-rs connections. `onWarning` gets each deployment warning (an
+    /// evicting `maxmemory-policy`), once per node, on the JavaScript thread. Throws
+    /// `ERR_INVALID_ARGUMENT` for no URL or bad options (integer ms, in range).
+    #[napi(
+        constructor,
+        ts_args_type = "urls: Array<string>, options: ClientOptions | undefined | null, local: boolean, cluster: boolean, onWarning: (warning: DeploymentWarning) => void"
+    )]
+    pub fn new(
+        urls: Vec<String>,
+        options: Option<ClientOptions>,
+        local: bool,
+        cluster: bool,
+        on_warning: WarningCallback,
+    ) -> napi::Result<Self> {
+        let mut options = options.unwrap_or_default();
+        let config = crate::connect::config(&options)?;
+        if urls.is_empty() {
+            return Err(crate::error::invalid("at least one Redis URL is required"));
+        }
+        let plan = Plan {
+            urls,
+            config,
+            deployment: options.deployment(),
+            cluster,
+            on_warning,
+        };
+        if local {
+            plan.check_local()?;
+        }
+        Ok(NativeClient {
+            shared: Arc::new(Shared {
+                client: Mutex::new(None),
+                closed: std::sync::atomic::AtomicBool::new(false),
+                pending: Mutex::new(HashMap::new()),
+                holds: Mutex::new(HashMap::new()),
+                next_hold: Mutex::new(0),
+                meta: OnceLock::new(),
+                driver: Driver::current(local)?,
+            }),
+            plan: Mutex::new(Some(plan)),
+        })
+    }
+
+    /// This client's id (a UUID, the first half of every reentrant owner id); empty before
+    /// `connect` resolved.
     #[napi(getter)]
     pub fn id(&self) -> String {
-        self.id.clone()
+        self.shared.meta.get().map(|m| m.id.clone()).unwrap_or_default()
     }
 
     /// Number of Redis transports: 1 for a single node, a Cluster or Sentinel; N for a
     /// quorum of N nodes.
     #[napi(getter)]
     pub fn node_count(&self) -> u32 {
-        self.node_count
+        self.shared.meta.get().map_or(0, |m| m.node_count)
     }
 
     /// The watchdog timeout in ms (lease of locks acquired without `leaseMs`).
     #[napi(getter)]
     pub fn watchdog_timeout_ms(&self) -> f64 {
-        self.watchdog_timeout_ms
+        self.shared.meta.get().map_or(0.0, |m| m.watchdog_timeout_ms)
     }
 
     /// `true` once `close()` was called.
     #[napi(getter)]
     pub fn closed(&self) -> bool {
-        locked(&self.shared.client).is_none()
-    }
-
-    /// A lock handle. Throws `ERR_INVALID_ARGUMENT` for a bad name or options (empty name,
-    /// over 4096 bytes, bad `leaseMs`/`waitMs`, `fenced` on a quorum client) and
-    /// `ERR_CONNECTION` on a closed client.
-    #[napi]
-    pub fn lock(&self, name: String, options: LockOptions) -> napi::Result<NativeLock> {
-        keys::validate_name(&name).js()?;
-        self.shared.client()?;
-        NativeLock::new(self.shared.clone(), name, options)
-    }
-
-    /// Admin: deletes lock `name` whatever its owner, waking its waiters. Resolves `true`
-    /// when a lock was deleted (on a majority of nodes).
-    #[napi]
-    pub async fn force_unlock(&self, name: String) -> napi::Result<bool> {
-        keys::validate_name(&name).js()?;
-        let client = self.shared.client()?;
-        client.force_unlock(&name).await.js()
+        self.shared.is_closed()
     }
 
     /// Cancels the pending acquire registered under `ticket` (no-op when it has finished).
@@ -219,27 +222,32 @@ impl NativeClient {
         }
     }
 
-    /// Closes the client: pending acquires reject, live holds are released (resolves when
-    /// Redis confirmed or failed), later calls reject with `ERR_CONNECTION`. Idempotent.
+    /// Closes the client: pending acquires reject, live holds are released (call `id`
+    /// settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
+    /// Idempotent.
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
-        let shared = &self.shared;
-        let (client, pending) = {
-            let mut p = locked(&shared.pending);
-            let Some(client) = locked(&shared.client).take() else {
-                return Ok(());
+    pub fn close(&self, id: u32, out: Scratch<'_>) -> Option<String> {
+        let shared = self.shared.clone();
+        let driver = shared.driver.clone();
+        driver.call(out, id, async move {
+            let (client, pending) = {
+                let mut p = locked(&shared.pending);
+                shared.closed.store(true, std::sync::atomic::Ordering::Release);
+                let client = locked(&shared.client).take();
+                (client, p.drain().map(|(_, tx)| tx).collect::<Vec<_>>())
             };
-            (client, p.drain().map(|(_, tx)| tx).collect::<Vec<_>>())
-        };
-        for tx in pending {
-            let _ = tx.send(Stop::Closed);
-        }
-        drop(client);
-        let holds: Vec<Arc<HoldSlot>> = locked(&shared.holds)
-            .drain()
-            .filter_map(|(_, w)| w.upgrade())
-            .collect();
-        futures::future::join_all(holds.iter().map(|h| h.release_on_close())).await;
-        Ok(())
+            for tx in pending {
+                let _ = tx.send(Stop::Closed);
+            }
+            let Some(client) = client else {
+                return Ok(Value::Unit);
+            };
+            drop(client);
+            // The entries stay (until their JavaScript objects are collected), so a later
+            // release or state query of these holds still finds them, released by close().
+            let holds: Vec<Arc<HoldSlot>> = locked(&shared.holds).values().cloned().collect();
+            futures::future::join_all(holds.iter().map(|h| h.release_on_close())).await;
+            Ok(Value::Unit)
+        })
     }
 }

@@ -66,6 +66,15 @@ pub(crate) type WarningCallback =
     ThreadsafeFunction<DeploymentWarning, Unknown<'static>, DeploymentWarning, Status, false, true>;
 
 impl Deployment {
+    /// `true` when no deployment option was given.
+    pub(crate) fn is_default(&self) -> bool {
+        self.tls.is_none()
+            && self.sentinel_username.is_none()
+            && self.sentinel_password.is_none()
+            && self.sync_replicas.is_none()
+            && self.sync_replicas_timeout_ms.is_none()
+    }
+
     /// Applies these settings and the warning callback to `builder`.
     ///
     /// # Errors

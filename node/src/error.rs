@@ -1,10 +1,11 @@
-//! Core errors as rejections the JavaScript facade turns into `Error` subclasses.
+//! Core errors as the JSON the JavaScript facade turns into `Error` subclasses.
 //!
-//! napi-rs gives a rejection from an `async fn` a fixed `code` (its own `Status` enum), so the
-//! kind travels in the message instead: a one-line JSON object
+//! One shape for every way an error leaves the addon: as the message of a thrown napi error
+//! (napi-rs gives those a fixed `code`, its own `Status` enum, so the kind travels in the
+//! message) and as the `error` argument of `settle` (calls.rs): a one-line JSON object
 //! `{"redlatch":1,"code":"ERR_NOT_OWNED","status":2,"message":"...","reason":"deleted","nodes":[...]}`
 //! (`reason` for NotOwned / LockLost only, the core's word).
-//! `lib/errors.js` parses it and builds `NotAcquiredError` & co. The code strings come from
+//! `lib/facade/errors.mjs` parses it and builds `NotAcquiredError` & co. The code strings come from
 //! the core's `ErrorKind::js_code()`, so they match the C status names (`REDLATCH_<X>` ↔
 //! `ERR_<X>`) and the numeric `status` matches the C value, mechanically.
 
@@ -12,6 +13,11 @@ use redlatch::{Error, ErrorKind};
 
 /// A napi error carrying a core error, for the facade to decode.
 pub(crate) fn to_napi(err: Error) -> napi::Error {
+    napi::Error::new(napi::Status::GenericFailure, to_json(&err))
+}
+
+/// The JSON form of a core error (module docs).
+pub(crate) fn to_json(err: &Error) -> String {
     let mut out = String::with_capacity(96 + err.message().len());
     out.push_str("{\"redlatch\":1,\"code\":");
     push_json_str(&mut out, err.kind().js_code());
@@ -41,7 +47,7 @@ pub(crate) fn to_napi(err: Error) -> napi::Error {
         out.push(']');
     }
     out.push('}');
-    napi::Error::new(napi::Status::GenericFailure, out)
+    out
 }
 
 /// An `InvalidArgument` rejection raised by the binding itself.
@@ -52,12 +58,6 @@ pub(crate) fn invalid(message: impl Into<String>) -> napi::Error {
 /// The rejection for any call on a closed client.
 pub(crate) fn closed() -> napi::Error {
     to_napi(Error::new(ErrorKind::Connection, "the client is closed"))
-}
-
-/// `NotOwned` (reason `never_held`) raised by the binding: a hold already released through
-/// this handle.
-pub(crate) fn not_owned(message: impl Into<String>) -> napi::Error {
-    to_napi(Error::not_owned(false, redlatch::Reason::NeverHeld, message))
 }
 
 /// Extension so core results convert in one call.

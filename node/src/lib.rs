@@ -1,9 +1,11 @@
 //! The native half of the `redlatch` npm package: a thin napi-rs layer over the Rust core.
 //!
-//! The JavaScript facade (`lib/index.js`) is the public API; this addon only converts types,
-//! maps errors and bridges futures to Promises. Everything JavaScript does better stays in
-//! JavaScript: `Error` subclasses, `AbortSignal` wiring, `AsyncLocalStorage` reentrancy,
-//! `using`/`withLock` and `Symbol.asyncDispose`. Lock logic stays in the core.
+//! The JavaScript facade (`lib/facade/`, shared with the `redlatch/wasm` entry) is the public
+//! API; this addon is its engine (`lib/facade/engine.mjs` describes the interface): it only
+//! converts types, maps errors and bridges futures to Promises. Everything JavaScript does
+//! better stays in JavaScript: `Error` subclasses, `AbortSignal` wiring, rlock owners
+//! (`AsyncLocalStorage`), `using`/`withLock` and `Symbol.asyncDispose`. Lock logic stays in
+//! the core.
 //!
 //! Threads and the event loop: every Redis operation runs on napi's tokio runtime, never on
 //! the JavaScript thread. A pending Promise (acquire, release, ...) keeps Node running, as a
@@ -14,18 +16,22 @@
 //! Durations cross the boundary as JavaScript numbers of milliseconds and are checked here
 //! (integer, finite, in range: shared/API.md "Durations") before anything reaches Redis.
 
+mod calls;
 mod client;
+mod connect;
 mod deployment;
 mod error;
 mod held;
+mod local;
 mod lock;
 mod options;
 
-pub use client::{connect, NativeClient};
+pub use client::NativeClient;
 pub use deployment::{DeploymentWarning, TlsOptions};
-pub use held::NativeHeld;
-pub use lock::NativeLock;
-pub use options::{ClientOptions, LockOptions};
+pub use local::{
+    install_local, local_drain, local_socket_data, local_socket_end, local_socket_open, local_timer,
+};
+pub use options::ClientOptions;
 
 /// Gives napi-rs a tokio runtime with one worker thread (`REDLATCH_WORKER_THREADS`, 1..=16,
 /// changes it). Why one: every call hops from the JavaScript thread to a worker and back; with

@@ -1,57 +1,41 @@
-//! `NativeLock`: a lock name with its options; `acquire` resolves to a `NativeHeld`.
-//!
-//! The handle keeps the options, not a core `Lock`, because a core `Lock` holds the client's
-//! engine alive and `close()` must be able to let go of it. Reentrant locks take the owner
-//! number from the caller: the facade passes the number of the current async call chain
-//! (`AsyncLocalStorage`), so one chain re-enters through any `rlock` handle of the client.
+//! The lock operations of `NativeClient`: a lock is its name and options, passed with each
+//! call (the facade's engine keeps them), so no object is made per `client.lock(name)`.
+//! Reentrant locks take the owner number from the caller: the facade decides who the owner
+//! is (lib/facade/owner.mjs), so holds of one owner re-enter through any `rlock` handle.
 
-use crate::client::{Shared, Stop};
-use crate::error::{closed, invalid, to_napi, IntoNapi};
-use crate::held::{HoldSlot, LostCallback, NativeHeld};
-use crate::options::{self, opt_millis, LockOptions};
+use crate::calls::Value;
+use crate::client::{NativeClient, Stop};
+use crate::error::{closed, invalid, IntoNapi};
+use crate::held::HoldSlot;
+use crate::local::Scratch;
+use crate::options::{self, opt_millis};
 use futures::future::{select, Either};
 use napi_derive::napi;
+use redlatch::protocol::keys;
 use redlatch::{Error, ErrorKind};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// A named lock handle (lease or reentrant); see `client.lock(name, options)`.
-#[napi]
-pub struct NativeLock {
-    shared: Arc<Shared>,
-    name: String,
-    reentrant: bool,
-    lease: Option<Duration>,
-    fenced: bool,
-    fence_ttl: Option<Duration>,
-}
-
-impl NativeLock {
-    pub(crate) fn new(shared: Arc<Shared>, name: String, options: LockOptions) -> napi::Result<Self> {
-        let lease = opt_millis("leaseMs", options.lease_ms, false)?;
-        // Checked now so that `client.lock()` throws; the facade passes the effective wait
-        // to each `acquire`.
-        opt_millis("waitMs", options.wait_ms, true)?;
-        let fenced = options.fenced.unwrap_or(false);
-        let fence_ttl = opt_millis("fenceTtlMs", options.fence_ttl_ms, false)?;
-        if fenced && shared.is_quorum() {
-            return Err(invalid("fencing tokens are not offered in quorum mode"));
-        }
-        Ok(NativeLock {
-            shared,
-            name,
-            reentrant: options.reentrant,
-            lease,
-            fenced,
-            fence_ttl,
-        })
-    }
-
-    /// The core lock for `owner` (reentrant locks only).
-    fn core(&self, owner: Option<f64>) -> napi::Result<redlatch::Lock> {
+impl NativeClient {
+    /// The core lock `name` for `owner` (reentrant locks only). Checks the name, lease and
+    /// fence TTL (`fence`: `None` = not fenced, `Some(ttl)` = fenced, the counter key's TTL
+    /// in ms or `None` to keep it).
+    fn core(
+        &self,
+        name: &str,
+        reentrant: bool,
+        lease_ms: Option<f64>,
+        fence: Option<Option<f64>>,
+        owner: Option<f64>,
+    ) -> napi::Result<redlatch::Lock> {
+        let lease = opt_millis("leaseMs", lease_ms, false)?;
+        let fence_ttl = match fence {
+            Some(ttl) => opt_millis("fenceTtlMs", ttl, false)?,
+            None => None,
+        };
+        keys::validate_name(name).js()?;
         let client = self.shared.client()?;
-        let mut lock = if self.reentrant {
-            let mut lock = client.rlock(self.name.as_str());
+        let mut lock = if reentrant {
+            let mut lock = client.rlock(name);
             if let Some(n) = owner {
                 lock = lock.owner(options::owner(n)?);
             }
@@ -60,15 +44,15 @@ impl NativeLock {
             if owner.is_some() {
                 return Err(invalid("owner applies to reentrant locks (rlock) only"));
             }
-            client.lock(self.name.as_str())
+            client.lock(name)
         };
-        if let Some(lease) = self.lease {
+        if let Some(lease) = lease {
             lock = lock.lease(lease);
         }
-        if self.fenced {
+        if fence.is_some() {
             lock = lock.fenced();
         }
-        if let Some(ttl) = self.fence_ttl {
+        if let Some(ttl) = fence_ttl {
             lock = lock.fence_ttl(ttl);
         }
         Ok(lock)
@@ -76,80 +60,156 @@ impl NativeLock {
 }
 
 #[napi]
-impl NativeLock {
-    /// The lock's name (its Redis key).
-    #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.name.clone()
+impl NativeClient {
+    /// Checks a lock's name and options (`client.lock(name, options)` throws what this
+    /// throws): `ERR_INVALID_ARGUMENT` for an empty or over-long name, a bad `leaseMs` /
+    /// `waitMs` / `fenceTtlMs`, `fenced` on a quorum client; `ERR_CONNECTION` on a closed
+    /// client. `fenceTtlMs` (fenced locks): the fencing counter key expires that many ms
+    /// after the last fenced acquire (absent: it persists; see `Lock::fence_ttl` in the core
+    /// for the hazard).
+    #[napi]
+    pub fn check_lock(
+        &self,
+        name: String,
+        lease_ms: Option<f64>,
+        wait_ms: Option<f64>,
+        fenced: bool,
+        fence_ttl_ms: Option<f64>,
+    ) -> napi::Result<()> {
+        keys::validate_name(&name).js()?;
+        opt_millis("leaseMs", lease_ms, false)?;
+        opt_millis("waitMs", wait_ms, true)?;
+        opt_millis("fenceTtlMs", fence_ttl_ms, false)?;
+        self.shared.client()?;
+        if fenced && self.shared.is_quorum() {
+            return Err(invalid("fencing tokens are not offered in quorum mode"));
+        }
+        Ok(())
     }
 
-    /// `true` for reentrant locks.
-    #[napi(getter)]
-    pub fn reentrant(&self) -> bool {
-        self.reentrant
-    }
-
-    /// Acquires the lock, waiting up to `waitMs` (`null` = forever; 0 = one try). `owner` is the reentrant owner number (`null` for
-    /// lease locks). `ticket` identifies the attempt for `client.cancel(ticket)`. `onLost`
-    /// is called (on the JavaScript thread, without keeping the process alive) if the hold
-    /// is later lost (with the reason: `"expired"`, `"taken"`, `"deleted"`) or released by
-    /// `close()` (`"closed"`); never after a release.
+    /// Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
+    /// settles call `id` with the hold. `owner` is the reentrant owner number (`null` for
+    /// lease locks). `ticket` identifies the attempt for `cancel(ticket)`. `fenceTtlMs` as in
+    /// `checkLock` (fenced locks only).
     ///
     /// Rejects with `ERR_NOT_ACQUIRED` when the wait runs out, `ERR_INVALID_ARGUMENT` for a
     /// bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
     /// the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
-    #[napi(
-        ts_args_type = "waitMs: number | null, owner: number | null, ticket: number, onLost: (why: string) => void"
-    )]
-    pub async fn acquire(
+    #[napi]
+    #[allow(clippy::too_many_arguments)] // one call per acquire: no options object to read
+    pub fn acquire(
         &self,
+        name: String,
+        reentrant: bool,
+        lease_ms: Option<f64>,
+        fenced: bool,
+        fence_ttl_ms: Option<f64>,
         wait_ms: Option<f64>,
         owner: Option<f64>,
         ticket: u32,
-        on_lost: LostCallback,
-    ) -> napi::Result<NativeHeld> {
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
         let wait = opt_millis("waitMs", wait_ms, true)?;
-        let lock = self.core(owner)?;
+        let fence = fenced.then_some(fence_ttl_ms);
+        let lock = self.core(&name, reentrant, lease_ms, fence, owner)?;
         let stop = self.shared.start_pending(ticket)?;
-        let outcome = select(Box::pin(lock.acquire_with_wait(wait)), stop).await;
-        self.shared.end_pending(ticket);
-        let guard = match outcome {
-            Either::Left((result, _)) => result.js()?,
-            // Dropping the acquire future undoes it in the core (and unsubscribes).
-            Either::Right((Ok(Stop::Aborted), _)) => return Err(aborted()),
-            Either::Right((Ok(Stop::Closed) | Err(_), _)) => return Err(closed()),
-        };
-        let slot = Arc::new(HoldSlot::new(&self.shared, guard, on_lost));
-        if !self.shared.track(&slot) {
-            slot.release_on_close().await;
-            return Err(closed());
-        }
-        Ok(NativeHeld::new(slot))
+        let shared = self.shared.clone();
+        Ok(self.shared.driver.call(out, id, async move {
+            let outcome = select(Box::pin(lock.acquire_with_wait(wait)), stop).await;
+            shared.end_pending(ticket);
+            let guard = match outcome {
+                Either::Left((result, _)) => result?,
+                // Dropping the acquire future undoes it in the core (and unsubscribes).
+                Either::Right((Ok(Stop::Aborted), _)) => return Err(aborted()),
+                Either::Right((Ok(Stop::Closed) | Err(_), _)) => return Err(closed_error()),
+            };
+            let slot = Arc::new(HoldSlot::new(&shared, guard));
+            let (token, lease_ms) = (slot.fencing_token, slot.lease_ms);
+            match shared.track(slot.clone()) {
+                Some(hold) => Ok(Value::Hold {
+                    id: hold as f64,
+                    token,
+                    lease_ms,
+                }),
+                None => {
+                    slot.release_on_close().await;
+                    Err(closed_error())
+                }
+            }
+        }))
     }
 
-    /// `true` when anyone holds the lock (a majority of nodes in quorum mode).
+    /// Settles call `id` with `true` when anyone holds lock `name` (a majority of nodes in
+    /// quorum mode).
     #[napi]
-    pub async fn locked(&self) -> napi::Result<bool> {
-        self.core(None)?.locked().await.js()
+    pub fn locked(
+        &self,
+        name: String,
+        reentrant: bool,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
+        let lock = self.core(&name, reentrant, None, None, None)?;
+        Ok(self
+            .shared
+            .driver
+            .call(out, id, async move { lock.locked().await.map(Value::Bool) }))
     }
 
-    /// Remaining lease in ms of whoever holds the lock; `null` when free.
+    /// Settles call `id` with the remaining lease in ms of whoever holds lock `name`; `null`
+    /// when free.
     #[napi]
-    pub async fn ttl(&self) -> napi::Result<Option<f64>> {
-        let ttl = self.core(None)?.ttl().await.js()?;
-        Ok(ttl.map(|d| d.as_millis() as f64))
+    pub fn ttl(
+        &self,
+        name: String,
+        reentrant: bool,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
+        let lock = self.core(&name, reentrant, None, None, None)?;
+        Ok(self.shared.driver.call(out, id, async move {
+            let ttl = lock.ttl().await?;
+            Ok(Value::MaybeNumber(ttl.map(|d| d.as_millis() as f64)))
+        }))
     }
 
-    /// Reentrant locks: how many times `owner` holds it (asks Redis). Lease locks: 0.
+    /// Settles call `id` with how many times `owner` holds reentrant lock `name` (asks
+    /// Redis).
     #[napi]
-    pub async fn hold_count(&self, owner: Option<f64>) -> napi::Result<u32> {
-        let lock = self.core(owner.filter(|_| self.reentrant))?;
-        Ok(lock.hold_count().await.js()?.min(u64::from(u32::MAX)) as u32)
+    pub fn hold_count(
+        &self,
+        name: String,
+        owner: f64,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
+        let lock = self.core(&name, true, None, None, Some(owner))?;
+        Ok(self.shared.driver.call(out, id, async move {
+            let n = lock.hold_count().await?;
+            Ok(Value::Number(n.min(u64::from(u32::MAX)) as f64))
+        }))
+    }
+
+    /// Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
+    /// with `true` when a lock was deleted (on a majority of nodes).
+    #[napi]
+    pub fn force_unlock(&self, name: String, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+        keys::validate_name(&name).js()?;
+        let client = self.shared.client().map_err(|_| closed())?;
+        Ok(self.shared.driver.call(out, id, async move {
+            client.force_unlock(&name).await.map(Value::Bool)
+        }))
     }
 }
 
 /// The rejection of an acquire cancelled through its ticket (the facade rejects with the
 /// AbortSignal's reason instead).
-fn aborted() -> napi::Error {
-    to_napi(Error::new(ErrorKind::NotAcquired, "aborted"))
+fn aborted() -> Error {
+    Error::new(ErrorKind::NotAcquired, "aborted")
+}
+
+/// The rejection of a call on a closed client.
+pub(crate) fn closed_error() -> Error {
+    Error::new(ErrorKind::Connection, "the client is closed")
 }

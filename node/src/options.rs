@@ -55,24 +55,6 @@ impl ClientOptions {
     }
 }
 
-/// Options of one lock handle (`client.lock(name, options)`).
-#[napi(object)]
-#[derive(Debug, Default, Clone)]
-pub struct LockOptions {
-    /// `true` for a reentrant lock (Redisson RLock layout), `false` for a lease lock.
-    pub reentrant: bool,
-    /// Fixed lease in ms (no renewal). Absent: watchdog mode.
-    pub lease_ms: Option<f64>,
-    /// Default wait of `acquire` in ms (0 = one try); absent = forever. Only checked here:
-    /// the facade passes the effective wait to each `acquire`.
-    pub wait_ms: Option<f64>,
-    /// Fenced lock: every acquire returns a fencing token (single node only).
-    pub fenced: Option<bool>,
-    /// Fenced locks: the fencing counter key expires this many ms after the last fenced
-    /// acquire (absent: it persists). Tokens then restart at 1: see the README's hazard.
-    pub fence_ttl_ms: Option<f64>,
-}
-
 /// Converts a millisecond count from JavaScript. `allow_zero` for waits.
 pub(crate) fn millis(what: &str, ms: f64, allow_zero: bool) -> napi::Result<Duration> {
     if ms.is_nan() {

@@ -1,95 +1,86 @@
-// Bad arguments: each is an InvalidArgumentError (code ERR_INVALID_ARGUMENT) and touches
-// nothing in Redis (shared/API.md "Durations", "Errors").
-import { test } from 'node:test'
+// Bad arguments, for both entries: each is an InvalidArgumentError (code ERR_INVALID_ARGUMENT)
+// and touches nothing in Redis (shared/API.md "Durations", "Errors").
+import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Client, InvalidArgumentError, LockError } from 'redlatch'
-import { REDIS_URL, key, redis } from './helpers.mjs'
-
-const client = await Client.connect(REDIS_URL)
-const r = redis()
-test.after(async () => {
-  await client.close()
-  r.quit()
-})
-
-function isInvalid(e) {
-  assert.ok(e instanceof InvalidArgumentError, `expected InvalidArgumentError, got ${e && e.name}: ${e && e.message}`)
-  assert.ok(e instanceof LockError)
-  assert.equal(e.code, 'ERR_INVALID_ARGUMENT')
-  assert.equal(e.status, 6)
-  assert.ok(e.message.length > 0)
-  return true
-}
+import { ENTRIES, key, redis } from './helpers.mjs'
 
 const BAD_MS = [-1, -0.5, NaN, 1.5, 0.1, 2 ** 53, Number.MAX_VALUE, Infinity, -Infinity, '100', 10n, null, {}, true]
 
-test('bad lease durations', async () => {
-  for (const leaseMs of [0, ...BAD_MS]) {
-    const name = key('lease')
-    assert.throws(() => client.lock(name, { leaseMs }), isInvalid, `leaseMs ${String(leaseMs)}`)
-    await assert.rejects(client.withLock(name, async () => {}, { leaseMs }), isInvalid)
-    assert.equal(await r.exists(name), 0)
+for (const entry of ENTRIES) {
+  const { InvalidArgumentError, LockError } = entry.api
+
+  function isInvalid(e) {
+    assert.ok(e instanceof InvalidArgumentError, `expected InvalidArgumentError, got ${e && e.name}: ${e && e.message}`)
+    assert.ok(e instanceof LockError)
+    assert.equal(e.code, 'ERR_INVALID_ARGUMENT')
+    assert.equal(e.status, 6)
+    assert.ok(e.message.length > 0)
+    return true
   }
-  // The largest valid value is accepted.
-  client.lock(key(), { leaseMs: 2 ** 53 - 1 })
-})
 
-test('bad wait durations', async () => {
-  for (const waitMs of BAD_MS) {
-    if (waitMs === Infinity || waitMs === null) continue // forever / absent
-    const name = key('wait')
-    await assert.rejects(client.lock(name).acquire({ waitMs }), isInvalid, `waitMs ${String(waitMs)}`)
-    await assert.rejects(client.lock(name).using(async () => {}, { waitMs }), isInvalid)
-    await assert.rejects(client.withLock(name, async () => {}, { waitMs }), isInvalid)
-    assert.throws(() => client.lock(name, { waitMs }), isInvalid)
-    assert.equal(await r.exists(name), 0)
-  }
-})
+  describe(`${entry.name} entry`, () => {
+    let client, close
+    const r = redis()
+    before(async () => ({ client, close } = await entry.connect()))
+    after(async () => {
+      await close()
+      r.quit()
+    })
 
-test('bad extend leases', async () => {
-  const held = await client.lock(key(), { leaseMs: 5000 }).acquire()
-  for (const ms of [0, undefined, ...BAD_MS]) {
-    await assert.rejects(held.extend(ms), isInvalid, `extend ${String(ms)}`)
-  }
-  await held.release()
-})
+    test('bad lease durations', async () => {
+      for (const leaseMs of [0, ...BAD_MS]) {
+        const name = key('lease')
+        assert.throws(() => client.lock(name, { leaseMs }), isInvalid, `leaseMs ${String(leaseMs)}`)
+        await assert.rejects(client.withLock(name, async () => {}, { leaseMs }), isInvalid)
+        assert.equal(await r.exists(name), 0)
+      }
+      // The largest valid value is accepted.
+      client.lock(key(), { leaseMs: 2 ** 53 - 1 })
+    })
 
-test('bad names', async () => {
-  // Lone surrogates have no UTF-8 form ('\ud800' and '\udfff' would both become U+FFFD).
-  for (const name of ['', undefined, null, 42, {}, ['a'], Symbol('x'), 'x'.repeat(4097), '\ud800', 'a\udfffb']) {
-    assert.throws(() => client.lock(name), isInvalid)
-    assert.throws(() => client.rlock(name), isInvalid)
-    await assert.rejects(client.withLock(name, async () => {}), isInvalid)
-    await assert.rejects(client.forceUnlock(name), isInvalid)
-  }
-})
+    test('bad wait durations', async () => {
+      for (const waitMs of BAD_MS) {
+        if (waitMs === Infinity || waitMs === null) continue // forever / absent
+        const name = key('wait')
+        await assert.rejects(client.lock(name).acquire({ waitMs }), isInvalid, `waitMs ${String(waitMs)}`)
+        await assert.rejects(client.lock(name).using(async () => {}, { waitMs }), isInvalid)
+        await assert.rejects(client.withLock(name, async () => {}, { waitMs }), isInvalid)
+        assert.throws(() => client.lock(name, { waitMs }), isInvalid)
+        assert.equal(await r.exists(name), 0)
+      }
+    })
 
-test('bad options, functions and signals', async () => {
-  const name = key()
-  assert.throws(() => client.lock(name, 5), isInvalid)
-  assert.throws(() => client.lock(name, null), isInvalid)
-  assert.throws(() => client.lock(name, { leaseMS: 100 }), isInvalid, 'unknown option (typo)')
-  assert.throws(() => client.lock(name, { fenced: 'yes' }), isInvalid)
-  await assert.rejects(client.lock(name).acquire({ signal: {} }), isInvalid)
-  await assert.rejects(client.lock(name).acquire({ leaseMs: 5 }), isInvalid)
-  await assert.rejects(client.lock(name).using('not a function'), isInvalid)
-  await assert.rejects(client.withLock(name), isInvalid)
-  await assert.rejects(client.withLock(name, async () => {}, { bogus: 1 }), isInvalid)
-  assert.equal(await r.exists(name), 0)
-})
+    test('bad extend leases', async () => {
+      const held = await client.lock(key(), { leaseMs: 5000 }).acquire()
+      for (const ms of [0, undefined, ...BAD_MS]) {
+        await assert.rejects(held.extend(ms), isInvalid, `extend ${String(ms)}`)
+      }
+      await held.release()
+    })
 
-test('bad client arguments', async () => {
-  await assert.rejects(Client.connect(), isInvalid)
-  await assert.rejects(Client.connect(''), isInvalid)
-  await assert.rejects(Client.connect(42), isInvalid)
-  await assert.rejects(Client.connect('http://example.invalid'), isInvalid)
-  await assert.rejects(Client.quorum([]), isInvalid)
-  await assert.rejects(Client.quorum(REDIS_URL), isInvalid)
-  await assert.rejects(Client.quorum([REDIS_URL, 5]), isInvalid)
-  await assert.rejects(Client.connect(REDIS_URL, { watchdogTimeoutMs: 2 }), isInvalid)
-  await assert.rejects(Client.connect(REDIS_URL, { watchdogTimeoutMs: -5 }), isInvalid)
-  await assert.rejects(Client.connect(REDIS_URL, { networkTimeoutMs: 1.5 }), isInvalid)
-  await assert.rejects(Client.connect(REDIS_URL, { pollIntervalMs: NaN }), isInvalid)
-  await assert.rejects(Client.connect(REDIS_URL, { nope: 1 }), isInvalid)
-  assert.throws(() => new (client.constructor)({}), isInvalid)
-})
+    test('bad names', async () => {
+      // Lone surrogates have no UTF-8 form ('\ud800' and '\udfff' would both become U+FFFD).
+      for (const name of ['', undefined, null, 42, {}, ['a'], Symbol('x'), 'x'.repeat(4097), '\ud800', 'a\udfffb']) {
+        assert.throws(() => client.lock(name), isInvalid)
+        assert.throws(() => client.rlock(name), isInvalid)
+        await assert.rejects(client.withLock(name, async () => {}), isInvalid)
+        await assert.rejects(client.forceUnlock(name), isInvalid)
+      }
+    })
+
+    test('bad options, functions and signals', async () => {
+      const name = key()
+      assert.throws(() => client.lock(name, 5), isInvalid)
+      assert.throws(() => client.lock(name, null), isInvalid)
+      assert.throws(() => client.lock(name, { leaseMS: 100 }), isInvalid, 'unknown option (typo)')
+      assert.throws(() => client.lock(name, { fenced: 'yes' }), isInvalid)
+      await assert.rejects(client.lock(name).acquire({ signal: {} }), isInvalid)
+      await assert.rejects(client.lock(name).acquire({ signal: 'no' }), isInvalid)
+      await assert.rejects(client.lock(name).acquire({ leaseMs: 5 }), isInvalid)
+      await assert.rejects(client.lock(name).using('not a function'), isInvalid)
+      await assert.rejects(client.withLock(name), isInvalid)
+      await assert.rejects(client.withLock(name, async () => {}, { bogus: 1 }), isInvalid)
+      assert.equal(await r.exists(name), 0)
+    })
+  })
+}

@@ -1,6 +1,7 @@
-// Cancellation with AbortSignal (leaves nothing behind: no key, no subscription), the event
-// loop staying responsive while many acquires wait, and process exit not being held up by
-// timers, sockets or held locks.
+// The native entry's waiting and process lifetime: a cancelled waiter leaves no pub/sub
+// subscription behind, the event loop stays responsive while many acquires wait, and process
+// exit is not held up by timers, sockets or held locks. (Cancellation as such, for both
+// entries, is in basic.test.mjs.)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -36,23 +37,6 @@ test('aborting a pending acquire rejects with the reason and leaves nothing behi
   await blocker.release()
   await sleep(100)
   assert.equal(await r.exists(name), 0, 'the cancelled waiter did not take the lock afterwards')
-})
-
-test('an already aborted signal rejects at once, before Redis', async () => {
-  const name = key()
-  const signal = AbortSignal.abort()
-  await assert.rejects(client.lock(name).acquire({ signal }), (e) => e.name === 'AbortError')
-  await assert.rejects(client.withLock(name, async () => assert.fail('ran'), { signal }), (e) => e.name === 'AbortError')
-  assert.equal(await r.exists(name), 0)
-})
-
-test('AbortSignal.timeout works as a deadline', async () => {
-  const name = key()
-  const blocker = await client.lock(name, { leaseMs: 10_000 }).acquire()
-  const t0 = performance.now()
-  await assert.rejects(client.lock(name).acquire({ signal: AbortSignal.timeout(150) }), (e) => e.name === 'TimeoutError')
-  assert.ok(performance.now() - t0 < 1000)
-  await blocker.release()
 })
 
 test('aborting an rlock waiter in another chain leaves the holder intact', async () => {

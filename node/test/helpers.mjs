@@ -1,9 +1,11 @@
-// Shared by the suites: Redis URLs from the fleet harness (target/debug/redlatch-fleet), unique
-// key names per run (suites run in parallel on one Redis), and a raw ioredis connection for
-// looking at Redis directly.
+// Shared by the suites: Redis URLs from the fleet harness (target/debug/redlatch-fleet), the
+// two entries of the package under test, unique key names per run (suites run in parallel on
+// one Redis), and a raw ioredis connection for looking at Redis directly.
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Redis from 'ioredis'
+import * as native from 'redlatch'
+import * as wasm from 'redlatch/wasm'
 
 export const REDIS_URL = process.env.REDLATCH_TEST_URL
 export const QUORUM_URLS = (process.env.REDLATCH_TEST_QUORUM_URLS ?? '').split(',').filter(Boolean)
@@ -23,6 +25,51 @@ export function key(label = 'k') {
 export function redis(url = REDIS_URL) {
   return new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 })
 }
+
+/**
+ * The package's two entries, for the suites that test the surface they share (shared/API.md,
+ * Node): `api` is the module, `connect(options)` makes a client on the fleet's node and
+ * `quorum(urls, options)` one over several nodes; both resolve to `{ client, close }`
+ * (`close` also closes what the entry's client runs over).
+ * - native: `redlatch`, `Client.connect(url)`; waiters are woken by pub/sub.
+ * - wasm: `redlatch/wasm` over an ioredis transport; waiters poll (no pub/sub).
+ */
+export const ENTRIES = [
+  {
+    name: 'native',
+    api: native,
+    pubsub: true,
+    async connect(options) {
+      const client = await native.Client.connect(REDIS_URL, options)
+      return { client, close: () => client.close() }
+    },
+    async quorum(urls, options) {
+      const client = await native.Client.quorum(urls, options)
+      return { client, close: () => client.close() }
+    },
+  },
+  {
+    name: 'wasm',
+    api: wasm,
+    pubsub: false,
+    async connect(options) {
+      return this.quorum([REDIS_URL], options)
+    },
+    async quorum(urls, options) {
+      const conns = urls.map((u) => redis(u))
+      const transports = conns.map((c) => wasm.fromIoredis(c))
+      const client =
+        urls.length === 1 ? wasm.createClient(transports[0], options) : wasm.createQuorumClient(transports, options)
+      return {
+        client,
+        close: async () => {
+          await client.close()
+          for (const c of conns) c.disconnect()
+        },
+      }
+    },
+  },
+]
 
 /** Redisson's unlock channel of lock `name` (shared/WIRE.md), where waiters subscribe. */
 export function channel(name) {

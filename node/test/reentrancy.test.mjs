@@ -1,149 +1,215 @@
-// rlock reentrancy follows one async call chain (AsyncLocalStorage): nested uses in the same
-// chain re-enter (Redis counts the holds), separate chains contend.
-import { test } from 'node:test'
+// rlock owners, for both entries (shared/API.md, Node: mutual exclusion over convenience):
+// holds re-enter only for one owner: an explicit Owner, or the rlock using() scope the
+// code runs in (Redis counts the holds); a bare acquire() is an owner of its own, and
+// separate scopes contend.
+import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Client, NotAcquiredError } from 'redlatch'
-import { REDIS_URL, key, redis, sleep } from './helpers.mjs'
+import { ENTRIES, key, redis, sleep } from './helpers.mjs'
 
-const client = await Client.connect(REDIS_URL)
 const r = redis()
-test.after(async () => {
-  await client.close()
-  r.quit()
-})
+after(() => r.quit())
 
 /** The owner ids and hold counts of a Redisson RLock hash. */
 async function holders(name) {
   return r.hgetall(name)
 }
 
-test('a nested rlock in the same chain re-enters, through any handle', async () => {
-  const name = key()
-  await client.rlock(name).using(async () => {
-    assert.equal(await client.rlock(name).holdCount(), 1)
-    await client.rlock(name).using(async () => {
-      // A different handle, deeper in the same chain.
-      const h = await client.rlock(name, { waitMs: 0 }).acquire()
-      assert.equal(await client.rlock(name).holdCount(), 3)
-      const owners = Object.entries(await holders(name))
-      assert.equal(owners.length, 1)
-      assert.equal(owners[0][1], '3')
-      assert.ok(owners[0][0].startsWith(client.id + ':'))
-      await h.release()
+for (const entry of ENTRIES) {
+  const { NotAcquiredError, Owner } = entry.api
+
+  describe(`${entry.name} entry`, () => {
+    let client, close
+    before(async () => ({ client, close } = await entry.connect()))
+    after(async () => {
+      await close()
     })
-    assert.equal(await client.rlock(name).holdCount(), 1)
-  })
-  assert.equal(await r.exists(name), 0)
-})
 
-test('separate chains contend', async () => {
-  const name = key()
-  const order = []
-  const a = client.rlock(name).using(async () => {
-    order.push('a-in')
-    await sleep(200)
-    order.push('a-out')
-  })
-  await sleep(20)
-  const b = client.rlock(name).using(async () => {
-    order.push('b-in')
-  })
-  const c = client.rlock(name).using(async () => {}, { waitMs: 50 })
-  await assert.rejects(c, NotAcquiredError)
-  await Promise.all([a, b])
-  assert.deepEqual(order, ['a-in', 'a-out', 'b-in'])
-})
+    test('a nested rlock in a using() scope re-enters, through any handle', async () => {
+      const name = key()
+      await client.rlock(name).using(async () => {
+        assert.equal(await client.rlock(name).holdCount(), 1)
+        await client.rlock(name).using(async () => {
+          // A different handle, deeper in the same chain.
+          const h = await client.rlock(name, { waitMs: 0 }).acquire()
+          assert.equal(await client.rlock(name).holdCount(), 3)
+          const owners = Object.entries(await holders(name))
+          assert.equal(owners.length, 1)
+          assert.equal(owners[0][1], '3')
+          assert.ok(owners[0][0].startsWith(client.id + ':'))
+          await h.release()
+        })
+        assert.equal(await client.rlock(name).holdCount(), 1)
+      })
+      assert.equal(await r.exists(name), 0)
+    })
 
-test('branches started together, each with acquire(), contend', async () => {
-  // acquire() enters its owner into the caller's synchronous code too, so branch 2 starts
-  // while branch 1's owner is current but not yet granted: it must not join it (found by a
-  // trial: all four were inside at once).
-  const name = key()
-  let inside = 0
-  let most = 0
-  await Promise.all(
-    [1, 2, 3, 4].map(async () => {
-      const held = await client.rlock(name).acquire({ waitMs: 5000 })
-      inside++
-      most = Math.max(most, inside)
-      await sleep(30)
-      inside--
+    test('separate chains contend', async () => {
+      const name = key()
+      const order = []
+      const a = client.rlock(name).using(async () => {
+        order.push('a-in')
+        await sleep(200)
+        order.push('a-out')
+      })
+      await sleep(20)
+      const b = client.rlock(name).using(async () => {
+        order.push('b-in')
+      })
+      const c = client.rlock(name).using(async () => {}, { waitMs: 50 })
+      await assert.rejects(c, NotAcquiredError)
+      await Promise.all([a, b])
+      assert.deepEqual(order, ['a-in', 'a-out', 'b-in'])
+    })
+
+    test('branches started together, each with acquire(), contend', async () => {
+      // acquire() enters its owner into the caller's synchronous code too, so branch 2 starts
+      // while branch 1's owner is current but not yet granted: it must not join it (found by a
+      // trial: all four were inside at once).
+      const name = key()
+      let inside = 0
+      let most = 0
+      await Promise.all(
+        [1, 2, 3, 4].map(async () => {
+          const held = await client.rlock(name).acquire({ waitMs: 5000 })
+          inside++
+          most = Math.max(most, inside)
+          await sleep(30)
+          inside--
+          await held.release()
+        }),
+      )
+      assert.equal(most, 1)
+      assert.equal(await r.exists(name), 0)
+    })
+
+    test("work a scope awaits or starts, while it holds, is the scope's owner", async () => {
+      const name = key()
+      await client.rlock(name).using(async () => {
+        const children = await Promise.all(
+          [1, 2, 3].map(async (i) => {
+            await sleep(i * 5)
+            return client.rlock(name).using(async () => client.rlock(name).holdCount(), { waitMs: 0 })
+          }),
+        )
+        assert.ok(children.every((n) => n >= 2))
+        await new Promise((resolve, reject) => {
+          setTimeout(() => {
+            client
+              .rlock(name)
+              .using(async () => {}, { waitMs: 0 })
+              .then(resolve, reject)
+          }, 5)
+        })
+      })
+      assert.equal(await r.exists(name), 0)
+    })
+
+    test('a bare acquire() is its own owner: a task started later by the same caller waits (issue #10 item 4)', async () => {
+      // The issue's reproduction: X holds through a bare acquire(); the caller that started
+      // X asks for the same rlock while X holds it. It must not re-enter X's hold.
+      const name = key()
+      const l = client.rlock(name)
+      const X = (async () => {
+        const h = await l.acquire()
+        await sleep(60)
+        await h.release()
+      })()
+      await sleep(10)
+      const err = await client.rlock(name).acquire({ waitMs: 0 }).then(
+        (h) => h.release().then(() => null),
+        (e) => e,
+      )
+      assert.ok(err instanceof NotAcquiredError, `two tasks held the lock at once (${err})`)
+      await X
+      assert.equal(await r.exists(name), 0)
+    })
+
+    test('a bare acquire() never re-enters, not even for the code that made it', async () => {
+      const name = key()
+      const lock = client.rlock(name)
+      const held = await lock.acquire()
+      await assert.rejects(lock.acquire({ waitMs: 0 }), NotAcquiredError)
+      await assert.rejects(client.rlock(name).acquire({ waitMs: 0 }), NotAcquiredError)
+      assert.equal(await lock.holdCount(), 0, 'no scope, no explicit owner: nobody to count for')
+      assert.deepEqual(Object.values(await holders(name)), ['1'])
       await held.release()
-    }),
-  )
-  assert.equal(most, 1)
-  assert.equal(await r.exists(name), 0)
-})
+      assert.equal(await r.exists(name), 0)
+      // Two pending acquires of one caller contend too.
+      const both = await Promise.allSettled([lock.acquire({ waitMs: 200 }), lock.acquire({ waitMs: 200 })])
+      assert.deepEqual(both.map((b) => b.status).sort(), ['fulfilled', 'rejected'])
+      await both.find((b) => b.status === 'fulfilled').value.release()
+    })
 
-test('work started inside a hold inherits the owner', async () => {
-  const name = key()
-  await client.rlock(name).using(async () => {
-    const children = await Promise.all(
-      [1, 2, 3].map(async (i) => {
-        await sleep(i * 5)
-        return client.rlock(name).using(async () => client.rlock(name).holdCount(), { waitMs: 0 })
-      }),
-    )
-    assert.ok(children.every((n) => n >= 2))
-    await new Promise((resolve, reject) => {
-      setTimeout(() => {
-        client
-          .rlock(name)
-          .using(async () => {}, { waitMs: 0 })
-          .then(resolve, reject)
-      }, 5)
+    test('an explicit Owner shares holds deliberately; other owners contend', async () => {
+      const name = key()
+      const owner = new Owner()
+      const a = await client.rlock(name, { owner }).acquire()
+      // From an unrelated task, through another handle with the same Owner: re-enters.
+      const b = await (async () => client.rlock(name, { owner, waitMs: 0 }).acquire())()
+      const owners = Object.entries(await holders(name))
+      assert.deepEqual(owners.map(([, n]) => n), ['2'])
+      assert.ok(owners[0][0].startsWith(`${client.id}:`))
+      assert.equal(await client.rlock(name, { owner }).holdCount(), 2)
+      await assert.rejects(client.rlock(name).acquire({ waitMs: 0 }), NotAcquiredError)
+      await assert.rejects(client.rlock(name, { owner: new Owner() }).acquire({ waitMs: 0 }), NotAcquiredError)
+      // A scope of that owner is that owner too: code it runs re-enters through any handle.
+      await client.rlock(name, { owner }).using(async () => {
+        assert.equal(await client.rlock(name).holdCount(), 3)
+        const c = await client.rlock(name, { waitMs: 0 }).acquire()
+        assert.equal(await client.rlock(name, { owner }).holdCount(), 4)
+        await c.release()
+      })
+      await b.release()
+      await a.release()
+      assert.equal(await r.exists(name), 0)
+    })
+
+    test('owner is for rlocks only, and must be an Owner', () => {
+      const { InvalidArgumentError } = entry.api
+      assert.throws(() => client.lock(key(), { owner: new Owner() }), InvalidArgumentError)
+      for (const owner of [{}, 1, 'me', null]) {
+        assert.throws(() => client.rlock(key(), { owner }), InvalidArgumentError, String(owner))
+      }
+    })
+
+    test('a scope is joined only while it holds: tasks it started that ask later get owners of their own', async () => {
+      const name = key()
+      let late
+      await client.rlock(name).using(async () => {
+        late = (async () => {
+          await sleep(80)
+          // The scope ended meanwhile, and someone else holds the lock now.
+          return client.rlock(name).acquire({ waitMs: 0 }).then(
+            (h) => h.release().then(() => 'joined a finished scope'),
+            (e) => e,
+          )
+        })()
+      })
+      const other = await client.rlock(name).acquire()
+      const outcome = await late
+      assert.ok(outcome instanceof NotAcquiredError, String(outcome))
+      await other.release()
+    })
+
+    test('lease locks are never reentrant: a second acquire contends', async () => {
+      const name = key()
+      await client.lock(name, { leaseMs: 5000 }).using(async () => {
+        await assert.rejects(client.lock(name).acquire({ waitMs: 50 }), NotAcquiredError)
+      })
+    })
+
+    test('rlock hold counts decrement once per release', async () => {
+      const name = key()
+      const lock = client.rlock(name, { leaseMs: 5000 })
+      await lock.using(async () => {
+        const a = await lock.acquire()
+        const b = await lock.acquire()
+        assert.equal(await lock.holdCount(), 3)
+        await b.release()
+        await a.release()
+        assert.equal(await lock.holdCount(), 1)
+      })
+      assert.equal(await lock.locked(), false)
     })
   })
-  assert.equal(await r.exists(name), 0)
-})
-
-test('acquire() makes the caller the owner until it releases', async () => {
-  const name = key()
-  const held = await client.rlock(name).acquire()
-  // Later code in this chain re-enters...
-  const again = await client.rlock(name).acquire({ waitMs: 0 })
-  assert.deepEqual(Object.values(await holders(name)), ['2'])
-  await again.release()
-  await held.release()
-  assert.equal(await r.exists(name), 0)
-  // ...and after the release, this chain's later rlocks are fresh owners again, so two
-  // concurrent tasks started from here contend instead of sharing a stale owner.
-  const blocker = await client.rlock(name).acquire()
-  const contender = (async () => client.rlock(name).acquire({ waitMs: 50 }))()
-  // Still in the holding chain: a direct acquire here re-enters...
-  const reenter = await client.rlock(name).acquire({ waitMs: 0 })
-  await reenter.release()
-  // ...but the task started before is also in this chain; it re-entered too.
-  const c = await contender
-  await c.release()
-  await blocker.release()
-  assert.equal(await r.exists(name), 0)
-
-  // Released chain + two fresh tasks: they contend.
-  const t1 = (async () => client.rlock(name).using(() => sleep(150)))()
-  await sleep(20)
-  const t2 = (async () => client.rlock(name).using(async () => {}, { waitMs: 30 }))()
-  await assert.rejects(t2, NotAcquiredError)
-  await t1
-})
-
-test('lease locks are never reentrant: a second acquire contends', async () => {
-  const name = key()
-  await client.lock(name, { leaseMs: 5000 }).using(async () => {
-    await assert.rejects(client.lock(name).acquire({ waitMs: 50 }), NotAcquiredError)
-  })
-})
-
-test('rlock hold counts decrement once per release', async () => {
-  const name = key()
-  const lock = client.rlock(name, { leaseMs: 5000 })
-  await lock.using(async () => {
-    const a = await lock.acquire()
-    const b = await lock.acquire()
-    assert.equal(await lock.holdCount(), 3)
-    await b.release()
-    await a.release()
-    assert.equal(await lock.holdCount(), 1)
-  })
-  assert.equal(await lock.locked(), false)
-})
+}

@@ -52,6 +52,7 @@ test('the typings compile a strict program, and await using releases', async () 
       'threw boom false',
       'withLock 7',
       'sync result',
+      'owner 2',
       'NotAcquiredError ERR_NOT_ACQUIRED true true',
       'lost-code true',
     ])

@@ -15,13 +15,13 @@ pkg=$work/package
 fail() { echo "check-tarball: $tarball: $*" >&2; exit 1; }
 
 for f in package.json README.md LICENSE index.js index.d.ts redlatch.linux-x64-gnu.node \
-  lib/index.js lib/index.mjs lib/index.d.ts \
+  lib/index.cjs lib/index.mjs lib/index.d.ts lib/engine.mjs lib/facade/index.mjs lib/facade/index.d.ts \
   wasm/index.mjs wasm/index.cjs wasm/index.d.ts wasm/web.mjs wasm/workerd.mjs \
   wasm/nodejs/redlatch_wasm.js wasm/nodejs/redlatch_wasm_bg.wasm wasm/web/redlatch_wasm_bg.wasm; do
   [ -f "$pkg/$f" ] || fail "missing $f"
 done
 unexpected=$(cd "$pkg" && find . -type f | sed 's|^\./||' \
-  | grep -Ev '^(package\.json|README\.md|LICENSE|index\.js|index\.d\.ts|redlatch\.linux-x64-gnu\.node|lib/[^/]+\.(js|mjs|cjs|d\.ts)|wasm/.+\.(js|mjs|cjs|d\.ts|wasm|json))$' || true)
+  | grep -Ev '^(package\.json|README\.md|LICENSE|index\.js|index\.d\.ts|redlatch\.linux-x64-gnu\.node|lib/(facade/)?[^/]+\.(js|mjs|cjs|d\.ts)|wasm/.+\.(js|mjs|cjs|d\.ts|wasm|json))$' || true)
 [ -z "$unexpected" ] || fail "unexpected files: $(echo "$unexpected" | tr '\n' ' ')"
 
 addon=$pkg/redlatch.linux-x64-gnu.node

@@ -6,7 +6,8 @@
 #
 #   node/tools/test-packed.sh [WRAPPER...]     e.g. target/debug/redlatch-fleet --quorum 3 --
 #
-# WRAPPER is prefixed to `node --test` (the fleet harness provides the Redis URLs).
+# WRAPPER is prefixed to `node --test` (the fleet harness provides the Redis URLs). The lock
+# suites run a second time on the local engine (REDLATCH_NODE_IO=local).
 # Set KEEP=1 to keep the folder for inspection.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,3 +24,8 @@ rm -rf "$work"/test/fixtures/.out-*
 cd "$work"
 echo "node-test: running test/ against $tarball in $work"
 "$@" node --test test/*.test.mjs
+# The native entry's other engine (the core on the JavaScript thread, README "Design"):
+# the suites of the lock surface again.
+echo "node-test: again with REDLATCH_NODE_IO=local"
+REDLATCH_NODE_IO=local "$@" node --test test/basic.test.mjs test/lost.test.mjs test/wait.test.mjs \
+  test/cancel.test.mjs test/reentrancy.test.mjs test/native.test.mjs test/args.test.mjs test/faults.test.mjs

@@ -203,6 +203,7 @@ async fn acquire_exclude_release() {
     assert_eq!(code(&again), "ERR_NOT_OWNED");
     let loss = call(&held, "loss", &[]).await.unwrap();
     assert!(loss.is_null(), "released, not lost: {loss:?}");
+    assert_eq!(get(&held, "held").as_bool(), Some(false));
 }
 
 #[wasm_bindgen_test]
@@ -239,6 +240,7 @@ async fn watchdog_renews_and_reports_loss() {
     assert_eq!(loss.await.unwrap().as_string().as_deref(), Some("deleted"));
     assert!(now_ms() - t0 < 300.0);
     assert_eq!(get(&held, "lost").as_bool(), Some(true));
+    assert_eq!(get(&held, "lostReason").as_string().as_deref(), Some("deleted"));
     let err = call(&held, "release", &[]).await.unwrap_err();
     assert_eq!(code(&err), "ERR_LOCK_LOST");
 }

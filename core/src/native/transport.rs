@@ -225,6 +225,34 @@ impl Transport for RedisTransport {
     }
 }
 
+impl RedisTransport {
+    /// Runs `request` on a redis-rs connection of a binding's own (the Node addon's sockets
+    /// on the JavaScript thread): its plain form when it has one, else its script (`EVAL` by
+    /// source, or `EVALSHA` repeated as `EVAL` after a `NOSCRIPT`), so what goes on the wire
+    /// is written once. None of this transport's deployment handling (SET IFEQ, `WAIT`,
+    /// replica checks) applies.
+    ///
+    /// # Errors
+    /// Errors mapped as this transport maps its own (see [`RedisTransport::error_from`]).
+    pub async fn run_on<C: ConnectionLike + Send>(conn: &mut C, request: &Request) -> Result<Reply> {
+        let reply = if let Some(plain) = &request.plain {
+            let mut cmd = redis::cmd(&plain[0]);
+            cmd.arg(&plain[1..]);
+            cmd.query_async(conn).await.map(convert)
+        } else {
+            eval_script(conn, request).await
+        };
+        reply.map_err(|e| map_error(&e, &request.args))
+    }
+
+    /// The core error for a redis-rs error, as this transport maps its own: server error
+    /// replies by their code (`NOPERM`, `OOM`, `WRONGTYPE`, others `Redis`), everything about
+    /// reaching the server is `Connection`.
+    pub fn error_from(e: redis::RedisError) -> Error {
+        map_error(&e, &[])
+    }
+}
+
 async fn invoke<C: ConnectionLike + Send>(
     conn: &mut C,
     command: &str,

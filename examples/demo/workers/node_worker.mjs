@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 const require = createRequire(new URL('../../../node/package.json', import.meta.url))
 const Redis = require('ioredis')
-const { Client } = require('./lib/index.js')
+const { Client } = require('./lib/index.cjs')
 
 const STOCK_KEY = 'demo:stock'
 const SOLD_KEY = 'demo:sold'

@@ -5,7 +5,7 @@
 //
 //     node examples/demo/workers/wasm_worker.mjs <url> <unlocked|locked> <worker-id>
 //
-// Needs `make wasm-build` (bindings/wasm/pkg) and ioredis from node/node_modules (`make
+// Needs `make wasm-build` (bindings/wasm/pkg/wasm) and ioredis from node/node_modules (`make
 // node-setup`, which the Node worker needs too); REDLATCH_WASM_ENTRY may point at another
 // build of the entry point (e.g. node/wasm/index.mjs).
 import { createRequire } from 'node:module'
@@ -22,7 +22,7 @@ const RACE_WINDOW_MS = 1 // between reading and writing the stock
 
 const entry = process.env.REDLATCH_WASM_ENTRY
   ? pathToFileURL(process.env.REDLATCH_WASM_ENTRY)
-  : new URL('../../../bindings/wasm/pkg/index.mjs', import.meta.url)
+  : new URL('../../../bindings/wasm/pkg/wasm/index.mjs', import.meta.url)
 const Redis = createRequire(new URL('../../../node/package.json', import.meta.url))('ioredis')
 
 async function connect(url) {

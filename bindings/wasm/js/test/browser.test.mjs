@@ -1,5 +1,5 @@
 // The web build in a real browser: Debian's headless Chromium loads a page that imports
-// `web.mjs` (the `browser` export condition), takes and releases a lock through a transport
+// `wasm/web.mjs` (the `browser` export condition; it imports the shared `lib/facade/`), takes and releases a lock through a transport
 // whose eval is a fetch() to a local HTTP bridge this test starts (fixtures/bridge.mjs).
 // Skipped when Chromium is not installed or REDLATCH_BROWSER_TEST=0.
 import { test } from 'node:test'
@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PKG_DIR, redis, key } from './helpers.mjs'
+import { PKG_ROOT, redis, key } from './helpers.mjs'
 import { startBridge } from './fixtures/bridge.mjs'
 
 function findChromium() {
@@ -26,7 +26,7 @@ function page(name) {
 <script type="module">
 const report = (r) => fetch('/result', { method: 'POST', body: JSON.stringify(r) })
 try {
-  const rl = await import('/pkg/web.mjs')
+  const rl = await import('/pkg/wasm/web.mjs')
   const transport = {
     label: 'bridge',
     async eval(script, keys, args) {
@@ -57,7 +57,7 @@ try {
 test('headless Chromium loads the web build and takes and releases a lock through an HTTP bridge', { skip, timeout: 90_000 }, async (t) => {
   const conn = await redis()
   const name = key('browser')
-  const bridge = await startBridge({ pkgDir: PKG_DIR, redis: conn, page: page(name) })
+  const bridge = await startBridge({ pkgDir: PKG_ROOT, redis: conn, page: page(name) })
   const profile = mkdtempSync(join(tmpdir(), 'redlatch-chromium-'))
   const browser = spawn(
     chromium,

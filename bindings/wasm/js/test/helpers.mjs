@@ -1,4 +1,5 @@
-// Shared by the suites: the built package (../../pkg), Redis URLs from the fleet harness
+// Shared by the suites: the built entry (../../pkg/wasm, next to the facade in ../../pkg/lib),
+// Redis URLs from the fleet harness
 // (target/debug/redlatch-fleet), node-redis transports, unique key names per run (suites run
 // in parallel on one Redis) and small waiting helpers.
 import { randomUUID } from 'node:crypto'
@@ -7,7 +8,10 @@ import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createClient as createRedisClient } from 'redis'
 
-export const PKG_DIR = fileURLToPath(new URL('../../pkg/', import.meta.url))
+/** The package root as built (laid out as in the npm package: wasm/ and lib/facade/). */
+export const PKG_ROOT = fileURLToPath(new URL('../../pkg/', import.meta.url))
+/** The `redlatch/wasm` entry (node/wasm/ once staged). */
+export const PKG_DIR = `${PKG_ROOT}wasm/`
 export const REPO_DIR = fileURLToPath(new URL('../../../../', import.meta.url))
 
 if (!existsSync(`${PKG_DIR}index.mjs`)) {

@@ -2,7 +2,7 @@
 // non-atomic read-modify-write under one lock; any overlap loses an update, so the final
 // value must be exact. redlatch/wasm and the native addon run the same core and scripts, so
 // they contend on the same keys. The native addon is used when REDLATCH_NATIVE_ADDON points
-// at node/lib/index.js (make wasm-test sets it once node/ is built); without it every
+// at node/lib/index.cjs (make wasm-test sets it once node/ is built); without it every
 // contender is a wasm client.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'

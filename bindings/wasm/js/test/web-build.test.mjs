@@ -1,19 +1,27 @@
 // The `web` wasm-bindgen build (what browsers, Deno and workerd load), run in Node through
 // `initSync` on the .wasm bytes, installed without AsyncLocalStorage as on a host that has
-// none: locks work and each rlock handle is one owner. (Its own process: node --test runs
-// each file separately, so this install does not affect the other suites.)
+// none: locks work, and rlocks re-enter only for an explicit Owner. (Its own process: node --test runs
+// each file separately, so this install does not affect the other suites. It does not import
+// helpers.mjs, whose Node entry would install Node's AsyncLocalStorage first.)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { PKG_DIR, redis, key } from './helpers.mjs'
+import { fileURLToPath } from 'node:url'
+import { createClient as createRedisClient } from 'redis'
+
+const PKG_DIR = fileURLToPath(new URL('../../pkg/wasm/', import.meta.url))
+const run = randomUUID().slice(0, 8)
+let seq = 0
+const key = () => `wasm-web-test:${run}:${++seq}`
 
 const glue = await import(`${PKG_DIR}web/redlatch_wasm.js`)
 glue.initSync({ module: readFileSync(`${PKG_DIR}web/redlatch_wasm_bg.wasm`) })
-const { install } = await import(`${PKG_DIR}lib/binding.mjs`)
+const { install } = await import(`${PKG_DIR}engine.mjs`)
 install(glue, {})
-const api = await import(`${PKG_DIR}lib/api.mjs`)
+const api = await import(`${PKG_DIR}api.mjs`)
 
-const conn = await redis()
+const conn = await createRedisClient({ url: process.env.REDLATCH_TEST_URL }).connect()
 const client = api.createClient(api.fromNodeRedis(conn))
 test.after(async () => {
   await client.close()
@@ -29,15 +37,20 @@ test('the web build takes, excludes and releases a lease lock', async () => {
   assert.equal(await conn.exists(name), 0)
 })
 
-test('without AsyncLocalStorage each rlock handle is one owner', async () => {
+test('without AsyncLocalStorage a bare acquire is its own owner, and an Owner re-enters', async () => {
   assert.equal(api.rlockFollowsAsyncChains(), false)
   const name = key()
   const mine = client.rlock(name, { leaseMs: 5000 })
   const a = await mine.acquire()
-  const b = await mine.acquire({ waitMs: 0 }) // the same handle re-enters
-  assert.equal(await mine.holdCount(), 2)
-  await assert.rejects(client.rlock(name).acquire({ waitMs: 0 }), api.NotAcquiredError)
-  await b.release()
+  // Not even the same handle re-enters: it may be shared by unrelated tasks.
+  await assert.rejects(mine.acquire({ waitMs: 0 }), api.NotAcquiredError)
   await a.release()
+  const owner = new api.Owner()
+  const b = await client.rlock(name, { owner }).acquire()
+  const c = await client.rlock(name, { owner, waitMs: 0 }).acquire()
+  assert.equal(await client.rlock(name, { owner }).holdCount(), 2)
+  await assert.rejects(client.rlock(name).acquire({ waitMs: 0 }), api.NotAcquiredError)
+  await c.release()
+  await b.release()
   assert.equal(await conn.exists(name), 0)
 })

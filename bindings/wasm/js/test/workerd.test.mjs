@@ -10,7 +10,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { PKG_DIR, redis, key, sleep } from './helpers.mjs'
+import { PKG_ROOT, redis, key, sleep } from './helpers.mjs'
 import { startBridge } from './fixtures/bridge.mjs'
 
 const WORKERD = fileURLToPath(new URL('../node_modules/.bin/workerd', import.meta.url))
@@ -34,14 +34,16 @@ function freePort() {
  * path, so the package's relative imports resolve as they do in a bundle.
  */
 function prepare(dir, port) {
-  const files = ['workerd.mjs', 'web/redlatch_wasm.js', 'web/redlatch_wasm_bg.wasm']
-  for (const f of readdirSync(join(PKG_DIR, 'lib'))) files.push(`lib/${f}`)
+  // The workerd entry and what it imports: this entry's modules and the shared facade.
+  const files = ['workerd.mjs', 'engine.mjs', 'api.mjs', 'adapters.mjs', 'web/redlatch_wasm.js', 'web/redlatch_wasm_bg.wasm']
+    .map((f) => `wasm/${f}`)
+  for (const f of readdirSync(join(PKG_ROOT, 'lib', 'facade'))) if (f.endsWith('.mjs')) files.push(`lib/facade/${f}`)
   copyFileSync(WORKER, join(dir, 'worker.mjs'))
   const modules = ['(name = "worker.mjs", esModule = embed "worker.mjs")']
   for (const rel of files) {
-    const name = `redlatch/wasm/${rel}`
+    const name = `redlatch/${rel}`
     mkdirSync(dirname(join(dir, name)), { recursive: true })
-    copyFileSync(join(PKG_DIR, rel), join(dir, name))
+    copyFileSync(join(PKG_ROOT, rel), join(dir, name))
     const kind = rel.endsWith('.wasm') ? 'wasm' : 'esModule'
     modules.push(`(name = ${JSON.stringify(name)}, ${kind} = embed ${JSON.stringify(name)})`)
   }
@@ -64,7 +66,7 @@ const worker :Workerd.Worker = (
 
 test('workerd loads the workerd entry and takes and releases a lock through an HTTP bridge', { skip, timeout: 60_000 }, async (t) => {
   const conn = await redis()
-  const bridge = await startBridge({ pkgDir: PKG_DIR, redis: conn, page: '' })
+  const bridge = await startBridge({ pkgDir: PKG_ROOT, redis: conn, page: '' })
   const dir = mkdtempSync(join(tmpdir(), 'redlatch-workerd-'))
   const port = await freePort()
   writeFileSync(join(dir, 'config.capnp'), prepare(dir, port))

@@ -1,10 +1,11 @@
-// The error tree of `redlatch/wasm` (shared/API.md, "Errors"): the same class names, `code`
-// strings, numeric `status` and `reason` as the native `redlatch` entry. Errors are made in
-// Rust (src/error.rs) as plain `Error` objects carrying `name`, `code`, `status`, `reason`
-// (NotOwnedError / LockLostError: 'expired', 'taken', 'deleted' or 'never_held'; else null)
-// and `nodes`;
-// `fromWasm` only swaps the prototype to the class of that name, so the stack and every
-// property stay as made.
+// The error tree (shared/API.md, "Errors"), one set of classes for both entries (`redlatch`
+// and `redlatch/wasm` import this one module, so `err instanceof LockLostError` holds
+// whichever entry threw). Every error is an `Error` subclass with a stable `name`, a stable
+// string `code` (`ERR_<X>`, the C status `REDLATCH_<X>` without its prefix) and the numeric
+// `status` shared with C (`redlatch_status`) and Python (`.code`). NotOwnedError /
+// LockLostError carry `reason`, the core's word: 'expired', 'taken', 'deleted' or
+// 'never_held' (null on other errors), the same as Python's `.reason` and C's
+// `redlatch_last_error_reason()`.
 
 /** Stable codes: JS `code` -> numeric status (the core's `ErrorKind::code()`). */
 export const STATUS = Object.freeze({
@@ -66,7 +67,7 @@ export class QuorumError extends LockError {
 }
 QuorumError.defaultCode = 'ERR_QUORUM'
 
-/** Redis unreachable, the transport failed, a network timeout, or the client is closed. */
+/** Redis unreachable, the connection or transport failed, a network timeout, or the client is closed. */
 export class RedisConnectionError extends LockError {}
 RedisConnectionError.defaultCode = 'ERR_CONNECTION'
 
@@ -102,29 +103,76 @@ for (const cls of CLASSES) {
   Object.defineProperty(cls.prototype, 'name', { value: cls.name, writable: true, configurable: true })
 }
 
-const CLASS_BY_NAME = Object.fromEntries(CLASSES.map((cls) => [cls.name, cls]))
+const CLASS_BY_CODE = {
+  ERR_NOT_ACQUIRED: NotAcquiredError,
+  ERR_NOT_OWNED: NotOwnedError,
+  ERR_LOCK_LOST: LockLostError,
+  ERR_QUORUM: QuorumError,
+  ERR_CONNECTION: RedisConnectionError,
+  ERR_INVALID_ARGUMENT: InvalidArgumentError,
+  ERR_NO_PERMISSION: NoPermissionError,
+  ERR_OUT_OF_MEMORY: OutOfMemoryError,
+  ERR_KEY_CONFLICT: KeyConflictError,
+}
+
+// Fields of the native addon's JSON that are not copied onto the error as they are.
+const JSON_FIELDS = new Set(['redlatch', 'code', 'status', 'message', 'reason'])
 
 /**
- * The facade error for an error thrown or rejected by the wasm module: the same object,
- * with its prototype set to the class its `name` says. Anything else passes through.
+ * The facade error for an error an engine threw or rejected with. Engines report errors in
+ * one of two shapes (see engine.mjs):
+ * - an `Error` whose `code` is an `ERR_*` string (the wasm module): the same object is kept,
+ *   with its prototype set to the class of that code, so its stack stays as made;
+ * - an `Error` whose message is the JSON `{"redlatch":1,"code":...,"message":...}` (the
+ *   native addon: napi-rs gives async rejections a fixed `code`, so the kind travels in the
+ *   message): a new error of the class of that code, with the JSON's other fields
+ *   (`nodes`, ...) as properties.
+ * napi-rs's own argument conversion errors become InvalidArgumentError, a RuntimeError of
+ * the wasm module (a Rust panic: a bug) is ERR_PANIC; anything else passes through.
  * @param {unknown} err
  * @returns {unknown}
  */
-export function fromWasm(err) {
-  if (err instanceof Error && typeof err.code === 'string' && err.code.startsWith('ERR_')) {
-    const cls = CLASS_BY_NAME[err.name]
-    if (cls !== undefined && !(err instanceof cls)) {
-      Object.setPrototypeOf(err, cls.prototype)
-      // The prototype now supplies `name`; drop the own copy so both agree.
-      delete err.name
-    }
+export function toLockError(err) {
+  if (err instanceof LockError || err === null || typeof err !== 'object') return err
+  const { message, code } = /** @type {{ message?: unknown, code?: unknown }} */ (err)
+  if (typeof message === 'string' && message.startsWith('{"redlatch":')) {
+    const data = parseJson(message)
+    if (data !== undefined) return fromJson(data)
+  }
+  if (err instanceof Error && typeof code === 'string' && code.startsWith('ERR_')) {
+    const cls = CLASS_BY_CODE[code] ?? LockError
+    Object.setPrototypeOf(err, cls.prototype)
+    // The prototype now supplies `name`; drop an own copy so both agree.
+    if (Object.hasOwn(err, 'name')) delete err.name
     if (cls === QuorumError && !Array.isArray(err.nodes)) err.nodes = []
     if (err.reason === undefined) err.reason = null
     return err
   }
-  // A RuntimeError from the wasm module (a Rust panic: a bug) is reported as ERR_PANIC.
-  if (err instanceof WebAssembly.RuntimeError) {
+  if (code === 'InvalidArg') return new InvalidArgumentError(String(message), { cause: err })
+  if (typeof WebAssembly === 'object' && err instanceof WebAssembly.RuntimeError) {
     return new LockError(`internal error in redlatch/wasm: ${err.message}`, { code: 'ERR_PANIC', cause: err })
   }
   return err
+}
+
+function parseJson(text) {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+function fromJson(data) {
+  const cls = CLASS_BY_CODE[data.code] ?? LockError
+  const err = new cls(String(data.message), { code: data.code, nodes: data.nodes, reason: data.reason })
+  for (const [key, value] of Object.entries(data)) {
+    if (!JSON_FIELDS.has(key) && !(key === 'nodes' && cls === QuorumError)) err[key] = value
+  }
+  return err
+}
+
+/** The rejection of any call on a closed client. */
+export function closedError() {
+  return new RedisConnectionError('the client is closed')
 }

@@ -6,7 +6,7 @@
 // pass the clients' own errors through: node-redis `ErrorReply` / ioredis `ReplyError` are
 // Redis error replies, everything else is treated as a connection failure and retried.
 
-import { InvalidArgumentError } from './errors.mjs'
+import { InvalidArgumentError } from '../lib/facade/errors.mjs'
 
 /** `host:port` of a Redis URL, without credentials (for messages). */
 function urlLabel(url) {

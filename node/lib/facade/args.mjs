@@ -1,10 +1,11 @@
-// Argument checks that need JavaScript types, with the same messages as the native entry
-// (node/lib/args.js): the wasm module checks values again (integer ms, ranges, names), this
-// module checks shapes and types, so every bad input becomes an InvalidArgumentError before
-// anything reaches Redis. Unknown option keys are refused: a misspelt `leaseMS` would
-// otherwise silently mean "watchdog mode".
+// Argument checks that need JavaScript types, shared by both entries: engines check values
+// again (integer ms, ranges, names), this module checks shapes and types, so every bad input
+// becomes an InvalidArgumentError with a clear message before anything reaches Redis.
+// Unknown option keys are refused: a misspelt `leaseMS` would otherwise silently mean
+// "watchdog mode".
 
 import { InvalidArgumentError } from './errors.mjs'
+import { Owner } from './owner.mjs'
 
 const MAX_MS = Number.MAX_SAFE_INTEGER // 2^53 - 1 (shared/API.md "Durations")
 
@@ -14,13 +15,17 @@ function typeOf(value) {
   return typeof value
 }
 
+/**
+ * Checks that `options` is undefined or a plain object whose keys are all in `allowed`.
+ * @returns {Record<string, unknown>}
+ */
 function optionsObject(what, options, allowed) {
   if (options === undefined) return {}
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new InvalidArgumentError(`${what} must be an object, not ${typeOf(options)}`)
   }
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
+  for (const key in options) {
+    if (Object.hasOwn(options, key) && !allowed.includes(key)) {
       throw new InvalidArgumentError(
         `unknown option ${JSON.stringify(key)} in ${what} (expected one of: ${allowed.join(', ')})`,
       )
@@ -30,29 +35,33 @@ function optionsObject(what, options, allowed) {
 }
 
 /** A duration in integer milliseconds, or undefined when absent. */
-export function millis(what, value, { allowZero = false, allowInfinity = false } = {}) {
+export function millis(what, value, allowZero = false, allowInfinity = false) {
   if (value === undefined) return undefined
   if (typeof value !== 'number') {
     throw new InvalidArgumentError(`${what} must be a number of milliseconds, not ${typeOf(value)}`)
   }
+  if (Number.isInteger(value) && value > 0 && value <= MAX_MS) return value // the usual case
   if (allowInfinity && value === Infinity) return Infinity
   if (Number.isNaN(value)) throw new InvalidArgumentError(`${what} must be a number of milliseconds, not NaN`)
   if (value < 0) throw new InvalidArgumentError(`${what} must not be negative (got ${value})`)
-  if (value === 0 && !allowZero) throw new InvalidArgumentError(`${what} must be greater than zero`)
+  if (value === 0) {
+    if (allowZero) return 0
+    throw new InvalidArgumentError(`${what} must be greater than zero`)
+  }
   if (value > MAX_MS) {
     throw new InvalidArgumentError(`${what} of ${value} ms exceeds the maximum of ${MAX_MS} ms (2^53 - 1)`)
   }
-  if (!Number.isInteger(value)) {
-    throw new InvalidArgumentError(`${what} must be an integer number of milliseconds (got ${value})`)
-  }
-  return value
+  throw new InvalidArgumentError(`${what} must be an integer number of milliseconds (got ${value})`)
 }
 
 /** A wait: `undefined`/`null` (absent), `Infinity` (forever) or integer ms >= 0. */
 function wait(value) {
   if (value === null) return undefined
-  return millis('waitMs', value, { allowZero: true, allowInfinity: true })
+  return millis('waitMs', value, true, true)
 }
+
+// String.prototype.isWellFormed is missing from older browsers; this is its negation.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 export function name(value) {
   if (typeof value !== 'string') {
@@ -60,14 +69,11 @@ export function name(value) {
   }
   if (value.length === 0) throw new InvalidArgumentError('lock name must not be empty')
   // A lone surrogate has no UTF-8 form: converting it would map distinct names to one key.
-  if (LONE_SURROGATE.test(value)) {
+  if (typeof value.isWellFormed === 'function' ? !value.isWellFormed() : LONE_SURROGATE.test(value)) {
     throw new InvalidArgumentError('lock name must be valid Unicode text (it contains a lone surrogate)')
   }
   return value
 }
-
-// String.prototype.isWellFormed is missing from older browsers; this is its negation.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 function boolean(what, value) {
   if (value === undefined) return undefined
@@ -88,31 +94,18 @@ export function fn(value) {
   return value
 }
 
-/** One transport object (its methods are checked by the wasm module). */
-export function transport(value) {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) {
-    throw new InvalidArgumentError(
-      `a transport must be an object with an eval(script, keys, args) method, not ${typeOf(value)}`,
-    )
-  }
-  return value
-}
-
-/** A non-empty array of transports (quorum form). */
-export function transports(value) {
-  if (!Array.isArray(value) || value.length === 0) {
-    throw new InvalidArgumentError('transports must be a non-empty array of transport objects')
-  }
-  return value.map(transport)
-}
-
 const CLIENT_OPTIONS = ['watchdogTimeoutMs', 'networkTimeoutMs', 'nodeTimeoutMs', 'pollIntervalMs']
-const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced', 'fenceTtlMs']
+const LOCK_OPTIONS = ['leaseMs', 'waitMs', 'fenced', 'fenceTtlMs', 'owner']
 const ACQUIRE_OPTIONS = ['waitMs', 'signal']
 const WITH_LOCK_OPTIONS = ['leaseMs', 'fenced', 'fenceTtlMs', 'waitMs', 'signal']
 
-export function clientOptions(options) {
-  const o = optionsObject('client options', options, CLIENT_OPTIONS)
+/**
+ * Client options, checked: the durations every engine takes (integer ms). `entryKeys`: the
+ * keys an entry takes on top (the native entry's deployment options), allowed here and
+ * checked by that entry.
+ */
+export function clientOptions(options, entryKeys = []) {
+  const o = optionsObject('client options', options, entryKeys.length ? [...CLIENT_OPTIONS, ...entryKeys] : CLIENT_OPTIONS)
   const out = {}
   for (const key of CLIENT_OPTIONS) {
     const v = millis(key, o[key])
@@ -121,7 +114,12 @@ export function clientOptions(options) {
   return out
 }
 
-/** Lock options, checked: `{ leaseMs, waitMs, fenced, fenceTtlMs }` (waitMs: undefined = forever). */
+function owner(value) {
+  if (value === undefined || value instanceof Owner) return value
+  throw new InvalidArgumentError(`owner must be an Owner (new Owner()), not ${typeOf(value)}`)
+}
+
+/** Lock options, checked: `{ leaseMs, waitMs, fenced, fenceTtlMs, owner }` (waitMs: undefined = forever). */
 export function lockOptions(options) {
   const o = optionsObject('lock options', options, LOCK_OPTIONS)
   return {
@@ -129,11 +127,15 @@ export function lockOptions(options) {
     waitMs: wait(o.waitMs),
     fenced: boolean('fenced', o.fenced),
     fenceTtlMs: millis('fenceTtlMs', o.fenceTtlMs),
+    owner: owner(o.owner),
   }
 }
 
+const NO_ACQUIRE_OPTIONS = Object.freeze({ waitMs: undefined, signal: undefined })
+
 /** Acquire options, checked: `{ waitMs, signal }` (waitMs: undefined = the lock's). */
 export function acquireOptions(options) {
+  if (options === undefined) return NO_ACQUIRE_OPTIONS
   const o = optionsObject('acquire options', options, ACQUIRE_OPTIONS)
   return { waitMs: wait(o.waitMs), signal: signal(o.signal) }
 }
@@ -145,4 +147,38 @@ export function withLockOptions(options) {
     lock: { leaseMs: o.leaseMs, fenced: o.fenced, fenceTtlMs: o.fenceTtlMs },
     acquire: { waitMs: o.waitMs, signal: o.signal },
   }
+}
+
+/** A Redis URL (native entry; the addon parses it). */
+export function url(value) {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new InvalidArgumentError(`a Redis URL must be a non-empty string, not ${typeOf(value)}`)
+  }
+  return value
+}
+
+/** A non-empty array of Redis URLs (native entry, quorum form). */
+export function urls(value) {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new InvalidArgumentError('urls must be a non-empty array of Redis URLs')
+  }
+  return value.map(url)
+}
+
+/** One transport object (wasm entry; its methods are checked by the wasm module). */
+export function transport(value) {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) {
+    throw new InvalidArgumentError(
+      `a transport must be an object with an eval(script, keys, args) method, not ${typeOf(value)}`,
+    )
+  }
+  return value
+}
+
+/** A non-empty array of transports (wasm entry, quorum form). */
+export function transports(value) {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new InvalidArgumentError('transports must be a non-empty array of transport objects')
+  }
+  return value.map(transport)
 }

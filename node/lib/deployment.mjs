@@ -1,16 +1,18 @@
-'use strict'
-// The deployment options of a client (TLS, Sentinel credentials, syncReplicas) checked for
-// their JavaScript types, and the deployment warnings turned into Node warnings. The values
-// themselves (a certificate without its key, a CA given twice, a bad syncReplicas) are
-// checked by the core, with the same messages in every binding.
+// The native entry's deployment options (TLS, Sentinel credentials, syncReplicas) checked
+// for their JavaScript types, and the deployment warnings turned into Node warnings. The
+// values themselves (a certificate without its key, a CA given twice, a bad syncReplicas) are
+// checked by the core, with the same messages in every binding. The wasm entry has none of
+// them: its host's client owns the connection.
 
-const { InvalidArgumentError } = require('./errors')
+import { Buffer } from 'node:buffer'
+import { millis } from './facade/args.mjs'
+import { InvalidArgumentError } from './facade/errors.mjs'
 
 const TLS_OPTIONS = ['ca', 'caFile', 'cert', 'certFile', 'key', 'keyFile', 'serverName', 'insecure']
 const PEM_OPTIONS = ['ca', 'cert', 'key']
 const TEXT_OPTIONS = ['caFile', 'certFile', 'keyFile', 'serverName']
-/** Client option keys handled here (the durations are checked by args.js). */
-const DEPLOYMENT_OPTIONS = ['tls', 'sentinelUsername', 'sentinelPassword', 'syncReplicas', 'syncReplicasTimeoutMs']
+/** Client option keys of this entry beyond the shared durations (facade/args.mjs). */
+export const DEPLOYMENT_OPTIONS = ['tls', 'sentinelUsername', 'sentinelPassword', 'syncReplicas', 'syncReplicasTimeoutMs']
 
 function typeOf(value) {
   if (value === null) return 'null'
@@ -51,24 +53,38 @@ function tlsOptions(tls) {
   return out
 }
 
-/** Copies the checked deployment options of `options` into `out` (the addon's shape). */
-function deploymentOptions(options, out) {
-  const tls = tlsOptions(options.tls)
-  if (tls !== undefined) out.tls = tls
+/**
+ * Copies the checked deployment options of `options` (already checked for unknown keys)
+ * into `out` (the addon's shape). Returns whether any was given.
+ */
+export function deploymentOptions(options, out) {
+  let any = false
+  const tls = tlsOptions(options?.tls)
+  if (tls !== undefined) {
+    out.tls = tls
+    any = true
+  }
   for (const key of ['sentinelUsername', 'sentinelPassword']) {
-    const value = options[key]
+    const value = options?.[key]
     if (value === undefined) continue
     if (typeof value !== 'string') throw new InvalidArgumentError(`${key} must be a string, not ${typeOf(value)}`)
     out[key] = value
+    any = true
   }
-  const n = options.syncReplicas
+  const n = options?.syncReplicas
   if (n !== undefined) {
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
       throw new InvalidArgumentError(`syncReplicas must be a non-negative integer, not ${typeof n === 'number' ? n : typeOf(n)}`)
     }
     out.syncReplicas = n
+    any = true
   }
-  return out
+  const t = millis('syncReplicasTimeoutMs', options?.syncReplicasTimeoutMs)
+  if (t !== undefined) {
+    out.syncReplicasTimeoutMs = t
+    any = true
+  }
+  return any
 }
 
 /**
@@ -76,11 +92,9 @@ function deploymentOptions(options, out) {
  * evict lock keys) becomes `process.emitWarning` with type `DeploymentWarning` and code
  * `REDLATCH_<KIND>` (e.g. `REDLATCH_EVICTION`), once per node and client.
  */
-function emitWarning(warning) {
+export function emitWarning(warning) {
   process.emitWarning(warning.message, {
     type: 'DeploymentWarning',
     code: `REDLATCH_${String(warning.kind).toUpperCase()}`,
   })
 }
-
-module.exports = { DEPLOYMENT_OPTIONS, deploymentOptions, emitWarning }

@@ -1,0 +1,353 @@
+// The native addon as the facade's engine (facade/engine.mjs).
+//
+// Each addon call that talks to Redis takes a call id, and this module keeps the Promise of
+// the call under it (../src/calls.rs). With the local engine (../src/local/: the core on this
+// thread, its I/O on Node sockets) every call into the addon hands back records to deliver:
+// numbers in `out`, text as its return value (../src/local/host.rs): results, and what the
+// engine asks of its host (open, write to and close the sockets its Redis connections run
+// over; set its one timer). The tokio engine settles through `settle` instead. `kick` polls
+// local tasks woken from another thread. Holds are numbers in the client's table; a
+// FinalizationRegistry drops the entry of a hold whose object is collected.
+//
+// Process lifetime: sockets and timers are unref'd, so an idle client or a held lock never
+// keeps Node running; while a call is pending, one ref'd timer does (as a pending read would).
+
+import net from 'node:net'
+import tls from 'node:tls'
+import { createRequire } from 'node:module'
+import { toLockError } from './facade/errors.mjs'
+import { emitWarning } from './deployment.mjs'
+
+const native = createRequire(import.meta.url)('../index.js')
+
+/** The records an entry of the local engine writes (out[0] = slots used after it). */
+const out = new Float64Array(4096)
+
+/** Pending calls: id -> [resolve, reject, wrap]. */
+const calls = new Map()
+let lastId = 0
+/** Ref'd while calls are pending (an interval that never fires in practice). */
+const keeper = setInterval(() => {}, 1 << 30)
+keeper.unref()
+
+/** Starts `start(id)` and resolves to what call `id` settles with (`wrap(a, b, c)`ped). */
+function call(start, wrap) {
+  return new Promise((resolve, reject) => {
+    const id = (lastId = (lastId + 1) >>> 0 || 1)
+    calls.set(id, [resolve, reject, wrap])
+    if (calls.size === 1) keeper.ref()
+    let text
+    try {
+      text = start(id)
+    } catch (err) {
+      forget(id)
+      reject(toLockError(err))
+      return
+    }
+    deliver(text)
+  })
+}
+
+function forget(id) {
+  calls.delete(id)
+  if (calls.size === 0) keeper.unref()
+}
+
+// Kinds of a settle record (../src/calls.rs `kind`).
+const UNDEFINED = 0
+const FALSE = 1
+const TRUE = 2
+const NUMBER = 3
+const HOLD = 5
+const ERROR = 6
+
+/** Settles call `id`: `kind` and its numbers, or for ERROR the error's JSON `text`. */
+function settle(id, kind, a, b, c, text) {
+  const pending = calls.get(id)
+  if (pending === undefined) return
+  forget(id)
+  if (kind === ERROR) {
+    pending[1](toLockError(new Error(text)))
+    return
+  }
+  const value =
+    kind === UNDEFINED ? undefined : kind === FALSE ? false : kind === TRUE ? true : kind === NUMBER || kind === HOLD ? a : null
+  pending[0](pending[2] === undefined ? value : pending[2](value, b, c))
+}
+
+/** Delivers the records the last entry of the local engine wrote, with its `text`. */
+function deliver(text) {
+  const n = out[0]
+  if (n === 0) return
+  out[0] = 0
+  for (let i = 1; i <= n; ) {
+    switch (out[i]) {
+      case 0: {
+        const kind = out[i + 2]
+        const error = kind === ERROR ? text.substring(out[i + 3], out[i + 3] + out[i + 4]) : null
+        settle(out[i + 1], kind, out[i + 3], out[i + 4], out[i + 5], error)
+        i += 6
+        break
+      }
+      case 1:
+        connect(out[i + 1], out[i + 2], out[i + 3], text.substring(out[i + 4], out[i + 4] + out[i + 5]))
+        i += 6
+        break
+      case 2: {
+        const at = out[i + 2]
+        const len = out[i + 3]
+        write(out[i + 1], at === 0 && len === text.length ? text : text.substring(at, at + len))
+        i += 4
+        break
+      }
+      case 3:
+        destroy(out[i + 1])
+        i += 2
+        break
+      case 4:
+        setTimer(out[i + 1])
+        i += 2
+        break
+      default:
+        throw new Error(`redlatch: unknown record ${out[i]} from the addon`)
+    }
+  }
+}
+
+// The local engine's sockets: id -> net.Socket | tls.TLSSocket.
+const sockets = new Map()
+const TLS = 1
+const INSECURE = 2
+const UNIX = 4
+
+function connect(id, port, flags, target) {
+  let socket
+  try {
+    if (flags & UNIX) socket = net.connect({ path: target })
+    else if (flags & TLS) {
+      const servername = net.isIP(target) === 0 ? target : undefined
+      socket = tls.connect({ host: target, port, servername, rejectUnauthorized: (flags & INSECURE) === 0 })
+    } else socket = net.connect({ host: target, port })
+  } catch (err) {
+    // Reported after this delivery (an entry now would overwrite the records being read).
+    process.nextTick(() => deliver(native.localSocketEnd(id, err.message, out)))
+    return
+  }
+  socket.setNoDelay(true)
+  socket.unref()
+  sockets.set(id, socket)
+  let error = null
+  socket.once(flags & TLS ? 'secureConnect' : 'connect', () => deliver(native.localSocketOpen(id, out)))
+  socket.on('data', (bytes) => deliver(native.localSocketData(id, bytes, out)))
+  socket.on('error', (e) => (error = e.message))
+  // The server closed its side (CLIENT KILL, an idle timeout, a restart): no reply can come,
+  // so the connection ends now, not at 'close', and the next command opens a new one.
+  socket.once('end', () => deliver(native.localSocketEnd(id, null, out)))
+  socket.once('close', () => {
+    sockets.delete(id)
+    deliver(native.localSocketEnd(id, error, out))
+  })
+}
+
+// The first write to a socket in a tick goes out at once (one round trip at a time pays no
+// buffering); later ones in the same tick are corked until the process.nextTick after it, so
+// 32 loops each sending a command make two system calls, not 32.
+const writtenThisTick = new Set()
+function write(id, latin1) {
+  const socket = sockets.get(id)
+  if (socket === undefined) return
+  if (writtenThisTick.has(socket)) {
+    if (!socket.writableCorked) socket.cork()
+  } else {
+    writtenThisTick.add(socket)
+    if (writtenThisTick.size === 1) process.nextTick(endTick)
+  }
+  socket.write(latin1, 'latin1')
+}
+function endTick() {
+  for (const socket of writtenThisTick) if (socket.writableCorked) socket.uncork()
+  writtenThisTick.clear()
+}
+
+function destroy(id) {
+  const socket = sockets.get(id)
+  if (socket === undefined) return
+  sockets.delete(id)
+  socket.destroy()
+}
+
+let timer = null
+function setTimer(ms) {
+  if (timer !== null) clearTimeout(timer)
+  timer = setTimeout(fire, ms)
+  timer.unref()
+}
+function fire() {
+  timer = null
+  deliver(native.localTimer(out))
+}
+
+native.installLocal(settle, () => deliver(native.localDrain(out)))
+
+/**
+ * Connects: resolves to an engine client over `urls` (one = single node or the deployment
+ * its URL names, more = quorum; `cluster`: seeds of a Redis Cluster). `local`: the core runs
+ * on this thread over Node sockets; else on the addon's tokio thread over redis-rs
+ * connections. Deployment warnings become Node warnings (deployment.mjs).
+ */
+export function connectEngine(urls, options, local, cluster) {
+  let raw
+  try {
+    raw = new native.NativeClient(urls, options, local, cluster, emitWarning)
+  } catch (err) {
+    return Promise.reject(toLockError(err))
+  }
+  return call(
+    (id) => raw.connect(id, out),
+    () => new NativeEngine(raw),
+  )
+}
+
+/** A `NativeClient` as the facade's engine client. */
+class NativeEngine {
+  #raw
+  /** Drops the table entry of a hold whose object was collected (released in the background if need be). */
+  #holds
+
+  constructor(raw) {
+    this.#raw = raw
+    this.#holds = new FinalizationRegistry((hold) => raw.dropHold(hold))
+  }
+
+  get id() {
+    return this.#raw.id
+  }
+
+  get nodeCount() {
+    return this.#raw.nodeCount
+  }
+
+  get closed() {
+    return this.#raw.closed
+  }
+
+  lock(name, options) {
+    const leaseMs = options.leaseMs ?? null
+    const fenced = options.fenced === true
+    const fenceTtlMs = options.fenceTtlMs ?? null
+    this.#raw.checkLock(name, leaseMs, null, fenced, fenceTtlMs)
+    return new NativeEngineLock(this.#raw, this.#holds, name, options.reentrant, leaseMs, fenced, fenceTtlMs)
+  }
+
+  forceUnlock(name) {
+    return call((id) => this.#raw.forceUnlock(name, id, out))
+  }
+
+  cancel(ticket) {
+    this.#raw.cancel(ticket)
+  }
+
+  close() {
+    return call((id) => this.#raw.close(id, out))
+  }
+}
+
+class NativeEngineLock {
+  #raw
+  #holds
+  #name
+  #reentrant
+  #leaseMs
+  #fenced
+  #fenceTtlMs
+
+  constructor(raw, holds, name, reentrant, leaseMs, fenced, fenceTtlMs) {
+    this.#raw = raw
+    this.#holds = holds
+    this.#name = name
+    this.#reentrant = reentrant
+    this.#leaseMs = leaseMs
+    this.#fenced = fenced
+    this.#fenceTtlMs = fenceTtlMs
+  }
+
+  acquire(waitMs, owner, ticket) {
+    const raw = this.#raw
+    const holds = this.#holds
+    return call(
+      (id) =>
+        raw.acquire(this.#name, this.#reentrant, this.#leaseMs, this.#fenced, this.#fenceTtlMs, waitMs, owner, ticket, id, out),
+      (hold, token, leaseMs) => {
+        const engineHold = new NativeEngineHold(raw, hold, Number.isNaN(token) ? null : token, leaseMs)
+        holds.register(engineHold, hold)
+        return engineHold
+      },
+    )
+  }
+
+  locked() {
+    return call((id) => this.#raw.locked(this.#name, this.#reentrant, id, out))
+  }
+
+  ttl() {
+    return call((id) => this.#raw.ttl(this.#name, this.#reentrant, id, out))
+  }
+
+  holdCount(owner) {
+    return call((id) => this.#raw.holdCount(this.#name, owner, id, out))
+  }
+}
+
+// Bits of `holdState` (../src/held.rs); the loss reason's code is in bits 8 and up.
+const LOST = 1
+const CLOSED_BY_CLIENT = 2
+const HELD = 4
+const REASONS = [null, 'expired', 'taken', 'deleted']
+
+class NativeEngineHold {
+  #raw
+  #hold
+
+  constructor(raw, hold, fencingToken, leaseMs) {
+    this.#raw = raw
+    this.#hold = hold
+    this.fencingToken = fencingToken
+    this.leaseMs = leaseMs
+  }
+
+  get lost() {
+    return (this.#raw.holdState(this.#hold) & LOST) !== 0
+  }
+
+  get closedByClient() {
+    return (this.#raw.holdState(this.#hold) & CLOSED_BY_CLIENT) !== 0
+  }
+
+  get held() {
+    return (this.#raw.holdState(this.#hold) & HELD) !== 0
+  }
+
+  get lossReason() {
+    return REASONS[this.#raw.holdState(this.#hold) >>> 8] ?? null
+  }
+
+  watch(onEnd) {
+    this.#raw.watch(this.#hold, onEnd)
+  }
+
+  release(scopeEnd) {
+    return call((id) => this.#raw.release(this.#hold, scopeEnd, id, out), discard)
+  }
+
+  extend(leaseMs) {
+    return call((id) => this.#raw.extend(this.#hold, leaseMs, id, out), discard)
+  }
+
+  owned() {
+    return call((id) => this.#raw.owned(this.#hold, id, out))
+  }
+}
+
+function discard() {
+  return undefined
+}

@@ -1,0 +1,99 @@
+// `Client`: connection(s) to Redis and the locks made from them, over an engine client
+// (engine.mjs). Each entry makes clients its own way (`Client.connect(url)` in `redlatch`,
+// `createClient(transport)` in `redlatch/wasm`); everything else is this class.
+
+import * as args from './args.mjs'
+import { INTERNAL } from './engine.mjs'
+import { InvalidArgumentError, toLockError } from './errors.mjs'
+import { Lock } from './lock.mjs'
+
+/** Connection(s) to Redis and the locks made from them. */
+export class Client {
+  #engine
+
+  /** @internal Made by each entry's factories (`Client.connect`, `createClient`). */
+  constructor(token, engine) {
+    if (token !== INTERNAL) {
+      throw new InvalidArgumentError(
+        'use Client.connect(url) / Client.quorum(urls), or createClient(transport) in redlatch/wasm, to create a client',
+      )
+    }
+    this.#engine = engine
+  }
+
+  /** This client's id (a UUID; the first half of every reentrant owner id in Redis). */
+  get id() {
+    return this.#engine.id
+  }
+
+  /** Number of Redis nodes (1 = single node, more = quorum). */
+  get nodeCount() {
+    return this.#engine.nodeCount
+  }
+
+  /** `true` after `close()`. */
+  get closed() {
+    return this.#engine.closed
+  }
+
+  /** A lease lock (wire-compatible with node-redlock / redis-py). Throws InvalidArgumentError for bad options. */
+  lock(name, options) {
+    return this.#makeLock(false, name, options)
+  }
+
+  /**
+   * A reentrant lock (Redisson RLock layout). Its holds re-enter only for one owner: an
+   * explicit `owner` option (an `Owner`), else the `using` scope of an rlock that
+   * the calling code runs in; a bare `acquire()` outside one is an owner of its own
+   * (owner.mjs; README "Reentrancy").
+   */
+  rlock(name, options) {
+    return this.#makeLock(true, name, options)
+  }
+
+  #makeLock(reentrant, name, options) {
+    args.name(name)
+    const o = args.lockOptions(options)
+    if (o.owner !== undefined && !reentrant) {
+      throw new InvalidArgumentError('owner applies to reentrant locks (client.rlock) only')
+    }
+    let raw
+    try {
+      raw = this.#engine.lock(name, { reentrant, leaseMs: o.leaseMs, fenced: o.fenced, fenceTtlMs: o.fenceTtlMs })
+    } catch (err) {
+      throw toLockError(err)
+    }
+    return new Lock(INTERNAL, this.#engine, raw, name, reentrant, o.waitMs, o.owner)
+  }
+
+  /**
+   * `client.lock(name, { leaseMs, fenced, fenceTtlMs }).using(fn, { waitMs, signal })` in one call.
+   * @returns {Promise<any>} what `fn` returned
+   */
+  async withLock(name, fn, options) {
+    const o = args.withLockOptions(options)
+    return this.lock(name, o.lock).using(fn, o.acquire)
+  }
+
+  /** Admin: deletes lock `name` whatever its owner, waking its waiters. Resolves true when a lock was deleted. */
+  async forceUnlock(name) {
+    args.name(name)
+    try {
+      return await this.#engine.forceUnlock(name)
+    } catch (err) {
+      throw toLockError(err)
+    }
+  }
+
+  /**
+   * Closes the client: pending acquires reject with RedisConnectionError, holds still alive are
+   * released (their `signal` aborts with a LockLostError), later calls reject. Idempotent.
+   */
+  async close() {
+    try {
+      await this.#engine.close()
+    } catch (err) {
+      throw toLockError(err)
+    }
+  }
+}

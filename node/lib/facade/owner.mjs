@@ -1,0 +1,104 @@
+// Who owns an `rlock` hold (shared/API.md, Node: "mutual exclusion over convenience").
+//
+// The Redis owner of a reentrant lock is `<client id>:<owner number>`, and holds of one owner
+// re-enter. The owner of an rlock acquisition is, in this order:
+// 1. the lock's explicit `Owner` (`client.rlock(name, { owner })`): holds made with one Owner
+//    object share it deliberately, wherever they run;
+// 2. else, inside a `using(fn)` scope of an rlock, that scope's owner: code `fn`
+//    awaits or starts re-enters, through whatever rlock handle it uses (AsyncLocalStorage);
+// 3. else, a fresh owner of its own: a bare `acquire()` never lets unrelated code re-enter.
+// `using(fn)` runs `fn` with its owner as the scope's (1 or 2, else a fresh one).
+//
+// A scope's owner is joined only while the scope holds a granted hold: tasks it started that
+// ask later, after its end, get owners of their own. Nothing is entered into the caller's
+// context from a bare `acquire()` (AsyncLocalStorage `enterWith` would also enter the code the
+// caller runs next, which is how unrelated tasks used to re-enter a hold: issue #10 item 4).
+//
+// Without AsyncLocalStorage (browsers, workerd without node compatibility) scopes cannot be
+// followed: re-entry needs an explicit Owner. The AsyncLocalStorage is created on first use,
+// so programs that use only lease locks pay nothing for async context tracking.
+
+let AsyncLocalStorageClass = null
+/** @type {{ run: Function, getStore: Function } | null} */
+let storage = null
+let nextOwner = 1
+
+/**
+ * Sets the AsyncLocalStorage class to follow scopes with (each entry passes its host's; once
+ * set, a later entry without one does not unset it: both entries share this module).
+ */
+export function useAsyncLocalStorage(cls) {
+  if (typeof cls === 'function' && AsyncLocalStorageClass === null) AsyncLocalStorageClass = cls
+}
+
+/** `true` when rlock `using` scopes are followed into the code they run. */
+export function followsChains() {
+  return AsyncLocalStorageClass !== null
+}
+
+/** A fresh owner number (1 .. 2^53 - 1), unique in this module instance. */
+export function freshOwner() {
+  return nextOwner++
+}
+
+/** The owner of a scope or an explicit `Owner`: its number and its granted holds. */
+export class Frame {
+  constructor() {
+    this.owner = freshOwner()
+    /** Granted holds of this owner not yet released (acquires in flight do not count). */
+    this.active = 0
+  }
+}
+
+/** @type {(owner: Owner) => Frame} */
+export let frameOf
+
+/**
+ * An rlock owner shared on purpose: `client.rlock(name, { owner })`. Every hold made through
+ * rlock handles with the same Owner (of one client) is one owner's, so they re-enter; holds
+ * of other owners contend. Give each task (request, job) that must re-enter its own Owner.
+ */
+export class Owner {
+  #frame = new Frame()
+
+  static {
+    frameOf = (owner) => owner.#frame
+  }
+}
+
+function als() {
+  if (storage === null) storage = new AsyncLocalStorageClass()
+  return storage
+}
+
+/** The current scope's frame, while it has granted holds. */
+function current() {
+  const frame = storage === null ? undefined : storage.getStore()
+  return frame !== undefined && frame.active > 0 ? frame : null
+}
+
+/**
+ * The frame of an `acquire()` of an rlock: the explicit owner's, else the current scope's;
+ * null means a fresh owner of its own.
+ */
+export function forAcquire(explicit) {
+  return explicit ?? current()
+}
+
+/** The frame of a `using`: the explicit owner's, the current scope's, or a new one. */
+export function forUsing(explicit) {
+  return explicit ?? current() ?? new Frame()
+}
+
+/** The frame whose holds `holdCount` reports (null: none). */
+export function forQuery(explicit) {
+  return explicit ?? current()
+}
+
+/** Runs `fn(arg)` with `frame` as the scope's owner where scopes are followed, else calls it. */
+export function run(frame, fn, arg) {
+  if (!followsChains()) return fn(arg)
+  const store = als()
+  if (store.getStore() === frame) return fn(arg)
+  return store.run(frame, fn, arg)
+}

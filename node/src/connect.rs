@@ -1,0 +1,202 @@
+//! `client.connect(id, out)`: connects a `NativeClient` to one node, a quorum, a Cluster or
+//! a Sentinel master, with the core on tokio over redis-rs connections (the default), or on
+//! the JavaScript thread (the local driver, `REDLATCH_NODE_IO=local`: local/), which knows
+//! single nodes and quorums of `redis://` / `rediss://` URLs only.
+
+use crate::calls::{Driver, Value};
+use crate::client::NativeClient;
+use crate::deployment::{Deployment, WarningCallback};
+use crate::error::{invalid, IntoNapi};
+use crate::local::LocalTransport;
+use crate::local::Scratch;
+use crate::options::{opt_millis, ClientOptions};
+use napi_derive::napi;
+use redlatch::protocol::quorum;
+use redlatch::{Config, Error, ErrorKind, NodeOutcome, Transport};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What `connect` needs, kept from the constructor.
+pub(crate) struct Plan {
+    pub(crate) urls: Vec<String>,
+    pub(crate) config: Config,
+    pub(crate) deployment: Deployment,
+    pub(crate) cluster: bool,
+    pub(crate) on_warning: WarningCallback,
+}
+
+impl Plan {
+    /// `ERR_INVALID_ARGUMENT` unless the local driver can connect this: single nodes and
+    /// quorums of `redis://` / `rediss://` URLs without deployment options (the facade picks
+    /// the tokio driver for the rest).
+    pub(crate) fn check_local(&self) -> napi::Result<()> {
+        let plain = |u: &String| u.starts_with("redis://") || u.starts_with("rediss://");
+        if self.cluster || !self.deployment.is_default() || !self.urls.iter().all(plain) {
+            return Err(invalid(
+                "the local engine (REDLATCH_NODE_IO=local) connects to redis:// and rediss:// nodes \
+                 without deployment options only",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The core's settings from `options` (integer ms; checked).
+pub(crate) fn config(options: &ClientOptions) -> napi::Result<Config> {
+    let mut config = Config::default();
+    if let Some(d) = opt_millis("watchdogTimeoutMs", options.watchdog_timeout_ms, false)? {
+        if d < Duration::from_millis(3) {
+            return Err(invalid("watchdogTimeoutMs must be at least 3 ms"));
+        }
+        config.watchdog_timeout = d;
+    }
+    if let Some(d) = opt_millis("networkTimeoutMs", options.network_timeout_ms, false)? {
+        config.network_timeout = d;
+    }
+    config.node_timeout = opt_millis("nodeTimeoutMs", options.node_timeout_ms, false)?;
+    if let Some(d) = opt_millis("pollIntervalMs", options.poll_interval_ms, false)? {
+        config.poll_interval = d;
+    }
+    config.validate().js()?;
+    Ok(config)
+}
+
+#[napi]
+impl NativeClient {
+    /// Connects and settles call `id` (once). A single node must answer `PING`; in quorum
+    /// mode a majority must. Rejects with `ERR_INVALID_ARGUMENT` for bad URLs,
+    /// `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
+    #[napi]
+    pub fn connect(&self, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+        let Some(plan) = crate::client::locked(&self.plan).take() else {
+            return Err(invalid("connect() was already called"));
+        };
+        let shared = self.shared.clone();
+        let driver = shared.driver.clone();
+        let handle = driver.clone();
+        // Built now, so bad deployment options throw here.
+        let how = match &*handle {
+            Driver::Local(..) => Err((plan.urls, plan.config)),
+            Driver::Tokio(..) => Ok(tokio_builder(plan)?),
+        };
+        Ok(driver.call(out, id, async move {
+            let client = match how {
+                Err((urls, config)) => connect_local(&urls, config, &handle).await?,
+                Ok(builder) => builder.connect().await?,
+            };
+            if shared.opened(client) {
+                Ok(Value::Unit)
+            } else {
+                Err(Error::new(ErrorKind::Connection, "the client is closed"))
+            }
+        }))
+    }
+}
+
+/// The core's builder for `plan` (redis-rs connections on tokio, every deployment).
+fn tokio_builder(plan: Plan) -> napi::Result<redlatch::ClientBuilder> {
+    let Plan {
+        urls,
+        config,
+        deployment,
+        cluster,
+        on_warning,
+    } = plan;
+    let builder = if cluster {
+        redlatch::Client::cluster_builder(&urls)
+    } else if urls.len() == 1 {
+        redlatch::Client::builder(&urls[0])
+    } else {
+        redlatch::Client::quorum_builder(&urls)
+    };
+    let mut builder = deployment.apply(builder, Some(on_warning))?;
+    builder = builder
+        .watchdog_timeout(config.watchdog_timeout)
+        .network_timeout(config.network_timeout)
+        .poll_interval(config.poll_interval);
+    if let Some(d) = config.node_timeout {
+        builder = builder.node_timeout(d);
+    }
+    Ok(builder)
+}
+
+async fn connect_local(
+    urls: &[String],
+    config: Config,
+    driver: &Driver,
+) -> redlatch::Result<redlatch::Client> {
+    let runtime = match driver {
+        Driver::Local(_, runtime) => runtime.clone(),
+        Driver::Tokio(..) => return Err(Error::new(ErrorKind::Panic, "not the local driver")),
+    };
+    let transports = urls
+        .iter()
+        .map(|u| LocalTransport::new(u, config.network_timeout, runtime.clone()).map(Arc::new))
+        .collect::<redlatch::Result<Vec<_>>>()?;
+    let timeout = config.network_timeout;
+    let runtime = &runtime;
+    let pings = futures::future::join_all(transports.iter().map(|t| async move {
+        let ping = Box::pin(t.ping());
+        match futures::future::select(ping, redlatch::Runtime::sleep(&**runtime, timeout)).await {
+            futures::future::Either::Left((r, _)) => r,
+            futures::future::Either::Right(_) => Err(Error::connection(format!(
+                "no answer within {} ms",
+                timeout.as_millis()
+            ))),
+        }
+    }))
+    .await;
+    enough_nodes(&transports, pings)?;
+    let transports: Vec<Arc<dyn Transport>> =
+        transports.into_iter().map(|t| t as Arc<dyn Transport>).collect();
+    redlatch::Client::from_transports(transports, driver.runtime(), config)
+}
+
+/// `Ok` when a majority of nodes answered; else the error `Client::connect` gives for it
+/// (each failure named by its node).
+fn enough_nodes(
+    transports: &[Arc<LocalTransport>],
+    pings: Vec<redlatch::Result<()>>,
+) -> redlatch::Result<()> {
+    let answered = pings.iter().filter(|p| p.is_ok()).count();
+    if answered >= quorum::majority(transports.len()) {
+        return Ok(());
+    }
+    let named = |t: &LocalTransport, e: &Error| {
+        let why = e.message();
+        if why.starts_with(t.label()) {
+            why.to_owned()
+        } else {
+            format!("{}: {why}", t.label())
+        }
+    };
+    if transports.len() == 1 {
+        let e = pings
+            .into_iter()
+            .find_map(|p| p.err())
+            .unwrap_or_else(|| Error::connection("unreachable"));
+        return Err(Error::new(e.kind(), named(&transports[0], &e)));
+    }
+    let detail: Vec<String> = transports
+        .iter()
+        .zip(&pings)
+        .filter_map(|(t, p)| p.as_ref().err().map(|e| named(t, e)))
+        .collect();
+    let nodes = transports
+        .iter()
+        .zip(&pings)
+        .map(|(t, p)| NodeOutcome {
+            node: t.label().to_owned(),
+            result: p.as_ref().map(|_| ()).map_err(|e| e.message().to_owned()),
+        })
+        .collect();
+    Err(Error::new(
+        ErrorKind::Quorum,
+        format!(
+            "only {answered} of {} nodes answered: {}",
+            transports.len(),
+            detail.join("; ")
+        ),
+    )
+    .with_nodes(nodes))
+}

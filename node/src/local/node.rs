@@ -1,0 +1,162 @@
+//! [`Node`]: how to reach one Redis node from the local engine: its address, TLS setting and
+//! credentials from the URL, and [`Node::open`], which opens a connection (conn.rs) and
+//! authenticates it, within the network timeout.
+//!
+//! - Authentication: the URL's user and password (`AUTH user pass`, ACL users included), its
+//!   database (`SELECT`) and protocol (`HELLO 3` for `?protocol=resp3`), sent before any
+//!   command; a refusal is a Connection error naming the node, never the password.
+//! - TLS: `rediss://` opens a `tls.TLSSocket` (Node's TLS, its CA store and
+//!   `NODE_EXTRA_CA_CERTS`; `#insecure` skips verification, as in redis-rs).
+//! - Timeouts: opening, TLS handshake and authentication included, is bounded by the network
+//!   timeout, so a node that never answers is given up on and its socket closed.
+
+use super::conn::Conn;
+use super::{host::SocketSpec, LocalRuntime};
+use futures::future::{select, Either};
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion};
+use redlatch::{Error, RedisTransport, Result, Runtime, Transport};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One Redis node: where it is and how to log in.
+pub(crate) struct Node {
+    info: ConnectionInfo,
+    tls: Option<Tls>,
+    pub(crate) label: String,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) runtime: Arc<LocalRuntime>,
+}
+
+#[derive(Clone, Copy)]
+struct Tls {
+    insecure: bool,
+}
+
+impl Node {
+    /// Checks `url` as the native transport does (bad URLs are `InvalidArgument`, without
+    /// the password in the message).
+    pub(crate) fn new(url: &str, connect_timeout: Duration, runtime: Arc<LocalRuntime>) -> Result<Node> {
+        let (plain_url, tls) = split_tls(url)?;
+        // Parsed as the native transport parses it (the same errors, redacted; the label
+        // has no credentials).
+        let label = RedisTransport::new(&plain_url, connect_timeout)?
+            .label()
+            .to_owned();
+        let info = plain_url
+            .as_str()
+            .into_connection_info()
+            .map_err(RedisTransport::error_from)?;
+        Ok(Node {
+            info,
+            tls,
+            label,
+            connect_timeout,
+            runtime,
+        })
+    }
+
+    /// A new authenticated connection, or a Connection error within the network timeout.
+    pub(crate) async fn open(&self) -> Result<Conn> {
+        let timeout = self.runtime.sleep(self.connect_timeout);
+        match select(Box::pin(self.open_unbounded()), timeout).await {
+            Either::Left((result, _)) => result,
+            // Dropping the attempt closes its socket.
+            Either::Right(_) => Err(Error::connection(format!(
+                "{}: no connection within {} ms",
+                self.label,
+                self.connect_timeout.as_millis()
+            ))),
+        }
+    }
+
+    async fn open_unbounded(&self) -> Result<Conn> {
+        let mut conn = Conn::open(socket_spec(self.info.addr(), self.tls))
+            .await
+            .map_err(|e| Error::connection(format!("{}: {e}", self.label)))?;
+        self.handshake(&mut conn).await?;
+        Ok(conn)
+    }
+
+    /// Authenticates, selects the database and the protocol the URL asks for.
+    async fn handshake(&self, conn: &mut Conn) -> Result<()> {
+        let settings = self.info.redis_settings();
+        let refused = |e: redis::RedisError| {
+            let e = RedisTransport::error_from(e);
+            Error::connection(format!(
+                "{}: the server refused the connection: {}",
+                self.label,
+                e.message()
+            ))
+        };
+        if settings.protocol() == ProtocolVersion::RESP3 {
+            let mut hello = redis::cmd("HELLO");
+            hello.arg(3);
+            if let Some(password) = settings.password() {
+                hello
+                    .arg("AUTH")
+                    .arg(settings.username().unwrap_or("default"))
+                    .arg(password);
+            }
+            hello.query_async::<()>(conn).await.map_err(refused)?;
+        } else if let Some(password) = settings.password() {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(user) = settings.username() {
+                auth.arg(user);
+            }
+            auth.arg(password)
+                .query_async::<()>(conn)
+                .await
+                .map_err(refused)?;
+        }
+        if settings.db() != 0 {
+            redis::cmd("SELECT")
+                .arg(settings.db())
+                .query_async::<()>(conn)
+                .await
+                .map_err(refused)?;
+        }
+        Ok(())
+    }
+}
+
+/// `rediss://` (or `valkeys://`) as the same URL in plain form plus the TLS setting: the
+/// socket's TLS is Node's, so redis-rs only parses the rest.
+fn split_tls(url: &str) -> Result<(String, Option<Tls>)> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Ok((url.to_owned(), None));
+    };
+    let plain_scheme = match scheme {
+        "rediss" => "redis",
+        "valkeys" => "valkey",
+        _ => return Ok((url.to_owned(), None)),
+    };
+    let (rest, insecure) = match rest.split_once('#') {
+        Some((rest, "insecure")) => (rest, true),
+        Some(_) => {
+            return Err(Error::invalid(
+                "bad Redis URL: only #insecure is supported as URL fragment",
+            ))
+        }
+        None => (rest, false),
+    };
+    Ok((format!("{plain_scheme}://{rest}"), Some(Tls { insecure })))
+}
+
+/// How JavaScript opens a socket to `addr`.
+fn socket_spec(addr: &ConnectionAddr, tls: Option<Tls>) -> SocketSpec {
+    match addr {
+        ConnectionAddr::Tcp(host, port) => SocketSpec {
+            host: Some(host.clone()),
+            port: Some(u32::from(*port)),
+            tls: tls.is_some(),
+            insecure: tls.is_some_and(|t| t.insecure),
+            ..SocketSpec::default()
+        },
+        ConnectionAddr::Unix(path) => SocketSpec {
+            path: Some(path.to_string_lossy().into_owned()),
+            ..SocketSpec::default()
+        },
+        // TcpTls is never parsed here (split_tls) and the enum is non-exhaustive.
+        _ => SocketSpec::default(),
+    }
+}

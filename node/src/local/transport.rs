@@ -1,0 +1,105 @@
+//! [`LocalTransport`]: one Redis node for the local engine: a pipelined command connection
+//! (conn.rs) and a subscriber connection for waiters (pubsub.rs), both on Node sockets on the
+//! JavaScript thread and opened as node.rs says (TLS, AUTH/ACL, timeouts). redis-rs encodes
+//! the commands and parses the replies, and the core's `RedisTransport::run_on` picks them,
+//! so what goes on the wire is the native transport's.
+//!
+//! Reconnect: a connection whose socket ended (`CLIENT KILL`, a restart, an idle timeout) is
+//! dropped, and the next call opens a new one, so only calls already in flight fail (the core
+//! retries those once within its timeout). Timeouts: the core bounds every call by its
+//! network (or per-node) timeout.
+
+use super::conn::Conn;
+use super::node::Node;
+use super::pubsub::Subscriber;
+use super::LocalRuntime;
+use redlatch::protocol::reply::Reply;
+use redlatch::protocol::request::Request;
+use redlatch::{BoxFut, RedisTransport, Result, Subscription, Transport};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// One Redis node reached over sockets on the JavaScript thread.
+pub(crate) struct LocalTransport {
+    node: Arc<Node>,
+    live: Mutex<Option<Conn>>,
+    /// Held while a connection is being opened, so concurrent calls share one attempt.
+    opening: futures::lock::Mutex<()>,
+    subscriber: Arc<Subscriber>,
+}
+
+impl LocalTransport {
+    /// Checks `url` (bad URLs are `InvalidArgument`, without the password in the message);
+    /// connects on first use.
+    pub(crate) fn new(
+        url: &str,
+        connect_timeout: Duration,
+        runtime: Arc<LocalRuntime>,
+    ) -> Result<LocalTransport> {
+        let node = Arc::new(Node::new(url, connect_timeout, runtime)?);
+        Ok(LocalTransport {
+            subscriber: Subscriber::new(node.clone()),
+            node,
+            live: Mutex::new(None),
+            opening: futures::lock::Mutex::new(()),
+        })
+    }
+
+    fn live(&self) -> MutexGuard<'_, Option<Conn>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn current(&self) -> Option<Conn> {
+        let mut live = self.live();
+        match live.as_ref() {
+            Some(conn) if conn.alive() => Some(conn.clone()),
+            Some(_) => {
+                *live = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    async fn connection(&self) -> Result<Conn> {
+        if let Some(conn) = self.current() {
+            return Ok(conn);
+        }
+        let _opening = self.opening.lock().await;
+        if let Some(conn) = self.current() {
+            return Ok(conn);
+        }
+        let conn = self.node.open().await?;
+        *self.live() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Connects now (if not yet) and checks the node answers `PING`.
+    pub(crate) async fn ping(&self) -> Result<()> {
+        let mut conn = self.connection().await?;
+        redis::cmd("PING")
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| {
+                let e = RedisTransport::error_from(e);
+                redlatch::Error::new(e.kind(), format!("{}: {}", self.node.label, e.message()))
+            })
+    }
+}
+
+impl Transport for LocalTransport {
+    fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            RedisTransport::run_on(&mut conn, request).await
+        })
+    }
+
+    fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
+        Box::pin(async move { self.subscriber.subscribe(channel).await.map(Some) })
+    }
+
+    fn label(&self) -> &str {
+        &self.node.label
+    }
+}

@@ -1,0 +1,198 @@
+// The local engine's Redis connections (its own, on Node sockets: README "Design"; the
+// default engine's are redis-rs', tested with the core): TLS,
+// AUTH with ACL users, reconnects after CLIENT KILL / idle timeouts / restarts, timeouts on
+// a server that stops answering, and replies cut into pieces anywhere. Each test runs its own
+// redis-server (server.mjs), since these faults must not touch the fleet's shared servers.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import net from 'node:net'
+import { promisify } from 'node:util'
+import Redis from 'ioredis'
+import { Client, NotAcquiredError, RedisConnectionError, LockError } from 'redlatch'
+import { key, sleep } from './helpers.mjs'
+import { startServer, tlsFiles } from './server.mjs'
+
+const run = promisify(execFile)
+// Every client of this file runs on the local engine (read at each connect).
+process.env.REDLATCH_NODE_IO = 'local'
+
+/** Acquire + release + a query through `client`: the connection works. */
+async function works(client) {
+  const name = key('conn')
+  const held = await client.lock(name, { leaseMs: 5000 }).acquire({ waitMs: 0 })
+  assert.ok((await client.lock(name).ttl()) > 0)
+  await held.release()
+  assert.equal(await client.lock(name).locked(), false)
+}
+
+test('AUTH with an ACL user; a refused login is a connection error without the password', async () => {
+  const server = await startServer({ args: ['--requirepass', 'default-secret'] })
+  const admin = new Redis(server.port, '127.0.0.1', { password: 'default-secret' })
+  try {
+    await admin.call('ACL', 'SETUSER', 'locker', 'on', '>locker-secret', '~*', '&*', '+@all')
+    const client = await Client.connect(`redis://locker:locker-secret@127.0.0.1:${server.port}`)
+    try {
+      await works(client)
+      const who = await admin.call('CLIENT', 'LIST')
+      assert.match(String(who), /user=locker/, 'the connection is logged in as the ACL user')
+    } finally {
+      await client.close()
+    }
+    const refused = await Client.connect(`redis://locker:wrong-secret@127.0.0.1:${server.port}`).then(
+      () => null,
+      (e) => e,
+    )
+    assert.ok(refused instanceof RedisConnectionError, `got ${refused}`)
+    assert.ok(!refused.message.includes('wrong-secret'), refused.message)
+    // No credentials at all: the server refuses every command.
+    await assert.rejects(Client.connect(`redis://127.0.0.1:${server.port}`), LockError)
+  } finally {
+    admin.disconnect()
+    await server.stop()
+  }
+})
+
+test('TLS: the server certificate is verified against the CA store; #insecure skips it', async (t) => {
+  const files = tlsFiles()
+  if (files === null) return t.skip('openssl is not installed')
+  let server
+  try {
+    server = await startServer({ tls: files })
+  } catch (e) {
+    rmSync(files.dir, { recursive: true, force: true })
+    return t.skip(`this redis-server has no TLS: ${e.message.slice(0, 120)}`)
+  }
+  try {
+    const url = `rediss://localhost:${server.port}`
+    // Not signed by a CA this process trusts: refused.
+    await assert.rejects(Client.connect(url, { networkTimeoutMs: 2000 }), RedisConnectionError)
+    // #insecure: TLS without verification (redis-rs' URL fragment).
+    const insecure = await Client.connect(`${url}/#insecure`)
+    try {
+      await works(insecure)
+    } finally {
+      await insecure.close()
+    }
+    // A process that trusts the CA (NODE_EXTRA_CA_CERTS): verified, and a waiter is woken
+    // over the TLS subscriber connection (the hand-off takes less than the 2 s poll interval).
+    // Evaluated as a module from this folder, so `redlatch` resolves to the package under test.
+    const script = `import { Client } from 'redlatch'
+const c = await Client.connect(${JSON.stringify(url)}, { pollIntervalMs: 2000 })
+const l = c.lock('tls-k', { leaseMs: 5000 })
+const h = await l.acquire()
+const waiter = l.acquire()
+await new Promise((r) => setTimeout(r, 100))
+const t0 = performance.now()
+await h.release()
+await (await waiter).release()
+const handoff = performance.now() - t0
+await c.close()
+console.log(JSON.stringify({ ok: true, handoff }))
+`
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: process.cwd(),
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: files.ca },
+      timeout: 30_000,
+    })
+    const outcome = JSON.parse(stdout.trim().split('\n').pop())
+    assert.equal(outcome.ok, true)
+    assert.ok(outcome.handoff < 1500, `hand-off over TLS took ${outcome.handoff} ms: woken by polling, not pub/sub`)
+  } finally {
+    await server.stop()
+    rmSync(files.dir, { recursive: true, force: true })
+  }
+})
+
+test('reconnects after CLIENT KILL, an idle timeout and a restart; single tries work at once', async () => {
+  const server = await startServer()
+  const admin = new Redis(server.port, '127.0.0.1')
+  const client = await Client.connect(server.url)
+  try {
+    await works(client)
+    await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+    await works(client)
+    // Issue #10 item 1: Redis closes idle connections (`timeout`); the next one-try acquire
+    // must not fail with a broken pipe.
+    await admin.config('SET', 'timeout', '1')
+    await sleep(2500)
+    await works(client)
+    await admin.config('SET', 'timeout', '0')
+    admin.disconnect()
+    await server.restart()
+    await works(client)
+  } finally {
+    admin.disconnect()
+    await client.close()
+    await server.stop()
+  }
+})
+
+test('a server that stops answering: calls reject within the network timeout, then recover', async () => {
+  const server = await startServer()
+  const client = await Client.connect(server.url, { networkTimeoutMs: 300 })
+  const lock = client.lock(key('paused'), { leaseMs: 5000 })
+  try {
+    await works(client)
+    server.pause()
+    let t0 = performance.now()
+    await assert.rejects(lock.acquire({ waitMs: 0 }), RedisConnectionError)
+    let took = performance.now() - t0
+    // Generous bound (a shared machine): the point is that it does not hang.
+    assert.ok(took < 3000, `acquire took ${took} ms with a 300 ms network timeout`)
+    t0 = performance.now()
+    await assert.rejects(Client.connect(server.url, { networkTimeoutMs: 300 }), RedisConnectionError)
+    took = performance.now() - t0
+    assert.ok(took < 3000, `connect took ${took} ms with a 300 ms network timeout`)
+    server.resume()
+    await works(client)
+  } finally {
+    server.resume()
+    await client.close()
+    await server.stop()
+  }
+})
+
+test('replies split anywhere across reads (a proxy forwarding one byte at a time)', async () => {
+  const server = await startServer()
+  // Client -> server as it comes; server -> client one byte per write, each in its own tick.
+  const proxy = net.createServer((downstream) => {
+    const upstream = net.connect({ host: '127.0.0.1', port: server.port })
+    downstream.pipe(upstream)
+    upstream.on('data', (chunk) => {
+      upstream.pause()
+      let i = 0
+      const next = () => {
+        if (i === chunk.length) return upstream.resume()
+        downstream.write(chunk.subarray(i, ++i))
+        setImmediate(next)
+      }
+      next()
+    })
+    const end = () => {
+      downstream.destroy()
+      upstream.destroy()
+    }
+    downstream.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+  })
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  const client = await Client.connect(`redis://127.0.0.1:${proxy.address().port}`)
+  try {
+    await works(client)
+    const name = key('split')
+    const held = await client.lock(name, { leaseMs: 5000 }).acquire()
+    await assert.rejects(client.lock(name).acquire({ waitMs: 0 }), NotAcquiredError)
+    // Several commands in flight at once, their replies interleaved byte by byte.
+    const results = await Promise.all([client.lock(name).locked(), client.lock(name).ttl(), client.lock(key()).ttl()])
+    assert.equal(results[0], true)
+    assert.ok(results[1] > 0)
+    assert.equal(results[2], null)
+    await held.release()
+  } finally {
+    await client.close()
+    await new Promise((resolve) => proxy.close(resolve))
+    await server.stop()
+  }
+})
