@@ -10,23 +10,31 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Connection(s) to Redis: one node or a Redlock quorum of independent nodes. Made with
- * `new NativeClient(urls, options, local)`, then `connect(id, out)`.
+ * Connection(s) to Redis: one node (or a Sentinel master), a Redlock quorum of independent
+ * nodes, or a Redis Cluster. Made with `new NativeClient(urls, options, local, cluster,
+ * onWarning)`, then `connect(id, out)`.
  */
 export declare class NativeClient {
   /**
-   * A client over `urls` (one URL = single node, several = quorum); nothing is sent
-   * before `connect`. `local`: the core runs on the JavaScript thread over Node sockets
-   * (else on the addon's tokio thread over redis-rs connections). Throws
+   * A client over `urls`: one URL = a single node, or the deployment a
+   * `redis+cluster://` / `redis+sentinel://` URL names; several = a quorum; with
+   * `cluster`, seed nodes of a Redis Cluster. Nothing is sent before `connect`. `local`:
+   * the core runs on the JavaScript thread over Node sockets (single nodes and quorums of
+   * `redis://` / `rediss://` URLs without deployment options only), else on the addon's
+   * tokio thread over redis-rs connections. `onWarning` gets each deployment warning (an
+   * evicting `maxmemory-policy`), once per node, on the JavaScript thread. Throws
    * `ERR_INVALID_ARGUMENT` for no URL or bad options (integer ms, in range).
    */
-  constructor(urls: Array<string>, options: ClientOptions | undefined | null, local: boolean)
+  constructor(urls: Array<string>, options: ClientOptions | undefined | null, local: boolean, cluster: boolean, onWarning: (warning: DeploymentWarning) => void)
   /**
    * This client's id (a UUID, the first half of every reentrant owner id); empty before
    * `connect` resolved.
    */
   get id(): string
-  /** Number of Redis nodes (1 = single node, more = quorum). */
+  /**
+   * Number of Redis transports: 1 for a single node, a Cluster or Sentinel; N for a
+   * quorum of N nodes.
+   */
   get nodeCount(): number
   /** The watchdog timeout in ms (lease of locks acquired without `leaseMs`). */
   get watchdogTimeoutMs(): number
@@ -129,8 +137,8 @@ export declare class NativeClient {
 }
 
 /**
- * Settings of a client (`Client.connect(url, options)` / `Client.quorum(urls, options)`).
- * All durations are integer milliseconds.
+ * Settings of a client (`Client.connect(url, options)`, `Client.quorum(urls, options)`,
+ * `Client.cluster(urls, options)`). All durations are integer milliseconds.
  */
 export interface ClientOptions {
   /**
@@ -150,6 +158,33 @@ export interface ClientOptions {
    * sooner). Default 50 ms.
    */
   pollIntervalMs?: number
+  /** TLS settings of `rediss://` URLs (CA, client certificate, server name, insecure). */
+  tls?: TlsOptions
+  /**
+   * ACL user of the sentinels (`redis+sentinel://` URLs; the URL's credentials are the
+   * data nodes').
+   */
+  sentinelUsername?: string
+  /** Password of the sentinels. */
+  sentinelPassword?: string
+  /**
+   * Replicas that must confirm each grant and renewal (`WAIT`, Redisson's
+   * `checkLockSyncedSlaves`); too few make an acquire fail (rolled back) or a hold be
+   * reported lost. Default 0 (off).
+   */
+  syncReplicas?: number
+  /** How long each `WAIT` may block, below `networkTimeoutMs`. Default 1000 ms. */
+  syncReplicasTimeoutMs?: number
+}
+
+/** One deployment warning, as the facade's callback receives it. */
+export interface DeploymentWarning {
+  /** What it is about, stable for matching: `"eviction"`. */
+  kind: string
+  /** The node (`host:port`, never credentials). */
+  node: string
+  /** The full text. */
+  message: string
 }
 
 /**
@@ -177,3 +212,27 @@ export declare function localSocketOpen(socket: number, out: Scratch): string | 
 
 /** The timer record `4, ms` asked for fired. */
 export declare function localTimer(out: Scratch): string | null
+
+/**
+ * TLS settings of `rediss://` URLs (`options.tls`). Without them a `rediss://` URL is
+ * verified against the system roots. PEM text arrives as strings (the facade converts
+ * Buffers).
+ */
+export interface TlsOptions {
+  /** CA certificate(s) to trust instead of the system roots, as PEM text... */
+  ca?: string
+  /** ...or as a PEM file (not both). */
+  caFile?: string
+  /** Mutual TLS: the client certificate chain as PEM text (with `key`)... */
+  cert?: string
+  /** ...its private key as PEM text. */
+  key?: string
+  /** The client certificate chain as a PEM file (with `keyFile`). */
+  certFile?: string
+  /** Its private key as a PEM file. */
+  keyFile?: string
+  /** Name the server certificate must be valid for, instead of the URL's host. */
+  serverName?: string
+  /** Accept any server certificate (encrypted, not authenticated). Never the default. */
+  insecure?: boolean
+}

@@ -64,10 +64,7 @@ impl WasmHeld {
     /// `undefined` before, and after a release.
     #[wasm_bindgen(getter, js_name = lostReason)]
     pub fn lost_reason(&self) -> Option<String> {
-        let slot = self.slot.borrow();
-        slot.as_ref()
-            .and_then(|g| g.lost_reason())
-            .map(|r| r.as_str().to_owned())
+        self.guard.lost_reason().map(|r| r.as_str().to_owned())
     }
 
     /// `true` while the hold is still held as far as this client knows: not released, not
