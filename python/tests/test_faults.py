@@ -179,7 +179,7 @@ def test_an_acl_user_without_publish_gets_no_permission_and_keeps_the_hold(
         "+exists", "+pttl", "+pexpire", "+hget", "+hexists", "+hincrby",
     )
     try:
-        host = redis_url.split("://", 1)[1]
+        host = redis_url.split("://", 1)[1].rsplit("@", 1)[-1]  # without the suite's own login
         c = redlatch.Client(f"redis://{user}:pw@{host}")
         lock = c.lock(name, lease=10.0)
         assert lock.acquire()
