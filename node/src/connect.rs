@@ -12,7 +12,7 @@ use crate::local::Scratch;
 use crate::options::{opt_millis, ClientOptions};
 use napi_derive::napi;
 use redlatch::protocol::quorum;
-use redlatch::{Config, Error, ErrorKind, NodeOutcome, Transport};
+use redlatch::{Config, Error, ErrorKind, Transport};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -146,57 +146,9 @@ async fn connect_local(
         }
     }))
     .await;
-    enough_nodes(&transports, pings)?;
+    let labels: Vec<&str> = transports.iter().map(|t| t.label()).collect();
+    quorum::enough_answered(&labels, pings)?;
     let transports: Vec<Arc<dyn Transport>> =
         transports.into_iter().map(|t| t as Arc<dyn Transport>).collect();
     redlatch::Client::from_transports(transports, driver.runtime(), config)
-}
-
-/// `Ok` when a majority of nodes answered; else the error `Client::connect` gives for it
-/// (each failure named by its node).
-fn enough_nodes(
-    transports: &[Arc<LocalTransport>],
-    pings: Vec<redlatch::Result<()>>,
-) -> redlatch::Result<()> {
-    let answered = pings.iter().filter(|p| p.is_ok()).count();
-    if answered >= quorum::majority(transports.len()) {
-        return Ok(());
-    }
-    let named = |t: &LocalTransport, e: &Error| {
-        let why = e.message();
-        if why.starts_with(t.label()) {
-            why.to_owned()
-        } else {
-            format!("{}: {why}", t.label())
-        }
-    };
-    if transports.len() == 1 {
-        let e = pings
-            .into_iter()
-            .find_map(|p| p.err())
-            .unwrap_or_else(|| Error::connection("unreachable"));
-        return Err(Error::new(e.kind(), named(&transports[0], &e)));
-    }
-    let detail: Vec<String> = transports
-        .iter()
-        .zip(&pings)
-        .filter_map(|(t, p)| p.as_ref().err().map(|e| named(t, e)))
-        .collect();
-    let nodes = transports
-        .iter()
-        .zip(&pings)
-        .map(|(t, p)| NodeOutcome {
-            node: t.label().to_owned(),
-            result: p.as_ref().map(|_| ()).map_err(|e| e.message().to_owned()),
-        })
-        .collect();
-    Err(Error::new(
-        ErrorKind::Quorum,
-        format!(
-            "only {answered} of {} nodes answered: {}",
-            transports.len(),
-            detail.join("; ")
-        ),
-    )
-    .with_nodes(nodes))
 }

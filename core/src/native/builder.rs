@@ -18,7 +18,7 @@ use super::warnings::{Warning, WarningHandler, Warnings};
 use super::TokioRuntime;
 use crate::client::Client;
 use crate::driver::{Config, Transport};
-use crate::error::{Error, ErrorKind, NodeOutcome, Result};
+use crate::error::{Error, Result};
 use crate::protocol::quorum;
 use std::sync::Arc;
 use std::time::Duration;
@@ -340,38 +340,8 @@ impl ClientBuilder {
             }
         }))
         .await;
-        let answered = pings.iter().filter(|p| p.is_ok()).count();
-        if answered < quorum::majority(transports.len()) {
-            // Each error named by its node (`host:port: why`).
-            let named = |t: &Native, e: &Error| format!("{}: {}", t.label(), e.message());
-            if transports.len() == 1 {
-                let e = pings.into_iter().find_map(|p| p.err());
-                let e = e.unwrap_or_else(|| Error::connection("unreachable"));
-                return Err(Error::new(e.kind(), named(&transports[0], &e)));
-            }
-            let detail: Vec<String> = transports
-                .iter()
-                .zip(&pings)
-                .filter_map(|(t, p)| p.as_ref().err().map(|e| named(t, e)))
-                .collect();
-            let nodes = transports
-                .iter()
-                .zip(&pings)
-                .map(|(t, p)| NodeOutcome {
-                    node: t.label().to_owned(),
-                    result: p.as_ref().map(|_| ()).map_err(|e| e.message().to_owned()),
-                })
-                .collect();
-            return Err(Error::new(
-                ErrorKind::Quorum,
-                format!(
-                    "only {answered} of {} nodes answered: {}",
-                    transports.len(),
-                    detail.join("; ")
-                ),
-            )
-            .with_nodes(nodes));
-        }
+        let labels: Vec<&str> = transports.iter().map(|t| t.label()).collect();
+        quorum::enough_answered(&labels, pings)?;
         let runtime = match self.runtime {
             Some(h) => TokioRuntime::with_handle(h),
             None => TokioRuntime::current(),

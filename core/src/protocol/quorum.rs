@@ -47,6 +47,59 @@ pub fn tally(nodes: usize, yes: usize, no: usize) -> Tally {
     }
 }
 
+/// The connect-time rule of every client: `Ok` when a majority of the nodes labelled `labels`
+/// answered `PING` (`pings[i]` is node `i`'s answer); else the error `Client::connect` gives.
+/// One node: its own error kind, named by the node. More: `Quorum`, listing each failure
+/// (`host:port: why`) and carrying every node's outcome.
+///
+/// # Errors
+/// As above, when fewer than a majority answered.
+pub fn enough_answered(labels: &[&str], pings: Vec<crate::Result<()>>) -> crate::Result<()> {
+    use crate::{Error, ErrorKind, NodeOutcome};
+    let answered = pings.iter().filter(|p| p.is_ok()).count();
+    if answered >= majority(labels.len()) {
+        return Ok(());
+    }
+    // Each error named by its node, unless its message already starts with the node.
+    let named = |label: &str, e: &Error| {
+        let why = e.message();
+        if why.starts_with(label) {
+            why.to_owned()
+        } else {
+            format!("{label}: {why}")
+        }
+    };
+    if labels.len() == 1 {
+        let e = pings
+            .into_iter()
+            .find_map(|p| p.err())
+            .unwrap_or_else(|| Error::connection("unreachable"));
+        return Err(Error::new(e.kind(), named(labels[0], &e)));
+    }
+    let detail: Vec<String> = labels
+        .iter()
+        .zip(&pings)
+        .filter_map(|(label, p)| p.as_ref().err().map(|e| named(label, e)))
+        .collect();
+    let nodes = labels
+        .iter()
+        .zip(&pings)
+        .map(|(label, p)| NodeOutcome {
+            node: (*label).to_owned(),
+            result: p.as_ref().map(|_| ()).map_err(|e| e.message().to_owned()),
+        })
+        .collect();
+    Err(Error::new(
+        ErrorKind::Quorum,
+        format!(
+            "only {answered} of {} nodes answered: {}",
+            labels.len(),
+            detail.join("; ")
+        ),
+    )
+    .with_nodes(nodes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +132,26 @@ mod tests {
         assert_eq!(tally(5, 2, 1), Tally::Undecided);
         assert_eq!(tally(1, 0, 1), Tally::Refused);
         assert_eq!(tally(1, 0, 0), Tally::Undecided);
+    }
+
+    #[test]
+    fn connect_needs_a_majority_and_names_each_failure_once() {
+        use crate::{Error, ErrorKind};
+        let down = || Err(Error::connection("refused"));
+        assert!(enough_answered(&["a:1", "b:2", "c:3"], vec![Ok(()), Ok(()), down()]).is_ok());
+        let one = enough_answered(&["a:1"], vec![down()]).unwrap_err();
+        assert_eq!(
+            (one.kind(), one.message()),
+            (ErrorKind::Connection, "a:1: refused")
+        );
+        let named = enough_answered(&["a:1"], vec![Err(Error::connection("a:1: refused"))]);
+        assert_eq!(named.unwrap_err().message(), "a:1: refused");
+        let few = enough_answered(&["a:1", "b:2", "c:3"], vec![Ok(()), down(), down()]).unwrap_err();
+        assert_eq!(few.kind(), ErrorKind::Quorum);
+        assert_eq!(
+            few.message(),
+            "only 1 of 3 nodes answered: b:2: refused; c:3: refused"
+        );
+        assert_eq!(few.nodes().len(), 3);
     }
 }
