@@ -41,8 +41,12 @@ mod client;
 mod driver;
 mod error;
 mod guard;
+mod latch;
 mod lock;
+mod multi;
+mod permit;
 pub mod protocol;
+mod semaphore;
 
 #[cfg(feature = "native")]
 pub mod blocking;
@@ -54,7 +58,11 @@ pub use driver::owner::{new_owner, thread_owner};
 pub use driver::{BoxFut, Config, MaybeSend, Runtime, Subscription, Transport};
 pub use error::{redis_error_kind, Error, ErrorKind, NodeOutcome, Reason, Result};
 pub use guard::Guard;
+pub use latch::CountDownLatch;
 pub use lock::Lock;
+pub use multi::{MultiGuard, MultiLock};
+pub use permit::{Permit, PermitSemaphore};
+pub use semaphore::Semaphore;
 
 #[cfg(feature = "native")]
 pub use native::{

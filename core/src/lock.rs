@@ -123,7 +123,18 @@ impl Lock {
         self.owner.map(|n| token::owner_id(&self.engine.client_id, n))
     }
 
-    fn spec(&self) -> Result<LockSpec> {
+    /// The client this lock belongs to (a multi-lock checks its members share one).
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// `true` when the multi-lock may take this lock inside its one script: a lease or
+    /// reentrant lock, unfenced.
+    pub(crate) fn joins_one_script(&self) -> bool {
+        !self.fenced
+    }
+
+    pub(crate) fn spec(&self) -> Result<LockSpec> {
         keys::validate_name(&self.name)?;
         if self.owner_on_lease_lock {
             return Err(Error::invalid("owner() applies to reentrant locks (rlock) only"));

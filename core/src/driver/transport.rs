@@ -45,6 +45,12 @@ pub trait Transport: MaybeSend + 'static {
 
     /// The node's address for messages, without credentials (e.g. `127.0.0.1:6379`).
     fn label(&self) -> &str;
+
+    /// `true` for a Redis Cluster transport, where one script may only touch keys of one hash
+    /// slot (the multi-lock then takes members of different slots one by one). Default `false`.
+    fn is_cluster(&self) -> bool {
+        false
+    }
 }
 
 /// A live subscription to one unlock channel. Dropping it unsubscribes (when it was the last).
@@ -67,6 +73,15 @@ pub trait Runtime: MaybeSend + 'static {
     fn sleep(&self, duration: Duration) -> BoxFut<'static, ()>;
     /// Runs `task` in the background (the watchdog, releases of dropped guards).
     fn spawn(&self, task: BoxFut<'static, ()>);
+
+    /// Wall-clock time in ms since the Unix epoch (JavaScript's `Date.now()`), which Redisson
+    /// stores as absolute permit expiries and fair-lock deadlines. The default reads the
+    /// system clock; runtimes where that is unavailable (wasm32) must override it.
+    fn wall_clock_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
 }
 
 /// A random number in `[0, 1)` from the OS CSPRNG (jitter only; 0.5 if the source fails).
