@@ -260,9 +260,13 @@ impl MultiGuard {
     ///
     /// # Errors
     /// `NotOwned` (reason `never_held`) when no member is held any more (already released);
+    /// `Connection` ("the client is closed") after `Client::close` (which released them);
     /// otherwise the first member's error as [`Guard::release`] reports it (the other members
     /// are released regardless).
     pub async fn release(&self) -> Result<()> {
+        if self.guards.iter().any(Guard::is_closed) {
+            return Err(Error::connection(CLOSED));
+        }
         if !self.guards.iter().any(Guard::is_held) && !self.is_lost() {
             return Err(Error::not_owned(false, Reason::NeverHeld, "multi-lock was already released"));
         }
