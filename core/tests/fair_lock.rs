@@ -3,6 +3,7 @@
 //! leave the queue, watchdog, fencing, lost-lock signal, and the refusals.
 
 mod common;
+mod family;
 use common::*;
 use redlatch::{Client, ErrorKind, LockKind};
 use std::collections::HashMap;
@@ -317,5 +318,61 @@ async fn bad_input_and_quorum_clients_are_refused_before_redis() {
             Vec::<String>::new(),
             "nothing sent"
         );
+    }
+}
+
+/// With polling slowed to 10 s, the queue head can only be this prompt if the release's message
+/// wakes it; and that message goes to the head's own channel only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_exactly_the_queue_head_by_its_message() {
+    let s = server();
+    let client = Client::builder(&s.url())
+        .poll_interval(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let name = "fair:wake";
+    let holder = client.fair_lock(name).acquire().await.unwrap();
+    let mut waiters = Vec::new();
+    for i in 0..3 {
+        let lock = client.fair_lock(name).wait(Duration::from_secs(30));
+        waiters.push(tokio::spawn(async move { lock.acquire().await }));
+        until_queued(&mut conn, name, i + 1).await;
+    }
+    let head = queue(&mut conn, name).await.remove(0);
+    let recorder = family::Recorder::start(&s.url()).await;
+    let released = Instant::now();
+    holder.release().await.unwrap();
+    let first = waiters.remove(0);
+    let g = tokio::time::timeout(Duration::from_secs(5), first)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        released.elapsed() < Duration::from_secs(3),
+        "woken by its message, not the poll"
+    );
+    let messages = recorder.take().await;
+    let channel = format!("redisson_lock__channel:{{{name}}}:{head}");
+    assert_eq!(
+        messages,
+        [(channel, "0".to_owned())],
+        "one message, to the head only"
+    );
+    assert_eq!(
+        queue(&mut conn, name).await.len(),
+        2,
+        "the others still wait their turn"
+    );
+    g.release().await.unwrap();
+    for w in waiters {
+        let g = tokio::time::timeout(Duration::from_secs(5), w)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        g.release().await.unwrap();
     }
 }
