@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::family::multi::{self, AcquireReply, Member};
 use crate::protocol::quorum::{self, Tally};
 use crate::protocol::request::{Holder, PUBLISH};
-use crate::protocol::{timing, token};
+use crate::protocol::{keys, timing, token};
 use futures::future::select;
 use std::sync::Arc;
 use std::time::Duration;
@@ -151,7 +151,10 @@ pub(crate) async fn acquire(
                 }
                 if waker.as_ref().is_none_or(|(i, _)| *i != index) {
                     tracing::debug!(lock = %name, pttl, "multi-lock member busy; subscribing and waiting");
-                    waker = Some((index, Waker::subscribe(engine, name, remaining).await));
+                    waker = Some((
+                        index,
+                        Waker::subscribe(engine, &keys::lock_channel(name), remaining).await,
+                    ));
                     continue;
                 }
                 timing::busy_retry_delay(pttl, engine.config.poll_interval, remaining, random_unit())
