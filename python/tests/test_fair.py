@@ -214,3 +214,17 @@ async def test_async_fifo_and_cancelled_waiter_leaves(redis_url: str, r: redis.R
     await asyncio.wait_for(asyncio.gather(*tasks), 30)
     assert order == [0, 1, 2, 3, 4]
     assert not r.exists(name, queue_key(name))
+
+
+@pytest.mark.asyncio
+async def test_async_reentry_per_task(redis_url: str, r: redis.Redis, name: str) -> None:
+    aclient = redlatch.asyncio.Client(redis_url)
+    lock = aclient.fair_lock(name)
+    async with lock:
+        async with aclient.fair_lock(name):  # the same task re-enters through another handle
+            assert await lock.hold_count() == 2
+        other = asyncio.create_task(lock.acquire(timeout=0.2))
+        assert await other is False  # another task is another owner
+        assert await lock.owned()
+    assert not r.exists(name)
+    assert lock.kind == "fair" and "fair" in repr(lock)
