@@ -126,7 +126,7 @@ async fn a_timed_out_waiter_leaves_the_queue_before_it_returns() {
     let err = quitter.await.unwrap().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotAcquired);
     // Gone from the queue and the deadlines by the time it returned.
-    assert_eq!(queue(&mut conn, name).await, [patient_owner.clone()]);
+    assert_eq!(queue(&mut conn, name).await, std::slice::from_ref(&patient_owner));
     let deadlines: Vec<String> = cmd(&mut conn, &["ZRANGE", &timeouts_key(name), "0", "-1"]).await;
     assert_eq!(deadlines, [patient_owner]);
     let released = Instant::now();
