@@ -175,3 +175,18 @@ async def test_async_latch_and_multi_lock(redis_url: str, r: redis.Redis, name: 
     await asyncio.gather(*(work() for _ in range(4)))
     assert counter["a"] == 20
     assert not r.exists(a, b)
+
+
+def test_multi_lock_on_a_quorum_client(quorum_urls: List[str], name: str) -> None:
+    q = redlatch.Client.quorum(quorum_urls)
+    a, b = name + ":a", name + ":b"
+    nodes = [redis.Redis.from_url(admin(u)) for u in quorum_urls]
+    with q.multi_lock([b, q.rlock(a)], lease=5.0):
+        assert sum(1 for n in nodes if n.exists(a) and n.exists(b)) >= 2  # a majority holds both
+        assert redlatch.Client.quorum(quorum_urls).multi_lock([b], wait=0).acquire() is False
+    assert not any(n.exists(a) or n.exists(b) for n in nodes)
+    # The kinds a quorum cannot keep are refused with the core's message.
+    with pytest.raises(ValueError):
+        q.semaphore(name).available()
+    with pytest.raises(ValueError):
+        q.count_down_latch(name).count()
