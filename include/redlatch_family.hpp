@@ -1,0 +1,409 @@
+// redlatch: the rest of Redisson's lock family in C++17, over redlatch.h. Included by
+// redlatch.hpp (include that one); the conventions of redlatch.hpp apply (move-only RAII
+// handles, redlatch::Error exceptions, durations rounded up to whole ms).
+//
+//   redlatch::FairLock fair = client.fair_lock("queue");        // Lockable, FIFO waiters
+//   redlatch::RwLock rw = client.rw_lock("config");
+//   { std::shared_lock<redlatch::ReadLock> r(rw.read()); ... }  // many readers
+//   { std::unique_lock<redlatch::Lock> w(rw.write()); ... }     // one writer
+//   redlatch::Semaphore pool = client.semaphore("pool");
+//   { redlatch::SemaphoreGuard g(pool, 2); ... }                 // two permits, given back
+//   redlatch::Permit p = client.permit_semaphore("slots").acquire(std::chrono::seconds(30));
+//   client.count_down_latch("ready").wait_for(std::chrono::seconds(5));
+//   redlatch::MultiLock both = client.multi_lock({a, b});       // Lockable, all or nothing
+//
+// SPDX-License-Identifier: MIT OR Apache-2.0
+#ifndef REDLATCH_FAMILY_HPP
+#define REDLATCH_FAMILY_HPP
+
+#include "redlatch.hpp"
+
+namespace redlatch {
+
+/// A fair lock (Redisson's RFairLock): a reentrant Lock whose waiters are served strictly in
+/// the order they queued, across processes and languages. try_lock() never queues.
+class FairLock : public Lock {
+  private:
+    friend class Client;
+    explicit FairLock(Lock &&lock) : Lock(std::move(lock)) {}
+};
+
+/// The read side of an RwLock: SharedLockable (lock_shared / try_lock_shared /
+/// unlock_shared, so std::shared_lock works) and SharedTimedLockable; also a Lock (lock()
+/// takes a read hold too). Reentrant per owner.
+class ReadLock : public Lock {
+  public:
+    void lock_shared() { lock(); }
+    bool try_lock_shared() { return try_lock(); }
+    template <class Rep, class Period>
+    bool try_lock_shared_for(const std::chrono::duration<Rep, Period> &d) {
+        return try_lock_for(d);
+    }
+    template <class Clock, class Duration>
+    bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration> &t) {
+        return try_lock_until(t);
+    }
+    void unlock_shared() noexcept { unlock(); }
+
+  private:
+    friend class RwLock;
+    explicit ReadLock(Lock &&lock) : Lock(std::move(lock)) {}
+};
+
+/// A read/write lock (Redisson's RReadWriteLock): many readers or one writer. read() is a
+/// ReadLock, write() a Lock; both act for the calling thread (or LockOptions::owner_id), one
+/// owner for both sides: the writer may also take the read lock, and a thread holding a read
+/// lock that asks for the write lock gets Error REDLATCH_WOULD_DEADLOCK at once (Redisson
+/// would wait forever). The RwLock itself is a SharedMutex: lock()/unlock() are the write
+/// side, lock_shared()/unlock_shared() the read side. Move-only.
+class RwLock {
+  public:
+    ReadLock &read() noexcept { return read_; }
+    Lock &write() noexcept { return write_; }
+
+    void lock() { write_.lock(); }
+    bool try_lock() { return write_.try_lock(); }
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
+        return write_.try_lock_for(d);
+    }
+    void unlock() noexcept { write_.unlock(); }
+    void lock_shared() { read_.lock_shared(); }
+    bool try_lock_shared() { return read_.try_lock_shared(); }
+    template <class Rep, class Period>
+    bool try_lock_shared_for(const std::chrono::duration<Rep, Period> &d) {
+        return read_.try_lock_shared_for(d);
+    }
+    void unlock_shared() noexcept { read_.unlock_shared(); }
+
+  private:
+    friend class Client;
+    RwLock(redlatch_lock *read, redlatch_lock *write, const std::shared_ptr<const void> &state)
+        : read_(Lock(read, state)), write_(Lock(write, state)) {}
+
+    ReadLock read_;
+    Lock write_;
+};
+
+namespace detail {
+template <class T, void (*F)(T *)>
+struct Free {
+    void operator()(T *p) const noexcept { F(p); }
+};
+}  // namespace detail
+
+/// A counting semaphore (Redisson's RSemaphore). Permits are not owned in Redis (a dead
+/// holder's permits stay taken: see PermitSemaphore); this object counts what it acquired,
+/// and releasing more than that throws NOT_OWNED. Destroying it gives back what it still
+/// holds. Move-only; may be shared by threads (the count is the object's).
+class Semaphore {
+  public:
+    /// Sets the number of permits when none is set yet; true when set. Throws
+    /// INVALID_ARGUMENT for 0 or more than 2^31 - 1.
+    bool try_set_permits(std::uint64_t permits) {
+        bool set = false;
+        detail::check(redlatch_semaphore_try_set_permits(handle_.get(), permits, &set));
+        return set;
+    }
+    /// Takes `n` permits, waiting up to the semaphore's wait (throws NOT_ACQUIRED after it).
+    void acquire(std::uint64_t n = 1) { detail::check(redlatch_semaphore_acquire(handle_.get(), n)); }
+    /// One attempt to take `n` permits: true when taken.
+    bool try_acquire(std::uint64_t n = 1) {
+        bool acquired = false;
+        detail::check(redlatch_semaphore_try_acquire(handle_.get(), n, &acquired));
+        return acquired;
+    }
+    /// Gives back `n` of the permits this object acquired (NOT_OWNED beyond that).
+    void release(std::uint64_t n = 1) { detail::check(redlatch_semaphore_release(handle_.get(), n)); }
+    /// Permits available in Redis now.
+    std::uint64_t available() const {
+        std::uint64_t n = 0;
+        detail::check(redlatch_semaphore_available(handle_.get(), &n));
+        return n;
+    }
+    /// Permits acquired through this object and not released (no Redis call).
+    std::uint64_t held() const {
+        std::uint64_t n = 0;
+        detail::check(redlatch_semaphore_held(handle_.get(), &n));
+        return n;
+    }
+    redlatch_semaphore *native_handle() const noexcept { return handle_.get(); }
+
+  private:
+    friend class Client;
+    Semaphore(redlatch_semaphore *s, std::shared_ptr<const void> state)
+        : state_(std::move(state)), handle_(s) {}
+    std::shared_ptr<const void> state_;
+    std::unique_ptr<redlatch_semaphore, detail::Free<redlatch_semaphore, redlatch_semaphore_free>> handle_;
+};
+
+/// A scope guard for `n` permits of a Semaphore: acquires in the constructor (throws as
+/// Semaphore::acquire), gives them back in the destructor (errors ignored; call release() to
+/// see them). Move-only.
+class SemaphoreGuard {
+  public:
+    explicit SemaphoreGuard(Semaphore &semaphore, std::uint64_t n = 1) : semaphore_(&semaphore), n_(n) {
+        semaphore.acquire(n);
+    }
+    SemaphoreGuard(SemaphoreGuard &&other) noexcept
+        : semaphore_(std::exchange(other.semaphore_, nullptr)), n_(other.n_) {}
+    SemaphoreGuard &operator=(SemaphoreGuard &&) = delete;
+    SemaphoreGuard(const SemaphoreGuard &) = delete;
+    SemaphoreGuard &operator=(const SemaphoreGuard &) = delete;
+    ~SemaphoreGuard() {
+        if (semaphore_ != nullptr) {
+            (void)redlatch_semaphore_release(semaphore_->native_handle(), n_);
+        }
+    }
+    /// Gives the permits back now; throws Error (then the guard still holds them).
+    void release() {
+        if (semaphore_ == nullptr) {
+            throw Error(REDLATCH_NOT_OWNED, "NotOwned: this guard holds no permits",
+                        REDLATCH_REASON_NEVER_HELD);
+        }
+        semaphore_->release(n_);
+        semaphore_ = nullptr;
+    }
+
+  private:
+    Semaphore *semaphore_;
+    std::uint64_t n_;
+};
+
+/// One permit of a PermitSemaphore: movable RAII. Destroying it releases the permit when it is
+/// still held (errors ignored; release() reports them).
+class Permit {
+  public:
+    /// The permit's id: 32 lower-case hex digits (Redisson's format).
+    std::string id() const { return redlatch_permit_id(handle_.get()); }
+    /// Releases now. Throws NOT_OWNED (already released, or its lease ran out), CONNECTION...
+    void release() { detail::check(redlatch_permit_release(handle_.get())); }
+    redlatch_permit *native_handle() const noexcept { return handle_.get(); }
+
+  private:
+    friend class PermitSemaphore;
+    Permit(redlatch_permit *p, std::shared_ptr<const void> state) : state_(std::move(state)), handle_(p) {}
+    std::shared_ptr<const void> state_;
+    std::unique_ptr<redlatch_permit, detail::Free<redlatch_permit, redlatch_permit_free>> handle_;
+};
+
+/// A permit-expirable semaphore (Redisson's RPermitExpirableSemaphore): each permit has an id
+/// and a lease, so a dead holder's permits come back. Move-only; may be shared by threads.
+class PermitSemaphore {
+  public:
+    /// As Semaphore::try_set_permits.
+    bool try_set_permits(std::uint64_t permits) {
+        bool set = false;
+        detail::check(redlatch_permit_semaphore_try_set_permits(handle_.get(), permits, &set));
+        return set;
+    }
+    /// Takes a permit, waiting up to the semaphore's wait (throws NOT_ACQUIRED after it); no
+    /// fixed lease: renewed by the watchdog while the Permit lives.
+    Permit acquire() { return acquire_ms(0); }
+    /// Takes a permit with a fixed lease: Redis gives it back `lease` after the acquire.
+    template <class Rep, class Period>
+    Permit acquire(const std::chrono::duration<Rep, Period> &lease) {
+        return acquire_ms(positive(lease));
+    }
+    /// One attempt, no waiting: the permit, or empty when none is available.
+    std::optional<Permit> try_acquire() { return try_acquire_ms(0); }
+    template <class Rep, class Period>
+    std::optional<Permit> try_acquire(const std::chrono::duration<Rep, Period> &lease) {
+        return try_acquire_ms(positive(lease));
+    }
+    /// Releases a permit by id (e.g. from another process). Throws NOT_OWNED for an unknown or
+    /// expired id, INVALID_ARGUMENT for one that is not 32 hex digits.
+    void release(const std::string &id) {
+        detail::check(redlatch_permit_semaphore_release(handle_.get(), detail::c_str(id, "id")));
+    }
+    /// Permits available now.
+    std::uint64_t available() const {
+        std::uint64_t n = 0;
+        detail::check(redlatch_permit_semaphore_available(handle_.get(), &n));
+        return n;
+    }
+    redlatch_permit_semaphore *native_handle() const noexcept { return handle_.get(); }
+
+  private:
+    friend class Client;
+    PermitSemaphore(redlatch_permit_semaphore *s, std::shared_ptr<const void> state)
+        : state_(std::move(state)), handle_(s) {}
+
+    template <class Rep, class Period>
+    static std::uint64_t positive(const std::chrono::duration<Rep, Period> &lease) {
+        std::uint64_t ms = detail::millis(lease);
+        if (ms == 0) {  // 0 means "watchdog" in C
+            throw Error(REDLATCH_INVALID_ARGUMENT, "InvalidArgument: lease must be greater than zero");
+        }
+        return ms;
+    }
+    Permit acquire_ms(std::uint64_t lease_ms) {
+        redlatch_permit *p = nullptr;
+        detail::check(redlatch_permit_semaphore_acquire(handle_.get(), lease_ms, &p));
+        return Permit(p, state_);
+    }
+    std::optional<Permit> try_acquire_ms(std::uint64_t lease_ms) {
+        redlatch_permit *p = nullptr;
+        detail::check(redlatch_permit_semaphore_try_acquire(handle_.get(), lease_ms, &p));
+        if (p == nullptr) {
+            return std::nullopt;
+        }
+        return Permit(p, state_);
+    }
+
+    std::shared_ptr<const void> state_;
+    std::unique_ptr<redlatch_permit_semaphore,
+                    detail::Free<redlatch_permit_semaphore, redlatch_permit_semaphore_free>>
+        handle_;
+};
+
+/// A count-down latch (Redisson's RCountDownLatch). Move-only; may be shared by threads.
+class CountDownLatch {
+  public:
+    /// Sets the count when no latch is set; true when set (INVALID_ARGUMENT for 0).
+    bool try_set_count(std::uint64_t count) {
+        bool set = false;
+        detail::check(redlatch_count_down_latch_try_set_count(handle_.get(), count, &set));
+        return set;
+    }
+    /// Counts down by one; at zero every waiter wakes.
+    void count_down() { detail::check(redlatch_count_down_latch_count_down(handle_.get())); }
+    /// The current count (0 when open or never set).
+    std::uint64_t count() const {
+        std::uint64_t n = 0;
+        detail::check(redlatch_count_down_latch_count(handle_.get(), &n));
+        return n;
+    }
+    /// Waits until the count is zero, without limit.
+    void wait() { (void)wait_ms(REDLATCH_WAIT_FOREVER); }
+    /// Waits up to `d`: true when the count reached zero, false when the time ran out.
+    template <class Rep, class Period>
+    bool wait_for(const std::chrono::duration<Rep, Period> &d) {
+        return wait_ms(detail::millis(d));
+    }
+    /// Waits until `t`: true when the count reached zero, false when the time ran out.
+    template <class Clock, class Duration>
+    bool wait_until(const std::chrono::time_point<Clock, Duration> &t) {
+        return wait_for(t - Clock::now());
+    }
+    redlatch_count_down_latch *native_handle() const noexcept { return handle_.get(); }
+
+  private:
+    friend class Client;
+    CountDownLatch(redlatch_count_down_latch *l, std::shared_ptr<const void> state)
+        : state_(std::move(state)), handle_(l) {}
+    bool wait_ms(std::uint64_t ms) {
+        bool reached = false;
+        detail::check(redlatch_count_down_latch_wait(handle_.get(), ms, &reached));
+        return reached;
+    }
+    std::shared_ptr<const void> state_;
+    std::unique_ptr<redlatch_count_down_latch,
+                    detail::Free<redlatch_count_down_latch, redlatch_count_down_latch_free>>
+        handle_;
+};
+
+/// Several locks taken as one (Redisson's RedissonMultiLock): Lockable. lock() takes every
+/// member or none (waiting up to the wait; throws NOT_ACQUIRED after it), in one sorted order;
+/// unlock() releases them all (errors ignored; release() reports them). One hold at a time.
+class MultiLock {
+  public:
+    void lock() { detail::check(redlatch_multi_lock_acquire(handle_.get())); }
+    bool try_lock() {
+        bool acquired = false;
+        detail::check(redlatch_multi_lock_try_acquire(handle_.get(), &acquired));
+        return acquired;
+    }
+    void unlock() noexcept { (void)redlatch_multi_lock_release(handle_.get()); }
+    void release() { detail::check(redlatch_multi_lock_release(handle_.get())); }
+    redlatch_multi_lock *native_handle() const noexcept { return handle_.get(); }
+
+  private:
+    friend class Client;
+    MultiLock(redlatch_multi_lock *m, std::shared_ptr<const void> state)
+        : state_(std::move(state)), handle_(m) {}
+    std::shared_ptr<const void> state_;
+    std::unique_ptr<redlatch_multi_lock, detail::Free<redlatch_multi_lock, redlatch_multi_lock_free>> handle_;
+};
+
+inline FairLock Client::fair_lock(const std::string &name, const LockOptions &options) const {
+    redlatch_lock *l = nullptr;
+    detail::check(redlatch_fair_lock_new(handle_.get(), detail::c_str(name, "name"), &options.c_options(), &l));
+    return FairLock(Lock(l, state_));
+}
+
+inline RwLock Client::rw_lock(const std::string &name, const LockOptions &options) const {
+    redlatch_rw_lock *raw = nullptr;
+    detail::check(redlatch_rw_lock_new(handle_.get(), detail::c_str(name, "name"), &raw));
+    std::unique_ptr<redlatch_rw_lock, detail::Free<redlatch_rw_lock, redlatch_rw_lock_free>> rw(raw);
+    redlatch_lock *read = nullptr;
+    detail::check(redlatch_rw_lock_read(rw.get(), &options.c_options(), &read));
+    redlatch_lock *write = nullptr;
+    redlatch_status st = redlatch_rw_lock_write(rw.get(), &options.c_options(), &write);
+    if (st != REDLATCH_OK) {
+        redlatch_lock_free(read);
+        detail::check(st);
+    }
+    return RwLock(read, write, state_);  // the sides outlive the read/write handle
+}
+
+inline Semaphore Client::semaphore(const std::string &name) const {
+    redlatch_semaphore *s = nullptr;
+    detail::check(redlatch_semaphore_new(handle_.get(), detail::c_str(name, "name"), REDLATCH_WAIT_FOREVER, &s));
+    return Semaphore(s, state_);
+}
+
+inline Semaphore Client::semaphore(const std::string &name, std::chrono::milliseconds wait) const {
+    redlatch_semaphore *s = nullptr;
+    detail::check(redlatch_semaphore_new(handle_.get(), detail::c_str(name, "name"), detail::millis(wait), &s));
+    return Semaphore(s, state_);
+}
+
+inline PermitSemaphore Client::permit_semaphore(const std::string &name) const {
+    redlatch_permit_semaphore *s = nullptr;
+    detail::check(redlatch_permit_semaphore_new(handle_.get(), detail::c_str(name, "name"),
+                                                REDLATCH_WAIT_FOREVER, &s));
+    return PermitSemaphore(s, state_);
+}
+
+inline PermitSemaphore Client::permit_semaphore(const std::string &name, std::chrono::milliseconds wait) const {
+    redlatch_permit_semaphore *s = nullptr;
+    detail::check(redlatch_permit_semaphore_new(handle_.get(), detail::c_str(name, "name"),
+                                                detail::millis(wait), &s));
+    return PermitSemaphore(s, state_);
+}
+
+inline CountDownLatch Client::count_down_latch(const std::string &name) const {
+    redlatch_count_down_latch *l = nullptr;
+    detail::check(redlatch_count_down_latch_new(handle_.get(), detail::c_str(name, "name"), &l));
+    return CountDownLatch(l, state_);
+}
+
+inline MultiLock Client::multi_lock(const std::vector<std::reference_wrapper<const Lock>> &locks,
+                                    const LockOptions &options) const {
+    std::vector<const redlatch_lock *> handles;
+    handles.reserve(locks.size());
+    for (const Lock &l : locks) {
+        handles.push_back(l.native_handle());
+    }
+    redlatch_multi_lock *m = nullptr;
+    detail::check(redlatch_multi_lock_new(handle_.get(), handles.empty() ? nullptr : handles.data(),
+                                          handles.size(), &options.c_options(), &m));
+    return MultiLock(m, state_);
+}
+
+inline MultiLock Client::multi_lock(const std::vector<std::string> &names, const LockOptions &options) const {
+    std::vector<const char *> ptrs;
+    ptrs.reserve(names.size());
+    for (const auto &n : names) {
+        ptrs.push_back(detail::c_str(n, "name"));
+    }
+    redlatch_multi_lock *m = nullptr;
+    detail::check(redlatch_multi_lock_new_names(handle_.get(), ptrs.empty() ? nullptr : ptrs.data(),
+                                                ptrs.size(), &options.c_options(), &m));
+    return MultiLock(m, state_);
+}
+
+}  // namespace redlatch
+
+#endif  // REDLATCH_FAMILY_HPP
