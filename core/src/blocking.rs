@@ -121,6 +121,23 @@ impl Client {
         }
     }
 
+    /// A fair lock; this handle is one owner (see [`crate::Client::fair_lock`]).
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        Lock {
+            inner: self.inner.fair_lock(name),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// A read/write lock; this handle is one owner for both sides (see
+    /// [`crate::Client::rw_lock`]).
+    pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
+        RwLock {
+            inner: self.inner.rw_lock(name),
+            runtime: self.runtime.clone(),
+        }
+    }
+
     /// Admin delete of a lock whatever its owner (see [`crate::Client::force_unlock`]).
     ///
     /// # Errors
@@ -144,6 +161,54 @@ impl Client {
     /// The runtime that runs this client's I/O.
     pub fn runtime(&self) -> &tokio::runtime::Runtime {
         &self.runtime
+    }
+}
+
+/// A blocking read/write lock handle (see [`crate::RwLock`]).
+#[derive(Clone, Debug)]
+pub struct RwLock {
+    inner: crate::RwLock,
+    runtime: Arc<OwnedRuntime>,
+}
+
+impl RwLock {
+    /// See [`crate::RwLock::owner`].
+    pub fn owner(self, owner: u64) -> RwLock {
+        RwLock {
+            inner: self.inner.owner(owner),
+            ..self
+        }
+    }
+
+    /// The read side (see [`crate::RwLock::read`]).
+    pub fn read(&self) -> Lock {
+        Lock {
+            inner: self.inner.read(),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// The write side (see [`crate::RwLock::write`]).
+    pub fn write(&self) -> Lock {
+        Lock {
+            inner: self.inner.write(),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// See [`crate::RwLock::name`].
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// See [`crate::RwLock::owner_id`].
+    pub fn owner_id(&self) -> String {
+        self.inner.owner_id()
+    }
+
+    /// The async handle inside.
+    pub fn as_async(&self) -> &crate::RwLock {
+        &self.inner
     }
 }
 
@@ -193,6 +258,16 @@ impl Lock {
             inner: self.inner.owner(owner),
             ..self
         }
+    }
+
+    /// See [`crate::Lock::kind`].
+    pub fn kind(&self) -> crate::LockKind {
+        self.inner.kind()
+    }
+
+    /// See [`crate::Lock::name`].
+    pub fn name(&self) -> &str {
+        self.inner.name()
     }
 
     /// The async lock inside.

@@ -2,8 +2,10 @@
 
 use crate::driver::{self, Config, Engine, Runtime, Transport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::kind::LockKind;
 use crate::lock::Lock;
 use crate::protocol::{keys, reply, request};
+use crate::rwlock::RwLock;
 use std::sync::Arc;
 
 /// Connection(s) to Redis and the locks made from them.
@@ -56,7 +58,7 @@ impl Client {
     ///
     /// Name checks happen at acquire time (empty or over 4096 bytes: `InvalidArgument`).
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.engine.clone(), name.into(), None)
+        Lock::new(self.engine.clone(), name.into(), LockKind::Lease, None)
     }
 
     /// A reentrant lock on key `name`, in Redisson's RLock layout (a HASH of owner id ->
@@ -65,7 +67,39 @@ impl Client {
     /// pick the owner number yourself (bindings map threads or tasks to it).
     pub fn rlock(&self, name: impl Into<String>) -> Lock {
         let owner = crate::driver::owner::new_owner();
-        Lock::new(self.engine.clone(), name.into(), Some(owner))
+        Lock::new(self.engine.clone(), name.into(), LockKind::Reentrant, Some(owner))
+    }
+
+    /// A fair lock on key `name`, in Redisson 4.7's `RFairLock` layout: the reentrant hash of
+    /// [`rlock`](Self::rlock) plus a FIFO queue of waiting owners
+    /// (`redisson_lock_queue:{name}`, a LIST) and their deadlines
+    /// (`redisson_lock_timeout:{name}`, a ZSET of wall-clock ms), so Java services using
+    /// Redisson queue on the same lock.
+    ///
+    /// Waiters get the lock strictly in the order they queued, across processes and
+    /// languages. Each waiter listens on its own channel (`redisson_lock__channel:{name}:
+    /// <owner id>`), and a release tells the queue head only. A waiter that gives up (its wait
+    /// ran out), is cancelled (the acquire future dropped) or fails leaves the queue at once.
+    /// A waiter that dies (its process killed) stays queued until its deadline: one wait slot
+    /// (its wait, or Redisson's 5-minute `fairLockWaitTimeout` when it waits without limit)
+    /// after the waiter ahead of it, as in Redisson; until then it can stall those behind.
+    /// `try_acquire` (a wait of zero) never queues (Redisson's `tryLock()`).
+    ///
+    /// The handle is one owner, as for `rlock`; options, guards, the watchdog and fencing as
+    /// for `rlock`. Deadlines are the callers' wall clocks: hosts sharing a fair lock need
+    /// synchronised clocks (NTP), as with Redisson. Single-node, Cluster or Sentinel clients
+    /// only: on a quorum client acquires are `InvalidArgument`.
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        let owner = crate::driver::owner::new_owner();
+        Lock::new(self.engine.clone(), name.into(), LockKind::Fair, Some(owner))
+    }
+
+    /// A read/write lock on key `name` (Redisson 4.7's `RReadWriteLock` layout); its
+    /// [`read`](RwLock::read) and [`write`](RwLock::write) sides are [`Lock`]s sharing one
+    /// owner (a fresh one per call; [`RwLock::owner`] picks it).
+    pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
+        let owner = crate::driver::owner::new_owner();
+        RwLock::new(self.engine.clone(), name.into(), owner)
     }
 
     /// Admin: deletes lock `name` whatever its owner, waking its waiters (on every node).

@@ -42,11 +42,16 @@ pub enum ErrorKind {
     /// look like a lock token, or, for reentrant locks, a hash without TTL. Every lock format
     /// sets a TTL, so such a key would otherwise block the lock forever. Code 11.
     KeyConflict,
+    /// A write acquire by an owner that holds a read hold of the same read/write lock: the
+    /// upgrade would wait for the owner's own read holds forever (Redisson's
+    /// `RedissonWriteLock` does wait, and deadlocks). Refused at once, nothing changed in
+    /// Redis; release the read holds first. Code 12.
+    WouldDeadlock,
 }
 
 impl ErrorKind {
     /// Every kind, in code order (useful for generating binding tables).
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::NotAcquired,
         ErrorKind::NotOwned,
         ErrorKind::LockLost,
@@ -58,9 +63,10 @@ impl ErrorKind {
         ErrorKind::NoPermission,
         ErrorKind::OutOfMemory,
         ErrorKind::KeyConflict,
+        ErrorKind::WouldDeadlock,
     ];
 
-    /// The stable numeric code (1..=11), equal to the C `redlatch_status` value.
+    /// The stable numeric code (1..=12), equal to the C `redlatch_status` value.
     pub const fn code(self) -> i32 {
         match self {
             ErrorKind::NotAcquired => 1,
@@ -74,6 +80,7 @@ impl ErrorKind {
             ErrorKind::NoPermission => 9,
             ErrorKind::OutOfMemory => 10,
             ErrorKind::KeyConflict => 11,
+            ErrorKind::WouldDeadlock => 12,
         }
     }
 
@@ -91,6 +98,7 @@ impl ErrorKind {
             ErrorKind::NoPermission => "NoPermission",
             ErrorKind::OutOfMemory => "OutOfMemory",
             ErrorKind::KeyConflict => "KeyConflict",
+            ErrorKind::WouldDeadlock => "WouldDeadlock",
         }
     }
 
@@ -108,6 +116,7 @@ impl ErrorKind {
             ErrorKind::NoPermission => "ERR_NO_PERMISSION",
             ErrorKind::OutOfMemory => "ERR_OUT_OF_MEMORY",
             ErrorKind::KeyConflict => "ERR_KEY_CONFLICT",
+            ErrorKind::WouldDeadlock => "ERR_WOULD_DEADLOCK",
         }
     }
 
@@ -131,6 +140,7 @@ impl ErrorKind {
             ErrorKind::NoPermission
                 | ErrorKind::OutOfMemory
                 | ErrorKind::KeyConflict
+                | ErrorKind::WouldDeadlock
                 | ErrorKind::InvalidArgument
                 | ErrorKind::Panic
         )
@@ -341,7 +351,8 @@ mod tests {
     #[test]
     fn codes_are_stable_and_unique() {
         let codes: Vec<i32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
-        assert_eq!(codes, (1..=11).collect::<Vec<_>>());
+        assert_eq!(codes, (1..=12).collect::<Vec<_>>());
+        assert_eq!(ErrorKind::WouldDeadlock.name(), "WouldDeadlock");
         for kind in ErrorKind::ALL {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
             assert!(kind.js_code().starts_with("ERR_"));

@@ -5,7 +5,9 @@
 //! - [`Client::lock`]: lease lock in the redis-py / node-redlock format (`SET key token NX PX`,
 //!   compare-and-delete release), so redlatch and those libraries exclude each other.
 //! - [`Client::rlock`]: reentrant lock in Redisson's RLock layout, with a hold count per owner.
-//! - [`Client::quorum`]: Redlock over N independent nodes, for both kinds.
+//! - [`Client::fair_lock`]: Redisson's fair lock (strict FIFO among waiters, reentrant).
+//! - [`Client::rw_lock`]: Redisson's read/write lock (many readers or one writer).
+//! - [`Client::quorum`]: Redlock over N independent nodes, for lease and reentrant locks.
 //! - Watchdog: locks acquired without a lease are renewed every third of the watchdog timeout
 //!   (default 30 s) and report loss through [`Guard::lost`] at once.
 //! - Fencing tokens ([`Lock::fenced`]), because a paused process can outlive its lease
@@ -41,8 +43,10 @@ mod client;
 mod driver;
 mod error;
 mod guard;
+mod kind;
 mod lock;
 pub mod protocol;
+mod rwlock;
 
 #[cfg(feature = "native")]
 pub mod blocking;
@@ -54,7 +58,9 @@ pub use driver::owner::{new_owner, thread_owner};
 pub use driver::{BoxFut, Config, MaybeSend, Runtime, Subscription, Transport};
 pub use error::{redis_error_kind, Error, ErrorKind, NodeOutcome, Reason, Result};
 pub use guard::Guard;
+pub use kind::LockKind;
 pub use lock::Lock;
+pub use rwlock::RwLock;
 
 #[cfg(feature = "native")]
 pub use native::{

@@ -3,12 +3,14 @@
 use crate::driver::{self, Engine, LockSpec};
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
+use crate::kind::LockKind;
 use crate::protocol::request::{self, Holder};
 use crate::protocol::{keys, reply, timing, token};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A lock handle: a name, a kind (lease or reentrant) and acquire options.
+/// A lock handle: a name, a [`LockKind`] (lease, reentrant, fair, or the read or write side of
+/// a read/write lock) and acquire options.
 ///
 /// Options are builder methods; the handle can be acquired many times and cloned freely.
 /// Invalid options are reported by `acquire`/`try_acquire` before anything is sent to Redis.
@@ -16,6 +18,8 @@ use std::time::Duration;
 pub struct Lock {
     engine: Arc<Engine>,
     name: String,
+    kind: LockKind,
+    /// The owner number of every kind but lease locks.
     owner: Option<u64>,
     lease: Option<Duration>,
     wait: Option<Duration>,
@@ -28,7 +32,7 @@ impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
             .field("name", &self.name)
-            .field("reentrant", &self.owner.is_some())
+            .field("kind", &self.kind)
             .field("lease", &self.lease)
             .field("wait", &self.wait)
             .field("fenced", &self.fenced)
@@ -36,11 +40,18 @@ impl std::fmt::Debug for Lock {
     }
 }
 
+/// The refusal of a fair, read or write lock on a quorum client (the same words in every
+/// binding).
+pub(crate) const QUORUM_REFUSED: &str =
+    "fair and read/write locks need a single-node, Cluster or Sentinel client";
+
 impl Lock {
-    pub(crate) fn new(engine: Arc<Engine>, name: String, owner: Option<u64>) -> Lock {
+    /// A handle of `kind`; `owner` is `Some` for every kind but [`LockKind::Lease`].
+    pub(crate) fn new(engine: Arc<Engine>, name: String, kind: LockKind, owner: Option<u64>) -> Lock {
         Lock {
             engine,
             name,
+            kind,
             owner,
             lease: None,
             wait: None,
@@ -113,20 +124,49 @@ impl Lock {
         &self.name
     }
 
-    /// `true` for reentrant locks made by [`crate::Client::rlock`].
-    pub fn is_reentrant(&self) -> bool {
-        self.owner.is_some()
+    /// The kind of lock this handle acquires.
+    pub fn kind(&self) -> LockKind {
+        self.kind
     }
 
-    /// The owner id of a reentrant lock (`<client-id>:<n>`), `None` for lease locks.
+    /// `true` for every kind but lease locks ([`LockKind::is_reentrant`]): `rlock`, fair,
+    /// read and write locks count holds per owner.
+    pub fn is_reentrant(&self) -> bool {
+        self.kind.is_reentrant()
+    }
+
+    /// The owner id (`<client-id>:<n>`) of every kind but lease locks (`None`). For the write
+    /// side of a read/write lock this is the owner id the read side uses too; Redis keeps the
+    /// write holds under the field `<owner id>:write` (Redisson's layout).
     pub fn owner_id(&self) -> Option<String> {
         self.owner.map(|n| token::owner_id(&self.engine.client_id, n))
+    }
+
+    /// How Redis knows this handle's owner (not for lease locks, whose token is per hold).
+    fn owner_holder(&self) -> Option<Holder> {
+        let owner = self.owner_id()?;
+        Some(match self.kind {
+            LockKind::Read => Holder::Read { owner },
+            LockKind::Write => Holder::Write { owner },
+            // Inspection of a fair lock is the reentrant hash's.
+            _ => Holder::Reentrant { owner },
+        })
     }
 
     fn spec(&self) -> Result<LockSpec> {
         keys::validate_name(&self.name)?;
         if self.owner_on_lease_lock {
-            return Err(Error::invalid("owner() applies to reentrant locks (rlock) only"));
+            return Err(Error::invalid(
+                "owner() applies to reentrant, fair and read/write locks only",
+            ));
+        }
+        if self.kind.needs_single_node() && self.engine.is_quorum() {
+            return Err(Error::invalid(QUORUM_REFUSED));
+        }
+        if self.fenced && self.kind == LockKind::Read {
+            return Err(Error::invalid(
+                "read locks cannot be fenced: readers share the lock, a fencing token orders exclusive holds (fence the write lock)",
+            ));
         }
         // Leases travel to Redis in whole milliseconds, rounded up.
         let lease = match self.lease {
@@ -150,6 +190,7 @@ impl Lock {
         };
         Ok(LockSpec {
             name: self.name.clone(),
+            kind: self.kind,
             owner: self.owner_id(),
             lease,
             fence: self.fenced.then_some(fence_ttl),
@@ -208,10 +249,13 @@ impl Lock {
 
     async fn inspect(&self) -> Result<Vec<reply::Inspection>> {
         keys::validate_name(&self.name)?;
+        if self.kind.needs_single_node() && self.engine.is_quorum() {
+            return Err(Error::invalid(QUORUM_REFUSED));
+        }
         self.engine.registry.check_open()?;
-        let holder = self.owner_id().map(|owner| Holder::Reentrant { owner });
+        let holder = self.owner_holder();
         let engine = &self.engine;
-        let req = request::inspect(&self.name, self.owner.is_some(), holder.as_ref());
+        let req = request::inspect(&self.name, self.kind.is_reentrant(), holder.as_ref());
         // Quorum mode: the per-node timeout for this lock's lease (shared/API.md), so a hung
         // node costs at most that; a single node gets the network timeout.
         let lease = self.lease.unwrap_or(engine.config.watchdog_timeout);
@@ -230,7 +274,9 @@ impl Lock {
     }
 
     /// `true` when anyone holds the lock (a majority of nodes in quorum mode, each asked with
-    /// the per-node timeout).
+    /// the per-node timeout). The read side of a read/write lock answers whether the lock is
+    /// held in read mode, the write side whether in write mode (Redisson's `isLocked` of
+    /// `RedissonReadLock` / `RedissonWriteLock`).
     ///
     /// # Errors
     /// `Connection`/`Redis` (single node) or `Quorum` when too few nodes answer;
@@ -258,7 +304,8 @@ impl Lock {
         )))
     }
 
-    /// Reentrant locks: this owner's hold count (0 when not held by it). Lease locks: 0.
+    /// Reentrant, fair, read and write locks: this owner's hold count in this mode (0 when
+    /// not held by it). Lease locks: 0.
     ///
     /// # Errors
     /// As [`Self::locked`].

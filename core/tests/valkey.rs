@@ -295,7 +295,7 @@ async fn a_renewal_batch_is_not_overtaken_by_a_release() {
         server.cli(&["SET", &a, "ta", "PX", "10000"]).unwrap();
         server.cli(&["SET", &b, "tb", "PX", "10000"]).unwrap();
         let batch = request::renew_batch(10_000, [(a.as_str(), &ta), (b.as_str(), &tb)]);
-        let release = tb.release(&b, 10_000, "", 0);
+        let release = tb.release(&b, 10_000, "", 0, 0);
         // Writes wait at the server for 300 ms, in the order they arrived, so the batch is
         // surely unanswered when the release is sent after it.
         server.cli(&["CLIENT", "PAUSE", "300", "WRITE"]).unwrap();

@@ -125,6 +125,10 @@ impl Runtime for JsRuntime {
     fn spawn(&self, task: BoxFut<'static, ()>) {
         wasm_bindgen_futures::spawn_local(task);
     }
+
+    fn wall_clock_ms(&self) -> u64 {
+        js_sys::Date::now().max(0.0) as u64
+    }
 }
 
 /// Sleeps for `duration` on host timers (rounded up to whole ms; chunked past 2^31 - 1 ms).

@@ -205,7 +205,7 @@ async fn requests_by_source_skip_evalsha() {
     let _alive = KeepAlive::new();
     let obj = js("{ shas: [], evals: 0, evalsha(sha) { this.shas.push(sha); return 1 }, eval() { this.evals++; return 0 } }");
     let t = JsTransport::from_js(obj.clone(), 0).unwrap();
-    let undo = Holder::Lease { token: "t".into() }.abort("k", "");
+    let undo = Holder::Lease { token: "t".into() }.abort("k", "", 0);
     assert!(undo.by_source);
     assert_eq!(t.eval(&undo).await.unwrap(), Reply::Int(0));
     assert_eq!(Array::from(&get(&obj, "shas")).length(), 0);

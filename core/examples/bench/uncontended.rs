@@ -92,7 +92,7 @@ impl Op {
                 if !matches!(holder.decode_acquire(&reply)?, AcquireReply::Acquired { .. }) {
                     return Err("transport-only acquire was refused".into());
                 }
-                let reply = transport.eval(&holder.release(name, 10_000, "", 0)).await?;
+                let reply = transport.eval(&holder.release(name, 10_000, "", 0, 0)).await?;
                 if !holder.decode_release(&reply)?.was_owned() {
                     return Err("transport-only release did not release".into());
                 }

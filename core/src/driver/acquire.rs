@@ -21,6 +21,11 @@
 //! A busy answer to the plain `SET NX PX` of a first attempt says nothing about the key: when
 //! that is the only attempt (a wait of 0), the script form runs once more to learn whether the
 //! key is a lock at all (a string without TTL that is not a token is application data).
+//!
+//! Fair locks: the first attempt only tries (it never queues), so a waiter is subscribed to its
+//! own channel before the attempt that queues it; later attempts keep its place. An acquire
+//! that ends without a hold after queueing (wait over, error, cancelled) gives its place up
+//! (`fair_abort`): at once when the wait ran out, in the background otherwise.
 
 use super::hold::Hold;
 use super::owner::{InFlight, Seen};
@@ -30,10 +35,12 @@ use super::transport::random_unit;
 use super::waker::Waker;
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
+use crate::kind::LockKind;
+use crate::protocol::family::fair;
 use crate::protocol::owner::Ticket;
 use crate::protocol::quorum::{self, Tally};
 use crate::protocol::reply::{AcquireReply, OwnershipReply};
-use crate::protocol::request::Holder;
+use crate::protocol::request::{Holder, Turn};
 use crate::protocol::{timing, token};
 use futures::future::select;
 use std::sync::Arc;
@@ -43,13 +50,33 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub(crate) struct LockSpec {
     pub(crate) name: String,
-    /// `Some(owner id)` for a reentrant lock.
+    pub(crate) kind: LockKind,
+    /// `Some(owner id)` for every kind but lease locks.
     pub(crate) owner: Option<String>,
     /// `None` = watchdog mode.
     pub(crate) lease: Option<Duration>,
     /// `None` = not fenced; `Some(ttl_ms)` = fenced, the counter key expiring `ttl_ms` after
     /// each fenced acquire (0 = it persists).
     pub(crate) fence: Option<u64>,
+}
+
+/// How Redis will know this acquire's holder: a fresh token for a lease lock, else the owner
+/// (a fair waiter with the wait slot it queues with).
+fn new_holder(spec: &LockSpec, wait: Option<Duration>) -> Result<Holder> {
+    let Some(owner) = spec.owner.clone() else {
+        return Ok(Holder::Lease {
+            token: token::new_token()?,
+        });
+    };
+    Ok(match spec.kind {
+        LockKind::Fair => Holder::Fair {
+            owner,
+            wait_slot_ms: fair::wait_slot_ms(wait.and_then(|w| timing::to_millis("wait", w, true).ok())),
+        },
+        LockKind::Read => Holder::Read { owner },
+        LockKind::Write => Holder::Write { owner },
+        _ => Holder::Reentrant { owner },
+    })
 }
 
 enum Attempt {
@@ -64,12 +91,7 @@ enum Attempt {
 /// `NotAcquired` when the wait runs out; `Connection`, `Redis` or `Quorum` when errors persist.
 pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<Duration>) -> Result<Hold> {
     let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
-    let holder = match &spec.owner {
-        Some(owner) => Holder::Reentrant { owner: owner.clone() },
-        None => Holder::Lease {
-            token: token::new_token()?,
-        },
-    };
+    let holder = new_holder(spec, wait)?;
     let request_id = holder.request_id()?;
     // A reentrant owner's acquires in flight are counted (see `drop_orphaned_counts`).
     let in_flight = engine.in_flight(&spec.name, &holder);
@@ -85,6 +107,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         pending: false,
         _in_flight: in_flight,
     };
+    let fair = matches!(holder, Holder::Fair { .. });
+    // Whether this fair waiter may be in the queue (from its first queueing attempt on).
+    let mut queued = false;
     let cleanups = Cleanups::new(engine.nodes.len());
     let rt = &engine.runtime;
     let deadline = wait.map(|w| rt.now() + w);
@@ -100,7 +125,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     let mut failures = 0u32;
     let mut attempts = 0u32;
     // The plain first attempt tells "busy" without the key's TTL or type.
-    let plain_first = spec.owner.is_none() && spec.fence.is_none();
+    let plain_first = spec.kind == LockKind::Lease && spec.fence.is_none();
     loop {
         if let Some(w) = waker.as_mut() {
             w.mark_seen();
@@ -108,9 +133,31 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         undo.pending = true;
         let attempt_started = rt.now();
         let first = attempts == 0;
-        let outcome = attempt(engine, spec, &holder, &request_id, first, ticket, &cleanups).await;
+        // A fair waiter queues once it listens on its own channel (and only if it waits).
+        let queue = fair && waker.is_some() && wait != Some(Duration::ZERO);
+        let turn = Turn {
+            now_ms: if fair { rt.wall_clock_ms() } else { 0 },
+            queue,
+        };
+        let outcome = attempt(
+            engine,
+            spec,
+            &holder,
+            (&request_id, turn),
+            first,
+            ticket,
+            &cleanups,
+        )
+        .await;
         attempts += 1;
-        undo.pending = matches!(outcome, Attempt::Failed(_));
+        queued |= queue;
+        // Still to undo if the acquire ends here: an attempt whose outcome is unknown, and a
+        // fair waiter's place in the queue. A refused upgrade changed nothing.
+        undo.pending = match &outcome {
+            Attempt::Failed(e) => e.kind() != ErrorKind::WouldDeadlock,
+            Attempt::Busy { .. } => queued,
+            Attempt::Granted(_) => false,
+        };
         let now = rt.now();
         let remaining = deadline.map(|d| d.saturating_sub(now));
         let out_of_time = remaining == Some(Duration::ZERO);
@@ -125,6 +172,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 failures = 0;
                 if out_of_time {
                     tracing::debug!(lock = %spec.name, "not acquired: wait ran out");
+                    // A fair waiter leaves the queue before the caller hears "not acquired",
+                    // so the next waiter is not held up by it.
+                    undo.run_now().await;
                     return Err(Error::new(
                         ErrorKind::NotAcquired,
                         format!("lock {:?} is held by another owner; wait ran out", spec.name),
@@ -132,7 +182,8 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 }
                 if waker.is_none() {
                     tracing::debug!(lock = %spec.name, pttl, "lock busy; subscribing and waiting");
-                    waker = Some(Waker::subscribe(engine, &spec.name, remaining).await);
+                    let channel = holder.channel(&spec.name);
+                    waker = Some(Waker::subscribe(engine, &channel, remaining).await);
                     continue;
                 }
                 timing::busy_retry_delay(pttl, engine.config.poll_interval, remaining, random_unit())
@@ -172,7 +223,7 @@ async fn attempt(
     engine: &Arc<Engine>,
     spec: &LockSpec,
     holder: &Holder,
-    request_id: &str,
+    (request_id, turn): (&str, Turn),
     first: bool,
     ticket: Option<Ticket>,
     cleanups: &Cleanups,
@@ -180,12 +231,13 @@ async fn attempt(
     let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
     let lease_ms = lease.as_millis() as u64;
     let rt = &engine.runtime;
-    let mut request = holder.acquire(
+    let mut request = holder.acquire_turn(
         &spec.name,
         lease_ms,
         spec.fence,
         request_id,
         engine.latch_ttl_ms(),
+        turn,
     );
     if !first {
         request = request.script_only();
@@ -261,7 +313,7 @@ async fn attempt(
     if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
         let mut touched = granted.clone();
         touched.extend(&unanswered);
-        let what = (spec.name.as_str(), holder, request_id);
+        let what = (spec.name.as_str(), holder, request_id, lease);
         cleanups
             .run(engine, what, &touched, engine.node_timeout(lease))
             .await;
@@ -322,9 +374,9 @@ fn new_hold(
         deadline,
         holds,
     } = grant;
-    let (validity, orphaned) = match (holder, ticket) {
+    let (validity, orphaned) = match (holder.shared_field(), ticket) {
         // The owner's holds are counts in one hash with one TTL: they share one validity.
-        (Holder::Reentrant { owner }, Some(ticket)) => {
+        (Some(owner), Some(ticket)) => {
             // With no live hold of this owner, and no other acquire, release or rollback of it
             // running at any time during this one, every count beyond this grant's own was
             // left by holds this client declared lost while Redis still kept them (their
@@ -337,7 +389,7 @@ fn new_hold(
                 holds,
                 quorum: engine.is_quorum(),
             };
-            let joined = engine.validities.join(&spec.name, owner, ticket, seen);
+            let joined = engine.validities.join(&spec.name, &owner, ticket, seen);
             (joined.validity, joined.orphaned)
         }
         _ => (Validity::new(&spec.name, deadline), 0),
@@ -387,6 +439,7 @@ async fn drop_orphaned_counts(
             lease.as_millis() as u64,
             &request_id,
             engine.release_latch_ttl_ms(holder, lease),
+            engine.runtime.wall_clock_ms(),
         );
         let reply = engine.nodes.call(0, &req, engine.config.network_timeout).await;
         match reply.and_then(|r| holder.decode_release(&r)) {

@@ -168,9 +168,10 @@ impl Hold {
             Some(p) => p.request_id.clone(),
             None => self.holder.release_id()?,
         };
+        let now_ms = engine.runtime.wall_clock_ms();
         let mut req = self
             .holder
-            .release(&self.name, self.lease_ms(), &request_id, latch_ttl);
+            .release(&self.name, self.lease_ms(), &request_id, latch_ttl, now_ms);
         // A retry goes out as EVAL: on a slow node with an empty script cache the NOSCRIPT
         // answer to an EVALSHA can come after the timeout, and the release would never land.
         req.by_source = pending.is_some();
@@ -346,7 +347,7 @@ impl Hold {
             return Ok(false);
         }
         let engine = &self.engine;
-        let reentrant = matches!(self.holder, Holder::Reentrant { .. });
+        let reentrant = !matches!(self.holder, Holder::Lease { .. });
         let req = request::inspect(&self.name, reentrant, Some(&self.holder));
         let replies = engine
             .nodes

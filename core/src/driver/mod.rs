@@ -166,7 +166,8 @@ impl Engine {
     pub(crate) fn release_latch_ttl_ms(&self, holder: &Holder, lease: Duration) -> u64 {
         match holder {
             Holder::Lease { .. } => self.latch_ttl_ms(),
-            Holder::Reentrant { .. } => self
+            // Every kind that counts holds per owner.
+            _ => self
                 .latch_ttl_ms()
                 .max(lease.as_millis().min(u128::from(timing::MAX_DURATION_MS)) as u64),
         }
@@ -200,12 +201,12 @@ impl Engine {
     }
 
     /// Counts an acquire, release or rollback of `holder` on `name` as in flight while the
-    /// returned value lives (reentrant holders only; see `owner::Validities`).
+    /// returned value lives (holders whose holds share one validity only:
+    /// [`Holder::shared_field`]; see `owner::Validities`).
     pub(crate) fn in_flight(&self, name: &str, holder: &Holder) -> Option<owner::InFlight> {
-        match holder {
-            Holder::Reentrant { owner } => Some(self.validities.begin(name, owner)),
-            Holder::Lease { .. } => None,
-        }
+        holder
+            .shared_field()
+            .map(|field| self.validities.begin(name, &field))
     }
 }
 

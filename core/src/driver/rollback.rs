@@ -52,7 +52,7 @@ impl Cleanups {
     pub(super) async fn run(
         &self,
         engine: &Arc<Engine>,
-        (name, holder, request_id): (&str, &Holder, &str),
+        (name, holder, request_id, lease): (&str, &Holder, &str, Duration),
         nodes: &[usize],
         wait: Duration,
     ) {
@@ -63,9 +63,7 @@ impl Cleanups {
             let state = self.state.clone();
             let undo = undo(
                 engine.clone(),
-                name.to_owned(),
-                holder.clone(),
-                request_id.to_owned(),
+                (name.to_owned(), holder.clone(), request_id.to_owned(), lease),
                 vec![i],
             );
             engine.runtime.spawn(Box::pin(async move {
@@ -89,9 +87,17 @@ impl Cleanups {
     }
 }
 
-/// Undoes an acquire on `nodes`, each call bounded by the network timeout.
-async fn undo(engine: Arc<Engine>, name: String, holder: Holder, request_id: String, nodes: Vec<usize>) {
-    let request = holder.abort(&name, &request_id);
+/// Undoes an acquire (of `holder`, request `request_id`, with `lease`) on `nodes`, each call
+/// bounded by the network timeout.
+async fn undo(
+    engine: Arc<Engine>,
+    (name, holder, request_id, lease): (String, Holder, String, Duration),
+    nodes: Vec<usize>,
+) {
+    let lease_ms = lease
+        .as_millis()
+        .min(u128::from(crate::protocol::timing::MAX_DURATION_MS)) as u64;
+    let request = holder.abort(&name, &request_id, lease_ms);
     let replies = engine
         .nodes
         .call_some(&nodes, &request, engine.config.network_timeout)
@@ -134,10 +140,32 @@ impl Drop for UndoOnDrop {
         // until the rollback is done: its grant may still be in the hash, and a re-acquire
         // of the owner must not take that count for an orphan.
         let in_flight = engine.in_flight(&name, &holder);
+        let lease = self.lease;
         self.engine.runtime.spawn(Box::pin(async move {
             let all: Vec<usize> = (0..engine.nodes.len()).collect();
-            undo(engine.clone(), name, holder, request_id, all).await;
+            undo(engine.clone(), (name, holder, request_id, lease), all).await;
             drop(in_flight);
         }));
+    }
+}
+
+impl UndoOnDrop {
+    /// Undoes now, on every node, what `drop` would undo in the background (nothing when
+    /// nothing is pending). Stays armed while it runs: if this future is dropped midway, the
+    /// undo is sent again in the background (every undo may be repeated).
+    pub(super) async fn run_now(&mut self) {
+        if !self.pending {
+            return;
+        }
+        let _in_flight = self.engine.in_flight(&self.name, &self.holder);
+        let all: Vec<usize> = (0..self.engine.nodes.len()).collect();
+        let what = (
+            self.name.clone(),
+            self.holder.clone(),
+            self.request_id.clone(),
+            self.lease,
+        );
+        undo(self.engine.clone(), what, all).await;
+        self.pending = false;
     }
 }

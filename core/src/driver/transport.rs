@@ -67,6 +67,22 @@ pub trait Runtime: MaybeSend + 'static {
     fn sleep(&self, duration: Duration) -> BoxFut<'static, ()>;
     /// Runs `task` in the background (the watchdog, releases of dropped guards).
     fn spawn(&self, task: BoxFut<'static, ()>);
+
+    /// Wall-clock time in ms since the Unix epoch. Fair locks store their waiters' deadlines
+    /// as absolute wall-clock times, because Redisson does (`System.currentTimeMillis()`).
+    /// Default: the system clock (0 if it reads before 1970).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn wall_clock_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+
+    /// Wall-clock time in ms since the Unix epoch (the host's `Date.now()`): fair locks store
+    /// their waiters' deadlines as absolute wall-clock times, because Redisson does. wasm32
+    /// has no system clock of its own, so the runtime must provide it.
+    #[cfg(target_arch = "wasm32")]
+    fn wall_clock_ms(&self) -> u64;
 }
 
 /// A random number in `[0, 1)` from the OS CSPRNG (jitter only; 0.5 if the source fails).

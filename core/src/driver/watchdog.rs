@@ -3,7 +3,8 @@
 //! Holds acquired without a lease are renewed every `watchdog_timeout / 3` back to
 //! `watchdog_timeout` (Redisson's LockRenewalScheduler), up to 100 holds per script call.
 //! Renewals due within a quarter period are sent together, so holds acquired one after
-//! another still share calls.
+//! another still share calls. Read holds of a read/write lock renew with one `rw_read_extend`
+//! per lock and owner instead (their timeout keys; Redisson's ReadLockTask), sent alongside.
 //!
 //! Loss rules: a renewal that a majority of nodes definitely refuses (key gone or taken) fires
 //! the hold's lost signal at once; transient errors are retried quickly, and if the hold's
@@ -168,28 +169,17 @@ async fn run(weak: Weak<Engine>) {
 async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
     let lease = engine.config.watchdog_timeout;
     let lease_ms = lease.as_millis().min(u128::from(timing::MAX_DURATION_MS)) as u64;
-    let request = request::renew_batch(lease_ms, chunk.iter().map(|(_, n, h)| (n.as_str(), h)));
     let started = engine.runtime.now();
-    let replies = engine.nodes.broadcast(&request, engine.node_timeout(lease)).await;
+    let outcomes = renewals(engine, chunk, lease_ms).await;
     let now = engine.runtime.now();
     let validity = quorum::validity(lease, now - started);
-    let outcomes: Vec<Option<Vec<OwnershipReply>>> = replies
-        .iter()
-        .map(|r| match r {
-            Ok(reply) => reply::decode_renew_batch(reply, chunk.len()).ok(),
-            Err(e) => {
-                tracing::debug!(error = %e, "watchdog renewal failed on a node");
-                None
-            }
-        })
-        .collect();
     let period = timing::renewal_period(lease);
     let retry = (period / 4).min(Duration::from_secs(1));
     let mut lost = Vec::new();
     {
         let mut st = engine.watchdog.state();
         for (i, (id, name, _)) in chunk.iter().enumerate() {
-            let answers = || outcomes.iter().filter_map(|o| o.as_ref().map(|o| o[i]));
+            let answers = || outcomes[i].iter().flatten().copied();
             let yes = answers().filter(|o| *o == OwnershipReply::Done).count();
             let no = answers().count() - yes;
             let taken = answers().any(|o| o == OwnershipReply::Taken);
@@ -214,4 +204,77 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
     for (signal, reason) in lost {
         signal.fire(reason, "renewal found it gone or taken");
     }
+}
+
+/// The renewal outcome of every hold of `chunk` on every node (`None`: no answer): one
+/// `renew_batch` for the holds that renew in it, one read extend per (lock, owner) of the read
+/// holds, all sent at once.
+async fn renewals(engine: &Arc<Engine>, chunk: &[Due], lease_ms: u64) -> Vec<Vec<Option<OwnershipReply>>> {
+    let timeout = engine.node_timeout(engine.config.watchdog_timeout);
+    let in_batch: Vec<usize> = (0..chunk.len())
+        .filter(|&i| chunk[i].2.renews_in_batch())
+        .collect();
+    // Read holds of one owner on one lock share one request: it renews all their keys.
+    let mut singles: Vec<(&str, &Holder, Vec<usize>)> = Vec::new();
+    for (i, (_, name, holder)) in chunk.iter().enumerate() {
+        if holder.renews_in_batch() {
+            continue;
+        }
+        match singles
+            .iter_mut()
+            .find(|(n, h, _)| *n == name.as_str() && *h == holder)
+        {
+            Some((_, _, members)) => members.push(i),
+            None => singles.push((name.as_str(), holder, vec![i])),
+        }
+    }
+    let batch = async {
+        if in_batch.is_empty() {
+            return Vec::new();
+        }
+        let holds = in_batch.iter().map(|&i| (chunk[i].1.as_str(), &chunk[i].2));
+        let request = request::renew_batch(lease_ms, holds);
+        let replies = engine.nodes.broadcast(&request, timeout).await;
+        replies
+            .iter()
+            .map(|r| match r {
+                Ok(reply) => reply::decode_renew_batch(reply, in_batch.len()).ok(),
+                Err(e) => {
+                    tracing::debug!(error = %e, "watchdog renewal failed on a node");
+                    None
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let reads = futures::future::join_all(singles.iter().map(|(name, holder, _)| async move {
+        let replies = engine
+            .nodes
+            .broadcast(&holder.extend(name, lease_ms), timeout)
+            .await;
+        replies
+            .into_iter()
+            .map(|r| match r.and_then(|r| reply::decode_extend(&r)) {
+                Ok(outcome) => Some(outcome),
+                Err(e) => {
+                    tracing::debug!(lock = %name, error = %e, "read hold renewal failed on a node");
+                    None
+                }
+            })
+            .collect::<Vec<_>>()
+    }));
+    let (batch, reads) = futures::future::join(batch, reads).await;
+    let mut out = vec![vec![None; engine.nodes.len()]; chunk.len()];
+    for (node, answer) in batch.into_iter().enumerate() {
+        if let Some(answer) = answer {
+            for (k, &i) in in_batch.iter().enumerate() {
+                out[i][node] = Some(answer[k]);
+            }
+        }
+    }
+    for ((_, _, members), per_node) in singles.iter().zip(reads) {
+        for &i in members {
+            out[i].clone_from(&per_node);
+        }
+    }
+    out
 }

@@ -14,6 +14,7 @@
 //! one), so it never confirms less than asked; it may wait for more.
 
 use crate::error::{Error, ErrorKind};
+use crate::protocol::family::scripts as family;
 use crate::protocol::reply::{self, AcquireReply, OwnershipReply, Reply};
 use crate::protocol::request::Request;
 use crate::protocol::scripts;
@@ -34,11 +35,20 @@ pub struct SyncReplicas {
 pub(crate) fn write_to_confirm(request: &Request, reply: &Reply) -> Option<&'static str> {
     let script = request.script;
     let is = |s: &scripts::Script| std::ptr::eq(script, s);
-    if is(&scripts::LEASE_ACQUIRE) || is(&scripts::RLOCK_ACQUIRE) {
+    // The fair and read/write grants answer `{1, fence, holds}` too; their "wait" and
+    // "refused" answers do not decode as a grant.
+    let acquires = [
+        &scripts::LEASE_ACQUIRE,
+        &scripts::RLOCK_ACQUIRE,
+        &family::FAIR_ACQUIRE,
+        &family::RW_READ_ACQUIRE,
+        &family::RW_WRITE_ACQUIRE,
+    ];
+    if acquires.into_iter().any(is) {
         return matches!(reply::decode_acquire(reply), Ok(AcquireReply::Acquired { .. }))
             .then_some("acquire");
     }
-    if is(&scripts::LEASE_EXTEND) || is(&scripts::RLOCK_EXTEND) {
+    if is(&scripts::LEASE_EXTEND) || is(&scripts::RLOCK_EXTEND) || is(&family::RW_READ_EXTEND) {
         return matches!(reply::decode_extend(reply), Ok(OwnershipReply::Done)).then_some("extend");
     }
     if is(&scripts::RENEW_BATCH) {
@@ -95,7 +105,10 @@ mod tests {
             Some("extend")
         );
         assert_eq!(write_to_confirm(&h.extend("n", 100), &Reply::Int(0)), None);
-        assert_eq!(write_to_confirm(&h.release("n", 1, "", 0), &Reply::Int(1)), None);
+        assert_eq!(
+            write_to_confirm(&h.release("n", 1, "", 0, 0), &Reply::Int(1)),
+            None
+        );
         let batch = request::renew_batch(100, [("a", &h), ("b", &h)]);
         assert_eq!(
             write_to_confirm(&batch, &Reply::Array(vec![Reply::Int(0), Reply::Int(1)])),

@@ -142,12 +142,12 @@ mod tests {
         let rlock = Holder::Reentrant { owner: "o:1".into() };
         assert!(handles(&lease.acquire("n", 100, None, "", 0)));
         assert!(!handles(&lease.acquire("n", 100, Some(0), "", 0)));
-        assert!(handles(&lease.release("n", 100, "r", 9000)));
-        assert!(handles(&lease.abort("n", "r")));
+        assert!(handles(&lease.release("n", 100, "r", 9000, 0)));
+        assert!(handles(&lease.abort("n", "r", 0)));
         assert!(handles(&lease.extend("n", 100)));
         assert!(!handles(&rlock.acquire("n", 100, None, "r", 0)));
-        assert!(!handles(&rlock.release("n", 100, "r", 0)));
-        assert!(!handles(&rlock.abort("n", "r")));
+        assert!(!handles(&rlock.release("n", 100, "r", 0, 0)));
+        assert!(!handles(&rlock.abort("n", "r", 0)));
         assert!(handles(&request::renew_batch(100, [("a", &lease)])));
         assert!(!handles(&request::renew_batch(
             100,
@@ -169,13 +169,13 @@ mod tests {
             (&r.keys[0], &r.args[0], &r.args[1]),
             (&"n".to_owned(), &"tok".to_owned(), &"700".to_owned())
         );
-        let r = lease.release("n", 700, "req", 9000);
+        let r = lease.release("n", 700, "req", 9000, 0);
         assert_eq!(r.keys, ["n", "redisson_unlock_latch:{n}:req"]);
         assert_eq!(
             r.args,
             ["tok", request::PUBLISH, "redisson_lock__channel:{n}", "9000"]
         );
-        assert_eq!(lease.abort("n", "req").args[3], "0");
+        assert_eq!(lease.abort("n", "req", 0).args[3], "0");
         assert_eq!(lease.extend("n", 700).args, ["tok", "700"]);
         let r = request::force_unlock("n");
         assert_eq!(r.keys, ["n"]);

@@ -1,6 +1,8 @@
 -- Read-only state of a lock for locked() / owned() / ttl() / hold_count().
 -- KEYS[1] lock key. ARGV[1] 'L' (lease lock) or 'R' (reentrant lock), followed by the token
--- or owner id to check ownership of (nothing: no owner to check).
+-- or owner id to check ownership of (nothing: no owner to check). ARGV[2] (read/write locks
+-- only) 'read' or 'write': a lock held in the other mode reads as absent (Redisson's isLocked
+-- of RedissonReadLock / RedissonWriteLock).
 -- Reply: {exists 0|1, pttl ms (-2 absent, -1 no TTL), owned 0|1, hold count}.
 -- Errors: WRONGTYPE for a key that is no lock of this kind (the checks of the acquires).
 local exists = redis.call('EXISTS', KEYS[1])
@@ -20,6 +22,9 @@ if exists == 1 then
       return conflict('a hash without TTL')
     end
     if id ~= '' and c then owned, count = 1, tonumber(c) end
+    if ARGV[2] and redis.call('HGET', KEYS[1], 'mode') ~= ARGV[2] then
+      return {0, -2, 0, 0}
+    end
   end
 end
 return {exists, pttl, owned, count}

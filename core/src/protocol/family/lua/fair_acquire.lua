@@ -4,7 +4,8 @@
 -- KEYS[5] latch key of this acquire request.
 -- ARGV[1] lease ms, ARGV[2] owner id, ARGV[3] wait ms (the waiter's slot in the deadlines),
 -- ARGV[4] now (caller's wall clock, ms), ARGV[5] '1' = join the queue when busy, '0' = one try,
--- ARGV[6] '1' = fenced, ARGV[7] latch TTL ms.
+-- ARGV[6] '1' = fenced, ARGV[7] latch TTL ms, ARGV[8] (optional) fencing counter TTL ms (absent:
+-- the counter persists, as in Redisson).
 -- Reply: {1, fence, hold count} acquired or re-entered; {0, pttl, position} not acquired:
 -- pttl of the lock (-2 free but another waiter's turn, -1 no TTL), position = 1-based place in
 -- the queue (0 when not queued), or for a waiter that just joined the wait Redisson reports
@@ -41,6 +42,9 @@ local function grant(count)
   local fence = 0
   if ARGV[6] == '1' then
     fence = redis.call('INCR', KEYS[4])
+    if ARGV[8] then
+      redis.call('PEXPIRE', KEYS[4], ARGV[8])
+    end
   end
   redis.call('SET', KEYS[5], fence .. ':' .. count, 'PX', ARGV[7])
   return {1, fence, count}

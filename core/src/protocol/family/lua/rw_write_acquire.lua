@@ -3,7 +3,8 @@
 -- once (Redisson would wait for its own read holds forever).
 -- KEYS[1] lock key, KEYS[2] fencing counter, KEYS[3] latch key of this acquire request.
 -- ARGV[1] lease ms, ARGV[2] write field (owner .. ':write'), ARGV[3] owner id (its read field),
--- ARGV[4] '1' = fenced, ARGV[5] latch TTL ms.
+-- ARGV[4] '1' = fenced, ARGV[5] latch TTL ms, ARGV[6] (optional) fencing counter TTL ms (absent:
+-- the counter persists, as in Redisson).
 -- Reply: {1, fence, hold count} acquired or re-entered; {0, pttl} held by others;
 -- {-1, pttl} refused: this owner holds the read lock (an upgrade would deadlock).
 local lock, writer, lease = KEYS[1], ARGV[2], tonumber(ARGV[1])
@@ -30,6 +31,9 @@ end
 local fence = 0
 if ARGV[4] == '1' then
   fence = redis.call('INCR', KEYS[2])
+  if ARGV[6] then
+    redis.call('PEXPIRE', KEYS[2], ARGV[6])
+  end
 end
 redis.call('SET', KEYS[3], fence .. ':' .. count, 'PX', ARGV[5])
 return {1, fence, count}
