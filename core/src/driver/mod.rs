@@ -13,12 +13,14 @@ mod rollback;
 mod signal;
 pub mod transport;
 mod waker;
+pub(crate) mod waiting;
 mod watchdog;
+pub(crate) mod multi;
 
 pub(crate) use acquire::{acquire, LockSpec};
 pub(crate) use hold::Hold;
 pub(crate) use nodes::Nodes;
-pub(crate) use registry::CLOSED;
+pub(crate) use registry::{OnClose, CLOSED};
 pub(crate) use signal::End;
 pub(crate) use transport::random_unit;
 pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};

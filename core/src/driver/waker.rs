@@ -8,20 +8,28 @@ use futures::future::{select, select_all, Either};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(super) struct Waker {
+pub(crate) struct Waker {
     subs: Vec<Box<dyn Subscription>>,
 }
 
 impl Waker {
     /// Subscribes on every node, each bounded by the network timeout and the remaining wait.
     pub(super) async fn subscribe(engine: &Arc<Engine>, name: &str, remaining: Option<Duration>) -> Waker {
+        Self::subscribe_channel(engine, &keys::lock_channel(name), remaining).await
+    }
+
+    /// Subscribes to `channel` (a semaphore's, a latch's...) on every node, as [`Self::subscribe`].
+    pub(crate) async fn subscribe_channel(
+        engine: &Arc<Engine>,
+        channel: &str,
+        remaining: Option<Duration>,
+    ) -> Waker {
         let limit = remaining.map_or(engine.config.network_timeout, |r| {
             r.min(engine.config.network_timeout)
         });
-        let channel = keys::lock_channel(name);
         let mut subs = Vec::new();
         for (i, t) in engine.nodes.transports().iter().enumerate() {
-            let sub = select(t.subscribe(&channel), engine.runtime.sleep(limit)).await;
+            let sub = select(t.subscribe(channel), engine.runtime.sleep(limit)).await;
             match sub {
                 Either::Left((Ok(Some(s)), _)) => subs.push(s),
                 Either::Left((Ok(None), _)) => {}
@@ -37,11 +45,11 @@ impl Waker {
         Waker { subs }
     }
 
-    pub(super) fn mark_seen(&mut self) {
+    pub(crate) fn mark_seen(&mut self) {
         self.subs.iter_mut().for_each(|s| s.mark_seen());
     }
 
-    pub(super) async fn changed(&mut self) {
+    pub(crate) async fn changed(&mut self) {
         if self.subs.is_empty() {
             return std::future::pending().await;
         }
