@@ -359,6 +359,7 @@ pub unsafe extern "C" fn redlatch_lock_set_lost_callback(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hold::THREAD_OWNER_BASE;
 
     #[test]
     fn constants_match_the_core() {

@@ -119,7 +119,13 @@ pub unsafe extern "C" fn redlatch_multi_lock_new(
         }
         client.origin.check("client")?;
         let quorum = client.inner.as_async().node_count() > 1;
-        finish(client.inner.multi_lock(members)?, opts, quorum, client.origin, out)
+        finish(
+            client.inner.multi_lock(members)?,
+            opts,
+            quorum,
+            client.origin,
+            out,
+        )
     })
 }
 
@@ -155,7 +161,13 @@ pub unsafe extern "C" fn redlatch_multi_lock_new_names(
         }
         client.origin.check("client")?;
         let quorum = client.inner.as_async().node_count() > 1;
-        finish(client.inner.multi_lock_names(checked)?, opts, quorum, client.origin, out)
+        finish(
+            client.inner.multi_lock_names(checked)?,
+            opts,
+            quorum,
+            client.origin,
+            out,
+        )
     })
 }
 
@@ -192,7 +204,9 @@ impl redlatch_multi_lock {
 /// # Safety
 /// `multi_lock` NULL or valid.
 #[no_mangle]
-pub unsafe extern "C" fn redlatch_multi_lock_acquire(multi_lock: *const redlatch_multi_lock) -> redlatch_status {
+pub unsafe extern "C" fn redlatch_multi_lock_acquire(
+    multi_lock: *const redlatch_multi_lock,
+) -> redlatch_status {
     boundary(|| {
         // SAFETY: the caller's contract above.
         let multi = unsafe { arg("multi_lock", multi_lock) }?;
@@ -231,7 +245,9 @@ pub unsafe extern "C" fn redlatch_multi_lock_try_acquire(
 /// # Safety
 /// `multi_lock` NULL or valid.
 #[no_mangle]
-pub unsafe extern "C" fn redlatch_multi_lock_release(multi_lock: *const redlatch_multi_lock) -> redlatch_status {
+pub unsafe extern "C" fn redlatch_multi_lock_release(
+    multi_lock: *const redlatch_multi_lock,
+) -> redlatch_status {
     boundary(|| {
         // SAFETY: the caller's contract above.
         let multi = unsafe { arg("multi_lock", multi_lock) }?;

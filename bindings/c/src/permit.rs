@@ -294,7 +294,9 @@ pub unsafe extern "C" fn redlatch_permit_free(permit: *mut redlatch_permit) {
             park(permit);
             return;
         }
-        let release = move || drop(permit.inner.release_final());
+        // Best effort: no caller is left to tell (a release that fails goes on in the
+        // background when the permit is dropped).
+        let release = move || drop(permit.inner.release());
         if crate::callback::in_callback() {
             std::thread::spawn(release);
         } else {
@@ -302,4 +304,3 @@ pub unsafe extern "C" fn redlatch_permit_free(permit: *mut redlatch_permit) {
         }
     })
 }
-

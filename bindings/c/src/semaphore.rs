@@ -204,7 +204,11 @@ pub unsafe extern "C" fn redlatch_semaphore_held(
         // SAFETY: the caller's contract above.
         let sem = unsafe { arg("semaphore", semaphore) }?;
         let out = Out::new("held", held)?;
-        let value = if sem.origin.is_foreign() { 0 } else { sem.inner.held() };
+        let value = if sem.origin.is_foreign() {
+            0
+        } else {
+            sem.inner.held()
+        };
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe { out.write(value) };
         Ok(())

@@ -135,7 +135,13 @@ pub(crate) unsafe fn new_lock(
         Maker::Reentrant => client.inner.rlock(name),
         Maker::Fair => client.inner.fair_lock(name),
     };
-    let lock = build(base, settings, !matches!(maker, Maker::Lease), name, client.origin);
+    let lock = build(
+        base,
+        settings,
+        !matches!(maker, Maker::Lease),
+        name,
+        client.origin,
+    );
     // SAFETY: checked non-NULL; writable by the caller's contract.
     unsafe { out.write(Box::into_raw(lock)) };
     Ok(())

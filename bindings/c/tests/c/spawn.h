@@ -23,7 +23,7 @@ typedef struct {
 } child;
 
 /* Starts `/proc/self/exe role args...` (NULL-terminated). pid is -1 on failure. */
-static child spawn(const char *role, ...) {
+static inline child spawn(const char *role, ...) {
     child c;
     memset(&c, 0, sizeof c);
     c.pid = -1;
@@ -77,7 +77,7 @@ static child spawn(const char *role, ...) {
 
 /* Reads one line from the child into buf (without the newline), waiting at most `ms`.
    Returns 0 on success, -1 on timeout or end of file. */
-static int child_line(child *c, char *buf, size_t cap, uint64_t ms) {
+static inline int child_line(child *c, char *buf, size_t cap, uint64_t ms) {
     uint64_t until = now_ms() + ms;
     for (;;) {
         char *nl = memchr(c->buf, '\n', c->len);
@@ -102,7 +102,7 @@ static int child_line(child *c, char *buf, size_t cap, uint64_t ms) {
 
 /* Waits for the child to exit, at most `ms` (then kills it). Returns its exit status (0..255),
    or -1 when it was killed or did not exit in time. Closes the pipes. */
-static int child_wait(child *c, uint64_t ms) {
+static inline int child_wait(child *c, uint64_t ms) {
     if (c->to) fclose(c->to);
     c->to = NULL;
     int status = 0;
@@ -121,16 +121,16 @@ static int child_wait(child *c, uint64_t ms) {
 }
 
 /* Kills the child (SIGKILL: no clean-up of any kind runs) and reaps it. */
-static void child_kill(child *c) {
+static inline void child_kill(child *c) {
     kill(c->pid, SIGKILL);
     (void)child_wait(c, 5000);
 }
 
 /* LLEN of `key`, or -1. */
-static long long redis_llen(const char *url, const char *key) { return redis_int(url, "LLEN", key); }
+static inline long long redis_llen(const char *url, const char *key) { return redis_int(url, "LLEN", key); }
 
 /* Polls `LLEN key` until it is at least `want`, at most `ms`. Returns the last length seen. */
-static long long wait_llen(const char *url, const char *key, long long want, uint64_t ms) {
+static inline long long wait_llen(const char *url, const char *key, long long want, uint64_t ms) {
     uint64_t until = now_ms() + ms;
     long long n = redis_llen(url, key);
     while (n < want && now_ms() < until) {
@@ -141,14 +141,14 @@ static long long wait_llen(const char *url, const char *key, long long want, uin
 }
 
 /* Wall-clock microseconds: comparable between processes on one machine. */
-static uint64_t wall_us(void) {
+static inline uint64_t wall_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* Connects to URL or exits the child with status 2. */
-static redlatch_client *child_client(const char *url, uint64_t watchdog_ms) {
+static inline redlatch_client *child_client(const char *url, uint64_t watchdog_ms) {
     redlatch_client_options o = {0};
     o.watchdog_timeout_ms = watchdog_ms;
     redlatch_client *client = NULL;
