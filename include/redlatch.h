@@ -562,7 +562,8 @@ enum redlatch_status redlatch_lock_set_lost_callback(const struct redlatch_lock 
 
 // Makes a multi-lock of `count` lock handles of `client` (any kinds: lease, reentrant, fair,
 // read or write locks). Reentrant kinds act for the owner each handle has when this is called
-// (its `owner_id`, else the calling thread). `opts` may be NULL; only `lease_ms` (each member's
+// (its `owner_id`, else the calling thread). The multi-lock's holds are its own: the member
+// handles do not see them (release the set with `redlatch_multi_lock_release`). `opts` may be NULL; only `lease_ms` (each member's
 // lease; 0 = watchdog) and `wait_ms` (how long `redlatch_multi_lock_acquire` may block) are
 // read, the other fields must be their defaults. On success `*out` receives a new handle,
 // owned by the caller and freed with `redlatch_multi_lock_free`.
@@ -602,6 +603,16 @@ enum redlatch_status redlatch_multi_lock_new_names(const struct redlatch_client 
 // # Safety
 // `multi_lock` NULL or valid.
 enum redlatch_status redlatch_multi_lock_acquire(const struct redlatch_multi_lock *multi_lock);
+
+// Acquires every member like `redlatch_multi_lock_acquire`, blocking up to `wait_ms` instead of
+// the multi-lock's wait (0 = one try, `REDLATCH_WAIT_FOREVER` = until acquired). Errors as
+// `redlatch_multi_lock_acquire`, plus `REDLATCH_INVALID_ARGUMENT` for a wait above
+// `REDLATCH_MAX_DURATION_MS`.
+//
+// # Safety
+// `multi_lock` NULL or valid.
+enum redlatch_status redlatch_multi_lock_acquire_for(const struct redlatch_multi_lock *multi_lock,
+                                                     uint64_t wait_ms);
 
 // One attempt, no waiting: `*acquired` receives true when every member was taken (else none
 // is held). Errors as `redlatch_multi_lock_acquire` (never `REDLATCH_NOT_ACQUIRED`).
@@ -669,6 +680,18 @@ enum redlatch_status redlatch_permit_semaphore_try_set_permits(const struct redl
 enum redlatch_status redlatch_permit_semaphore_acquire(const struct redlatch_permit_semaphore *permit_semaphore,
                                                        uint64_t lease_ms,
                                                        struct redlatch_permit **out);
+
+// Takes one permit like `redlatch_permit_semaphore_acquire`, blocking up to `wait_ms` instead
+// of the handle's wait (0 = one try, `REDLATCH_WAIT_FOREVER` = until one is free). Errors as
+// `redlatch_permit_semaphore_acquire`, plus `REDLATCH_INVALID_ARGUMENT` for a wait above
+// `REDLATCH_MAX_DURATION_MS`.
+//
+// # Safety
+// `permit_semaphore` NULL or valid; `out` NULL or writable.
+enum redlatch_status redlatch_permit_semaphore_acquire_for(const struct redlatch_permit_semaphore *permit_semaphore,
+                                                           uint64_t lease_ms,
+                                                           uint64_t wait_ms,
+                                                           struct redlatch_permit **out);
 
 // One attempt to take a permit, no waiting: `*out` receives the permit, or NULL when none is
 // available. `lease_ms` and errors as `redlatch_permit_semaphore_acquire` (never
@@ -822,6 +845,17 @@ enum redlatch_status redlatch_semaphore_try_set_permits(const struct redlatch_se
 // `semaphore` NULL or valid.
 enum redlatch_status redlatch_semaphore_acquire(const struct redlatch_semaphore *semaphore,
                                                 uint64_t n);
+
+// Takes `n` permits like `redlatch_semaphore_acquire`, blocking up to `wait_ms` instead of the
+// handle's wait: 0 = one try (`REDLATCH_NOT_ACQUIRED` when too few are free),
+// `REDLATCH_WAIT_FOREVER` = until they are. Errors as `redlatch_semaphore_acquire`, plus
+// `REDLATCH_INVALID_ARGUMENT` for a wait above `REDLATCH_MAX_DURATION_MS`.
+//
+// # Safety
+// `semaphore` NULL or valid.
+enum redlatch_status redlatch_semaphore_acquire_for(const struct redlatch_semaphore *semaphore,
+                                                    uint64_t n,
+                                                    uint64_t wait_ms);
 
 // One attempt to take `n` permits, no waiting: `*acquired` receives true when they were taken.
 // Errors as `redlatch_semaphore_acquire` (never `REDLATCH_NOT_ACQUIRED`).

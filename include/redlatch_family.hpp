@@ -113,6 +113,21 @@ class Semaphore {
         detail::check(redlatch_semaphore_try_acquire(handle_.get(), n, &acquired));
         return acquired;
     }
+    /// Waits up to `d` for `n` permits: true when taken, false when the time ran out.
+    template <class Rep, class Period>
+    bool try_acquire_for(const std::chrono::duration<Rep, Period> &d, std::uint64_t n = 1) {
+        redlatch_status st = redlatch_semaphore_acquire_for(handle_.get(), n, detail::millis(d));
+        if (st == REDLATCH_NOT_ACQUIRED) {
+            return false;
+        }
+        detail::check(st);
+        return true;
+    }
+    /// Waits until `t` for `n` permits: true when taken, false when the time ran out.
+    template <class Clock, class Duration>
+    bool try_acquire_until(const std::chrono::time_point<Clock, Duration> &t, std::uint64_t n = 1) {
+        return try_acquire_for(t - Clock::now(), n);
+    }
     /// Gives back `n` of the permits this object acquired (NOT_OWNED beyond that).
     void release(std::uint64_t n = 1) { detail::check(redlatch_semaphore_release(handle_.get(), n)); }
     /// Permits available in Redis now.
@@ -211,6 +226,17 @@ class PermitSemaphore {
     std::optional<Permit> try_acquire(const std::chrono::duration<Rep, Period> &lease) {
         return try_acquire_ms(positive(lease));
     }
+    /// Waits up to `wait` for a permit (renewed by the watchdog; pass `lease` for a fixed
+    /// one): the permit, or empty when the time ran out.
+    template <class Rep, class Period>
+    std::optional<Permit> try_acquire_for(const std::chrono::duration<Rep, Period> &wait) {
+        return acquire_for_ms(0, detail::millis(wait));
+    }
+    template <class Rep, class Period, class Rep2, class Period2>
+    std::optional<Permit> try_acquire_for(const std::chrono::duration<Rep, Period> &wait,
+                                          const std::chrono::duration<Rep2, Period2> &lease) {
+        return acquire_for_ms(positive(lease), detail::millis(wait));
+    }
     /// Releases a permit by id (e.g. from another process). Throws NOT_OWNED for an unknown or
     /// expired id, INVALID_ARGUMENT for one that is not 32 hex digits.
     void release(const std::string &id) {
@@ -240,6 +266,15 @@ class PermitSemaphore {
     Permit acquire_ms(std::uint64_t lease_ms) {
         redlatch_permit *p = nullptr;
         detail::check(redlatch_permit_semaphore_acquire(handle_.get(), lease_ms, &p));
+        return Permit(p, state_);
+    }
+    std::optional<Permit> acquire_for_ms(std::uint64_t lease_ms, std::uint64_t wait_ms) {
+        redlatch_permit *p = nullptr;
+        redlatch_status st = redlatch_permit_semaphore_acquire_for(handle_.get(), lease_ms, wait_ms, &p);
+        if (st == REDLATCH_NOT_ACQUIRED) {
+            return std::nullopt;
+        }
+        detail::check(st);
         return Permit(p, state_);
     }
     std::optional<Permit> try_acquire_ms(std::uint64_t lease_ms) {
@@ -303,7 +338,7 @@ class CountDownLatch {
         handle_;
 };
 
-/// Several locks taken as one (Redisson's RedissonMultiLock): Lockable. lock() takes every
+/// Several locks taken as one (Redisson's RedissonMultiLock): TimedLockable. lock() takes every
 /// member or none (waiting up to the wait; throws NOT_ACQUIRED after it), in one sorted order;
 /// unlock() releases them all (errors ignored; release() reports them). One hold at a time.
 class MultiLock {
@@ -313,6 +348,20 @@ class MultiLock {
         bool acquired = false;
         detail::check(redlatch_multi_lock_try_acquire(handle_.get(), &acquired));
         return acquired;
+    }
+    /// Waits up to `d`: true when every member was taken, false when the time ran out.
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
+        redlatch_status st = redlatch_multi_lock_acquire_for(handle_.get(), detail::millis(d));
+        if (st == REDLATCH_NOT_ACQUIRED) {
+            return false;
+        }
+        detail::check(st);
+        return true;
+    }
+    template <class Clock, class Duration>
+    bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t) {
+        return try_lock_for(t - Clock::now());
     }
     void unlock() noexcept { (void)redlatch_multi_lock_release(handle_.get()); }
     void release() { detail::check(redlatch_multi_lock_release(handle_.get())); }

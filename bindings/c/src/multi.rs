@@ -13,10 +13,11 @@ use redlatch::blocking::{self, MultiGuard};
 use redlatch::{Error, Reason, Result};
 use std::ffi::c_char;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::client::redlatch_client;
 use crate::error::redlatch_status;
-use crate::ffi::{arg, opt_arg, str_arg, Out};
+use crate::ffi::{arg, opt_arg, str_arg, wait_millis, Out};
 use crate::fork::{park, Origin};
 use crate::lock::{redlatch_lock, redlatch_lock_options};
 use crate::panic::{boundary, boundary_void};
@@ -83,7 +84,8 @@ fn finish(
 
 /// Makes a multi-lock of `count` lock handles of `client` (any kinds: lease, reentrant, fair,
 /// read or write locks). Reentrant kinds act for the owner each handle has when this is called
-/// (its `owner_id`, else the calling thread). `opts` may be NULL; only `lease_ms` (each member's
+/// (its `owner_id`, else the calling thread). The multi-lock's holds are its own: the member
+/// handles do not see them (release the set with `redlatch_multi_lock_release`). `opts` may be NULL; only `lease_ms` (each member's
 /// lease; 0 = watchdog) and `wait_ms` (how long `redlatch_multi_lock_acquire` may block) are
 /// read, the other fields must be their defaults. On success `*out` receives a new handle,
 /// owned by the caller and freed with `redlatch_multi_lock_free`.
@@ -171,9 +173,16 @@ pub unsafe extern "C" fn redlatch_multi_lock_new_names(
     })
 }
 
+/// How an acquire of the multi-lock waits.
+enum How {
+    Configured,
+    Wait(Option<Duration>),
+    Try,
+}
+
 impl redlatch_multi_lock {
-    /// Acquires with `try_once` (one attempt) or up to the configured wait.
-    fn acquire(&self, try_once: bool) -> Result<bool> {
+    /// Acquires as `how` says; `false` when one attempt found a member busy.
+    fn acquire(&self, how: How) -> Result<bool> {
         self.origin.check("multi-lock")?;
         let _one_at_a_time = locked(&self.acquiring);
         if locked(&self.held).is_some() {
@@ -181,13 +190,13 @@ impl redlatch_multi_lock {
                 "this multi-lock is already held through this handle (it is not reentrant)",
             ));
         }
-        let guard = if try_once {
-            match self.inner.try_acquire()? {
+        let guard = match how {
+            How::Configured => self.inner.acquire()?,
+            How::Wait(wait) => self.inner.acquire_with_wait(wait)?,
+            How::Try => match self.inner.try_acquire()? {
                 Some(g) => g,
                 None => return Ok(false),
-            }
-        } else {
-            self.inner.acquire()?
+            },
         };
         *locked(&self.held) = Some(guard);
         Ok(true)
@@ -210,7 +219,27 @@ pub unsafe extern "C" fn redlatch_multi_lock_acquire(
     boundary(|| {
         // SAFETY: the caller's contract above.
         let multi = unsafe { arg("multi_lock", multi_lock) }?;
-        multi.acquire(false).map(drop)
+        multi.acquire(How::Configured).map(drop)
+    })
+}
+
+/// Acquires every member like `redlatch_multi_lock_acquire`, blocking up to `wait_ms` instead of
+/// the multi-lock's wait (0 = one try, `REDLATCH_WAIT_FOREVER` = until acquired). Errors as
+/// `redlatch_multi_lock_acquire`, plus `REDLATCH_INVALID_ARGUMENT` for a wait above
+/// `REDLATCH_MAX_DURATION_MS`.
+///
+/// # Safety
+/// `multi_lock` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_multi_lock_acquire_for(
+    multi_lock: *const redlatch_multi_lock,
+    wait_ms: u64,
+) -> redlatch_status {
+    boundary(|| {
+        // SAFETY: the caller's contract above.
+        let multi = unsafe { arg("multi_lock", multi_lock) }?;
+        let wait = wait_millis(wait_ms)?;
+        multi.acquire(How::Wait(wait)).map(drop)
     })
 }
 
@@ -228,7 +257,7 @@ pub unsafe extern "C" fn redlatch_multi_lock_try_acquire(
         // SAFETY: the caller's contract above.
         let multi = unsafe { arg("multi_lock", multi_lock) }?;
         let acquired = Out::new("acquired", acquired)?;
-        let got = multi.acquire(true)?;
+        let got = multi.acquire(How::Try)?;
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe { acquired.write(got) };
         Ok(())

@@ -152,6 +152,32 @@ pub unsafe extern "C" fn redlatch_permit_semaphore_acquire(
     })
 }
 
+/// Takes one permit like `redlatch_permit_semaphore_acquire`, blocking up to `wait_ms` instead
+/// of the handle's wait (0 = one try, `REDLATCH_WAIT_FOREVER` = until one is free). Errors as
+/// `redlatch_permit_semaphore_acquire`, plus `REDLATCH_INVALID_ARGUMENT` for a wait above
+/// `REDLATCH_MAX_DURATION_MS`.
+///
+/// # Safety
+/// `permit_semaphore` NULL or valid; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_permit_semaphore_acquire_for(
+    permit_semaphore: *const redlatch_permit_semaphore,
+    lease_ms: u64,
+    wait_ms: u64,
+    out: *mut *mut redlatch_permit,
+) -> redlatch_status {
+    boundary(|| {
+        // SAFETY: the caller's contract above.
+        let sem = unsafe { handle(permit_semaphore) }?;
+        let out = Out::new("out", out)?;
+        let wait = wait_millis(wait_ms)?;
+        let permit = sem.inner.acquire_with_wait(lease(lease_ms)?, wait)?;
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { out.write(boxed(permit, sem.origin)) };
+        Ok(())
+    })
+}
+
 /// One attempt to take a permit, no waiting: `*out` receives the permit, or NULL when none is
 /// available. `lease_ms` and errors as `redlatch_permit_semaphore_acquire` (never
 /// `REDLATCH_NOT_ACQUIRED`).

@@ -128,6 +128,27 @@ pub unsafe extern "C" fn redlatch_semaphore_acquire(
     })
 }
 
+/// Takes `n` permits like `redlatch_semaphore_acquire`, blocking up to `wait_ms` instead of the
+/// handle's wait: 0 = one try (`REDLATCH_NOT_ACQUIRED` when too few are free),
+/// `REDLATCH_WAIT_FOREVER` = until they are. Errors as `redlatch_semaphore_acquire`, plus
+/// `REDLATCH_INVALID_ARGUMENT` for a wait above `REDLATCH_MAX_DURATION_MS`.
+///
+/// # Safety
+/// `semaphore` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_semaphore_acquire_for(
+    semaphore: *const redlatch_semaphore,
+    n: u64,
+    wait_ms: u64,
+) -> redlatch_status {
+    boundary(|| {
+        // SAFETY: the caller's contract above.
+        let sem = unsafe { handle(semaphore) }?;
+        let wait = wait_millis(wait_ms)?;
+        sem.inner.acquire_with_wait(n, wait)
+    })
+}
+
 /// One attempt to take `n` permits, no waiting: `*acquired` receives true when they were taken.
 /// Errors as `redlatch_semaphore_acquire` (never `REDLATCH_NOT_ACQUIRED`).
 ///

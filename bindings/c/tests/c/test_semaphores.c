@@ -178,6 +178,11 @@ static void test_semaphore_counts_what_the_handle_holds(void) {
     CHECK_OK(redlatch_semaphore_try_acquire(other, 1, &got));
     CHECK(!got, "a third permit of two");
     CHECK_STATUS(redlatch_semaphore_acquire(other, 1), REDLATCH_NOT_ACQUIRED);
+    uint64_t t0 = now_ms();
+    CHECK_STATUS(redlatch_semaphore_acquire_for(other, 1, 300), REDLATCH_NOT_ACQUIRED);
+    uint64_t took = now_ms() - t0;
+    CHECK(took >= 290 && took < 2000 * (uint64_t)slow_factor(), "a 300 ms wait took %llu ms",
+          (unsigned long long)took);
     CHECK_STATUS(redlatch_semaphore_release(other, 1), REDLATCH_NOT_OWNED);
     CHECK(redlatch_last_error_reason() == REDLATCH_REASON_NEVER_HELD, "reason");
     CHECK_STATUS(redlatch_semaphore_release(sem, 3), REDLATCH_NOT_OWNED);
@@ -212,6 +217,8 @@ static void test_no_permit_leaked_after_holders_are_killed(void) {
     redlatch_permit *p = NULL;
     CHECK_OK(redlatch_permit_semaphore_try_acquire(sem, 0, &p));
     CHECK(p == NULL, "a third permit of two");
+    CHECK_STATUS(redlatch_permit_semaphore_acquire_for(sem, 0, 200, &p), REDLATCH_NOT_ACQUIRED);
+    CHECK(p == NULL, "out written on failure");
     for (int i = 0; i < 2; i++) child_kill(&kids[i]);
     /* Their permits had no fixed lease: they come back one watchdog timeout (1000 ms) after
        the last renewal. */
@@ -326,6 +333,7 @@ static void test_multi_lock_of_handles_is_all_or_nothing(void) {
     CHECK_OK(redlatch_multi_lock_new(client, members, 2, &mo, &multi));
     CHECK_OK(redlatch_lock_acquire(busy));
     CHECK_STATUS(redlatch_multi_lock_acquire(multi), REDLATCH_NOT_ACQUIRED);
+    CHECK_STATUS(redlatch_multi_lock_acquire_for(multi, 0), REDLATCH_NOT_ACQUIRED);
     bool flag = true;
     CHECK_OK(redlatch_lock_is_locked(a, &flag));
     CHECK(!flag, "a part of a failed multi-lock is still held");
@@ -405,6 +413,9 @@ static void test_bad_input_is_refused(void) {
     INVALID(redlatch_count_down_latch_wait(latch, 0, NULL));
     INVALID(redlatch_count_down_latch_count_down(NULL));
     INVALID(redlatch_multi_lock_acquire(NULL));
+    INVALID(redlatch_multi_lock_acquire_for(NULL, 0));
+    INVALID(redlatch_semaphore_acquire_for(sem, 1, REDLATCH_MAX_DURATION_MS + 1));
+    INVALID(redlatch_permit_semaphore_acquire_for(ps, 0, REDLATCH_MAX_DURATION_MS + 1, &permit));
     CHECK(redis_int(URL, "EXISTS", "cs:bad") == 0, "bad input reached Redis");
     /* An unknown but well-formed id: NOT_OWNED, and the id is not echoed. */
     CHECK_STATUS(redlatch_permit_semaphore_release(ps, "0123456789abcdef0123456789abcdef"), REDLATCH_NOT_OWNED);

@@ -138,6 +138,8 @@ void test_semaphore_guard_and_permits() {
         CHECK(sem.available() == 0);
         CHECK(!other.try_acquire());
         EXPECT_ERROR(REDLATCH_NOT_ACQUIRED, other.acquire());
+        CHECK(!other.try_acquire_for(200ms));
+        CHECK(!other.try_acquire_until(Clock::now() + 100ms, 2));
         EXPECT_ERROR(REDLATCH_NOT_OWNED, other.release());
     }
     CHECK(sem.held() == 0);
@@ -154,6 +156,7 @@ void test_permit_semaphore_permits_move_and_release() {
     held.push_back(sem.acquire());
     CHECK(held[0].id().size() == 32 && held[0].id() != held[1].id());
     CHECK(!sem.try_acquire().has_value());
+    CHECK(!sem.try_acquire_for(100ms).has_value());
     CHECK(sem.available() == 0);
     redlatch::Permit moved = std::move(held[0]);
     held.clear();  // the second permit's destructor releases it
@@ -200,9 +203,10 @@ void test_multi_lock_guard() {
         std::lock_guard<redlatch::MultiLock> held(both);
         CHECK(a.locked() && b.locked());
         CHECK(!by_name.try_lock());
+        CHECK(!by_name.try_lock_for(100ms));
     }
     CHECK(!a.locked() && !b.locked());
-    CHECK(by_name.try_lock());
+    CHECK(by_name.try_lock_until(Clock::now() + 1s));
     by_name.unlock();
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, client.multi_lock(std::vector<std::string>{}));
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, client.multi_lock(std::vector<std::string>{"x", "x"}));
