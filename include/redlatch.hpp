@@ -24,9 +24,10 @@
 //   belongs to the calling thread (or to LockOptions::owner_id). on_lost() itself must not race
 //   with other on_lost() calls or the destructor.
 // - Durations are rounded up to whole milliseconds; negative waits mean one try.
-// - The rest of Redisson's family (redlatch_family.hpp, included here): FairLock (Lockable),
-//   RwLock (read(): SharedLockable for std::shared_lock; write(): Lockable), Semaphore with
-//   SemaphoreGuard, PermitSemaphore with its movable Permit, CountDownLatch, MultiLock.
+// - The rest of Redisson's family (redlatch_family.hpp and redlatch_semaphores.hpp, included
+//   here): FairLock (Lockable), RwLock (read(): SharedLockable for std::shared_lock; write():
+//   Lockable), MultiLock, Semaphore with SemaphoreGuard, PermitSemaphore with its movable
+//   Permit, CountDownLatch.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #ifndef REDLATCH_HPP
 #define REDLATCH_HPP

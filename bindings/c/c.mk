@@ -97,7 +97,7 @@ define c_install_to
 	test -n "$(C_VERSION)" || { echo "cannot read the version from $(C_HEADER)" >&2; exit 1; }
 	install -d $(1)/include $(1)/lib/pkgconfig $(1)/lib/cmake/redlatch
 	install -m 644 $(C_ROOT)/include/redlatch.h $(C_ROOT)/include/redlatch.hpp \
-		$(C_ROOT)/include/redlatch_family.hpp $(1)/include/
+		$(C_ROOT)/include/redlatch_family.hpp $(C_ROOT)/include/redlatch_semaphores.hpp $(1)/include/
 	install -m 755 $(3)/libredlatch_ffi.so $(1)/lib/libredlatch.so.$(C_VERSION)
 	ln -sf libredlatch.so.$(C_VERSION) $(1)/lib/libredlatch.so.$(C_ABI)
 	ln -sf libredlatch.so.$(C_ABI) $(1)/lib/libredlatch.so
