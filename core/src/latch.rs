@@ -28,7 +28,9 @@ pub struct CountDownLatch {
 
 impl std::fmt::Debug for CountDownLatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CountDownLatch").field("name", &self.name).finish()
+        f.debug_struct("CountDownLatch")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -77,10 +79,13 @@ impl CountDownLatch {
     pub async fn count_down(&self) -> Result<()> {
         self.check()?;
         let engine = &self.engine;
-        let request = latch::count_down_once(&self.name, PUBLISH, &token::new_token()?, engine.latch_ttl_ms());
+        let request =
+            latch::count_down_once(&self.name, PUBLISH, &token::new_token()?, engine.latch_ttl_ms());
         match latch::decode_count_down(&waiting::call(engine, &request).await?)? {
             CountDownReply::Left(left) => tracing::debug!(latch = %self.name, left, "counted down"),
-            CountDownReply::NotSet => tracing::debug!(latch = %self.name, "count down of a latch that is not set"),
+            CountDownReply::NotSet => {
+                tracing::debug!(latch = %self.name, "count down of a latch that is not set")
+            }
         }
         Ok(())
     }
@@ -124,7 +129,10 @@ impl CountDownLatch {
         let mut waiter = Waiter::new(engine, family_keys::latch_channel(&self.name), timeout);
         loop {
             let started = waiter.attempt_starts();
-            match waiting::call(engine, &request).await.and_then(|r| latch::decode_count(&r)) {
+            match waiting::call(engine, &request)
+                .await
+                .and_then(|r| latch::decode_count(&r))
+            {
                 Ok(count) if count <= 0 => return Ok(true),
                 Ok(_) => {
                     if !waiter.not_yet(None).await {

@@ -268,7 +268,11 @@ impl MultiGuard {
             return Err(Error::connection(CLOSED));
         }
         if !self.guards.iter().any(Guard::is_held) && !self.is_lost() {
-            return Err(Error::not_owned(false, Reason::NeverHeld, "multi-lock was already released"));
+            return Err(Error::not_owned(
+                false,
+                Reason::NeverHeld,
+                "multi-lock was already released",
+            ));
         }
         let results = join_all(
             self.guards

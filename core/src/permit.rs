@@ -219,7 +219,9 @@ async fn renew(state: Weak<PermitState>) {
         let now = engine.runtime.wall_clock_ms();
         let expiry = permits::expiry(now, Some(timeout.as_millis() as u64));
         let outcome = match permits::extend(&strong.name, &strong.id, expiry, now, PUBLISH) {
-            Ok(request) => waiting::call(&engine, &request).await.and_then(|r| permits::decode_extend(&r)),
+            Ok(request) => waiting::call(&engine, &request)
+                .await
+                .and_then(|r| permits::decode_extend(&r)),
             Err(e) => Err(e),
         };
         match outcome {
@@ -250,7 +252,11 @@ impl Drop for UndoOnDrop {
         if !self.armed {
             return;
         }
-        let (engine, name, id) = (self.engine.clone(), std::mem::take(&mut self.name), std::mem::take(&mut self.id));
+        let (engine, name, id) = (
+            self.engine.clone(),
+            std::mem::take(&mut self.name),
+            std::mem::take(&mut self.id),
+        );
         self.engine.runtime.spawn(Box::pin(async move {
             match release_id(&engine, &name, &id).await {
                 Ok(()) => tracing::debug!(semaphore = %name, "gave back the permit of an abandoned acquire"),

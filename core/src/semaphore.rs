@@ -233,8 +233,17 @@ impl Semaphore {
             ));
         }
         let engine = &self.engine;
-        let request = semaphore::release_once(&self.name, permits, PUBLISH, &token::new_token()?, engine.latch_ttl_ms())?;
-        match waiting::call(engine, &request).await.and_then(|r| semaphore::decode_release(&r)) {
+        let request = semaphore::release_once(
+            &self.name,
+            permits,
+            PUBLISH,
+            &token::new_token()?,
+            engine.latch_ttl_ms(),
+        )?;
+        match waiting::call(engine, &request)
+            .await
+            .and_then(|r| semaphore::decode_release(&r))
+        {
             Ok(_) => Ok(()),
             Err(e) => {
                 self.held.fetch_add(permits, Ordering::AcqRel);

@@ -24,14 +24,29 @@ async fn waiters_on_several_clients_all_wake() {
     }
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert!(waiters.iter().all(|w| !w.is_finished()), "closed until zero");
-    clients[1].count_down_latch("latch:go").count_down().await.unwrap();
-    clients[2].count_down_latch("latch:go").count_down().await.unwrap();
+    clients[1]
+        .count_down_latch("latch:go")
+        .count_down()
+        .await
+        .unwrap();
+    clients[2]
+        .count_down_latch("latch:go")
+        .count_down()
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(waiters.iter().all(|w| !w.is_finished()), "one count left");
     assert_eq!(latch.count().await.unwrap(), 1);
-    clients[3].count_down_latch("latch:go").count_down().await.unwrap();
+    clients[3]
+        .count_down_latch("latch:go")
+        .count_down()
+        .await
+        .unwrap();
     for w in waiters {
-        assert!(tokio::time::timeout(Duration::from_secs(5), w).await.unwrap().unwrap());
+        assert!(tokio::time::timeout(Duration::from_secs(5), w)
+            .await
+            .unwrap()
+            .unwrap());
     }
     assert_eq!(latch.count().await.unwrap(), 0);
     let mut conn = raw(&s).await;
@@ -48,7 +63,10 @@ async fn wait_times_out_and_an_unset_latch_is_open() {
     latch.count_down().await.unwrap();
     let mut conn = raw(&s).await;
     let keys = keys_but_latches(&mut conn).await;
-    assert!(keys.is_empty(), "count_down of an unset latch creates nothing: {keys:?}");
+    assert!(
+        keys.is_empty(),
+        "count_down of an unset latch creates nothing: {keys:?}"
+    );
     latch.try_set_count(1).await.unwrap();
     let started = Instant::now();
     assert!(!latch.wait(Some(Duration::from_millis(200))).await.unwrap());
@@ -63,7 +81,10 @@ async fn bad_input_is_refused_with_redis_untouched() {
     let c = client(&s).await;
     for err in [
         c.count_down_latch("l").try_set_count(0).await.unwrap_err(),
-        c.count_down_latch("l").try_set_count(i32::MAX as u64 + 1).await.unwrap_err(),
+        c.count_down_latch("l")
+            .try_set_count(i32::MAX as u64 + 1)
+            .await
+            .unwrap_err(),
         c.count_down_latch("").count_down().await.unwrap_err(),
         c.count_down_latch("").wait(None).await.unwrap_err(),
     ] {
@@ -90,6 +111,10 @@ async fn close_stops_a_wait() {
     let waiting = tokio::spawn(async move { l.wait(None).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
     c.close().await;
-    let err = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap_err();
+    let err = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
 }

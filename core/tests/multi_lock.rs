@@ -11,7 +11,12 @@ use std::time::{Duration, Instant};
 
 /// `tasks` tasks, half locking `{a, b}` and half `{b, a}`, each section a non-atomic
 /// read-modify-write of both counters; returns the two counters.
-async fn opposite_orders(make: impl Fn(usize, bool) -> MultiLock, counters: &RedisServer, tasks: usize, sections: usize) -> (i64, i64) {
+async fn opposite_orders(
+    make: impl Fn(usize, bool) -> MultiLock,
+    counters: &RedisServer,
+    tasks: usize,
+    sections: usize,
+) -> (i64, i64) {
     let mut handles = Vec::new();
     for t in 0..tasks {
         let multi = make(t, t % 2 == 0);
@@ -30,7 +35,10 @@ async fn opposite_orders(make: impl Fn(usize, bool) -> MultiLock, counters: &Red
     }
     // A deadlock would hang here: bounded generously.
     for h in handles {
-        tokio::time::timeout(Duration::from_secs(60), h).await.expect("no deadlock").unwrap();
+        tokio::time::timeout(Duration::from_secs(60), h)
+            .await
+            .expect("no deadlock")
+            .unwrap();
     }
     let mut conn = raw(counters).await;
     let a: i64 = cmd(&mut conn, &["GET", "count:a"]).await;
@@ -54,7 +62,12 @@ async fn opposite_orders_one_script_counters_are_exact() {
         clients.push(client(&s).await);
     }
     let (a, b) = opposite_orders(
-        |t, fwd| clients[t % 3].multi_lock_names(names(fwd)).unwrap().lease(Duration::from_secs(10)),
+        |t, fwd| {
+            clients[t % 3]
+                .multi_lock_names(names(fwd))
+                .unwrap()
+                .lease(Duration::from_secs(10))
+        },
         &s,
         6,
         60,
@@ -76,7 +89,13 @@ async fn opposite_orders_in_order_counters_are_exact() {
         |t, fwd| {
             let c = &clients[t % 3];
             let [x, y] = names(fwd);
-            let member = |n: &str| if n == "ml:a" { c.lock(n).fenced() } else { c.rlock(n) };
+            let member = |n: &str| {
+                if n == "ml:a" {
+                    c.lock(n).fenced()
+                } else {
+                    c.rlock(n)
+                }
+            };
             c.multi_lock(vec![member(x), member(y)]).unwrap()
         },
         &s,
@@ -103,7 +122,12 @@ async fn opposite_orders_on_a_quorum_counters_are_exact() {
         );
     }
     let (a, b) = opposite_orders(
-        |t, fwd| clients[t % 2].multi_lock_names(names(fwd)).unwrap().lease(Duration::from_secs(10)),
+        |t, fwd| {
+            clients[t % 2]
+                .multi_lock_names(names(fwd))
+                .unwrap()
+                .lease(Duration::from_secs(10))
+        },
         &counters,
         4,
         40,
@@ -121,7 +145,12 @@ async fn a_busy_member_leaves_nothing_taken() {
     let s = server();
     let (c, other) = (client(&s).await, client(&s).await);
     let mut conn = raw(&s).await;
-    let held = other.lock("mb:b").lease(Duration::from_secs(10)).acquire().await.unwrap();
+    let held = other
+        .lock("mb:b")
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
     // One script.
     let multi = c.multi_lock_names(["mb:c", "mb:b", "mb:a"]).unwrap();
     assert_eq!(multi.names(), ["mb:a", "mb:b", "mb:c"], "sorted");
@@ -142,12 +171,20 @@ async fn a_busy_member_leaves_nothing_taken() {
     let waiting = tokio::spawn(async move { m.acquire().await });
     tokio::time::sleep(Duration::from_millis(100)).await;
     held.release().await.unwrap();
-    let guard = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(guard.names(), ["mb:a", "mb:b", "mb:c"]);
     assert!(guard.guards()[0].fencing_token().is_some());
     guard.release().await.unwrap();
     let err = guard.release().await.unwrap_err();
-    assert_eq!((err.kind(), err.reason()), (ErrorKind::NotOwned, Some(Reason::NeverHeld)), "{err}");
+    assert_eq!(
+        (err.kind(), err.reason()),
+        (ErrorKind::NotOwned, Some(Reason::NeverHeld)),
+        "{err}"
+    );
     let mut keys = keys_but_latches(&mut conn).await;
     keys.retain(|k| !k.starts_with("redisson_lock_token:"));
     assert!(keys.is_empty(), "{keys:?}");
@@ -166,7 +203,11 @@ async fn reentrant_members_and_watchdog_renewal() {
     let outer = r.acquire().await.unwrap();
     let multi = c.multi_lock(vec![r.clone(), c.lock("mr:l")]).unwrap();
     let guard = multi.acquire().await.unwrap();
-    assert_eq!(r.hold_count().await.unwrap(), 2, "the multi-lock re-entered the owner's hold");
+    assert_eq!(
+        r.hold_count().await.unwrap(),
+        2,
+        "the multi-lock re-entered the owner's hold"
+    );
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     assert!(!guard.is_lost(), "renewed by the watchdog");
     let pttl: i64 = cmd(&mut conn, &["PTTL", "mr:l"]).await;
@@ -232,9 +273,63 @@ async fn bad_input_is_refused() {
 async fn close_releases_multi_guards() {
     let s = server();
     let c = client(&s).await;
-    let guard = c.multi_lock_names(["mx:a", "mx:b"]).unwrap().acquire().await.unwrap();
+    let guard = c
+        .multi_lock_names(["mx:a", "mx:b"])
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
     c.close().await;
     let mut conn = raw(&s).await;
     assert!(keys_but_latches(&mut conn).await.is_empty());
     assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::Connection);
+}
+
+#[tokio::test]
+async fn any_mix_of_lock_kinds() {
+    let s = server();
+    let (c, other) = (client(&s).await, client(&s).await);
+    let rw = c.rw_lock("mk:rw");
+    let multi = c
+        .multi_lock(vec![
+            c.fair_lock("mk:fair"),
+            rw.write(),
+            c.rlock("mk:r"),
+            c.lock("mk:l"),
+        ])
+        .unwrap();
+    let guard = multi.acquire().await.unwrap();
+    assert_eq!(guard.names(), ["mk:fair", "mk:l", "mk:r", "mk:rw"]);
+    assert!(other.fair_lock("mk:fair").try_acquire().await.unwrap().is_none());
+    assert!(other
+        .rw_lock("mk:rw")
+        .read()
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(other.rlock("mk:r").try_acquire().await.unwrap().is_none());
+    assert!(other.lock("mk:l").try_acquire().await.unwrap().is_none());
+    // The same set from the other client, in another order, waits for the whole set.
+    let theirs = other
+        .multi_lock(vec![
+            other.lock("mk:l"),
+            other.rw_lock("mk:rw").write(),
+            other.fair_lock("mk:fair"),
+            other.rlock("mk:r"),
+        ])
+        .unwrap()
+        .wait(Duration::from_secs(10));
+    let waiting = tokio::spawn(async move { theirs.acquire().await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(!waiting.is_finished());
+    guard.release().await.unwrap();
+    let g = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    g.release().await.unwrap();
+    let mut conn = raw(&s).await;
+    assert!(keys_but_latches(&mut conn).await.is_empty());
 }

@@ -22,8 +22,15 @@ async fn at_most_permits_holders_at_any_moment() {
     for _ in 0..4 {
         clients.push(client(&s).await);
     }
-    assert!(clients[0].semaphore("sem:pool").try_set_permits(PERMITS).await.unwrap());
-    assert!(!clients[0].semaphore("sem:pool").try_set_permits(9).await.unwrap(), "set once");
+    assert!(clients[0]
+        .semaphore("sem:pool")
+        .try_set_permits(PERMITS)
+        .await
+        .unwrap());
+    assert!(
+        !clients[0].semaphore("sem:pool").try_set_permits(9).await.unwrap(),
+        "set once"
+    );
     let inside = Arc::new(AtomicI64::new(0));
     let most = Arc::new(AtomicI64::new(0));
     let mut tasks = Vec::new();
@@ -46,9 +53,15 @@ async fn at_most_permits_holders_at_any_moment() {
         t.await.unwrap();
     }
     let most = most.load(Ordering::SeqCst);
-    assert!(most <= PERMITS as i64, "{most} holders at once with {PERMITS} permits");
+    assert!(
+        most <= PERMITS as i64,
+        "{most} holders at once with {PERMITS} permits"
+    );
     assert!(most >= 2, "the permits were shared ({most} at most at once)");
-    assert_eq!(clients[0].semaphore("sem:pool").available().await.unwrap(), PERMITS);
+    assert_eq!(
+        clients[0].semaphore("sem:pool").available().await.unwrap(),
+        PERMITS
+    );
 }
 
 #[tokio::test]
@@ -67,7 +80,10 @@ async fn a_release_wakes_a_waiter_on_another_client() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waiting.is_finished(), "waits while no permit is free");
     sem.release(1).await.unwrap();
-    let (waited, held) = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap();
+    let (waited, held) = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(held, 1);
     assert!(waited >= Duration::from_millis(200), "{waited:?}");
     assert_eq!(sem.available().await.unwrap(), 0);
@@ -116,7 +132,11 @@ async fn a_cancelled_acquire_leaves_no_permit_taken() {
     let mut conn = raw(&s).await;
     let deadline = Instant::now() + Duration::from_secs(5);
     while get(&mut conn, "sem:cancel").await.as_deref() != Some("1") {
-        assert!(Instant::now() < deadline, "permits leaked: {:?} in Redis", get(&mut conn, "sem:cancel").await);
+        assert!(
+            Instant::now() < deadline,
+            "permits leaked: {:?} in Redis",
+            get(&mut conn, "sem:cancel").await
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(sem.available().await.unwrap(), 1);
@@ -141,14 +161,21 @@ async fn bad_input_is_refused_with_redis_untouched() {
         c.permit_semaphore("").try_set_permits(1).await.unwrap_err(),
         c.permit_semaphore("p").try_set_permits(0).await.unwrap_err(),
         c.permit_semaphore("p").release("not-an-id").await.unwrap_err(),
-        c.permit_semaphore("p").acquire(Some(Duration::ZERO)).await.unwrap_err(),
+        c.permit_semaphore("p")
+            .acquire(Some(Duration::ZERO))
+            .await
+            .unwrap_err(),
     ] {
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
         assert!(!err.message().contains("not-an-id"), "ids are not echoed: {err}");
     }
     // Releasing more than this handle holds: NotOwned, nothing sent.
     let err = sem.release(1).await.unwrap_err();
-    assert_eq!((err.kind(), err.reason()), (ErrorKind::NotOwned, Some(Reason::NeverHeld)), "{err}");
+    assert_eq!(
+        (err.kind(), err.reason()),
+        (ErrorKind::NotOwned, Some(Reason::NeverHeld)),
+        "{err}"
+    );
     sem.acquire(1).await.unwrap();
     let err = sem.release(2).await.unwrap_err();
     assert_eq!(err.reason(), Some(Reason::NeverHeld), "{err}");
@@ -171,7 +198,10 @@ async fn quorum_clients_are_refused() {
         q.count_down_latch("l").count_down().await.unwrap_err(),
     ] {
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
-        assert!(err.message().contains("single-node, Cluster or Sentinel"), "{err}");
+        assert!(
+            err.message().contains("single-node, Cluster or Sentinel"),
+            "{err}"
+        );
     }
 }
 
@@ -185,7 +215,10 @@ async fn permits_have_redisson_ids_and_are_released_by_id() {
     let p2 = ps.acquire(None).await.unwrap();
     for p in [&p1, &p2] {
         assert_eq!(p.id().len(), 32);
-        assert!(p.id().bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(p
+            .id()
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     }
     assert!(!format!("{p1:?}").contains(p1.id()), "Debug hides the id");
     assert!(p2.is_renewed() && !p1.is_renewed());
@@ -194,8 +227,16 @@ async fn permits_have_redisson_ids_and_are_released_by_id() {
     // Another client releases p1 by its id; p1's own release then finds nothing.
     b.permit_semaphore("ps:ids").release(p1.id()).await.unwrap();
     let err = p1.release().await.unwrap_err();
-    assert_eq!((err.kind(), err.reason()), (ErrorKind::NotOwned, Some(Reason::NeverHeld)), "{err}");
-    let err = b.permit_semaphore("ps:ids").release(&"0".repeat(32)).await.unwrap_err();
+    assert_eq!(
+        (err.kind(), err.reason()),
+        (ErrorKind::NotOwned, Some(Reason::NeverHeld)),
+        "{err}"
+    );
+    let err = b
+        .permit_semaphore("ps:ids")
+        .release(&"0".repeat(32))
+        .await
+        .unwrap_err();
     assert_eq!(err.reason(), Some(Reason::NeverHeld), "{err}");
     p2.release().await.unwrap();
     let err = p2.release().await.unwrap_err();
@@ -275,7 +316,11 @@ async fn a_dead_holders_permits_come_back() {
     let started = Instant::now();
     let mut taken = Vec::new();
     for _ in 0..3 {
-        taken.push(ps.acquire_with_wait(None, Some(Duration::from_secs(5))).await.unwrap());
+        taken.push(
+            ps.acquire_with_wait(None, Some(Duration::from_secs(5)))
+                .await
+                .unwrap(),
+        );
     }
     assert!(started.elapsed() < Duration::from_secs(5));
     for p in taken {
@@ -295,9 +340,17 @@ async fn close_releases_permits_and_stops_waits() {
     let waiting = tokio::spawn(async move { sem.acquire(1).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
     c.close().await;
-    let err = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap_err();
+    let err = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
     assert_eq!(permit.release().await.unwrap_err().kind(), ErrorKind::Connection);
     let other = client(&s).await;
-    assert_eq!(other.permit_semaphore("ps:close").available().await.unwrap(), 1, "released by close");
+    assert_eq!(
+        other.permit_semaphore("ps:close").available().await.unwrap(),
+        1,
+        "released by close"
+    );
 }

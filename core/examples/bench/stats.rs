@@ -151,3 +151,18 @@ pub fn print_row(name: &str, s: &Stats) {
         s.cpu_us()
     );
 }
+
+/// Appends a ratio target for `bench/summary.py` (`row.p50_us / reference.p50_us <= max`) to
+/// the file named by `REDLATCH_BENCH_ROWS`, if set.
+pub fn export_target(what: &str, row: &str, reference: &str, max: f64) -> Res<()> {
+    let Some(path) = std::env::var_os("REDLATCH_BENCH_ROWS").filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    writeln!(
+        file,
+        "{{\"target\": \"{what}\", \"row\": \"{row}\", \"ref\": \"{reference}\", \"metric\": \"p50_us\", \"max\": {max}}}"
+    )?;
+    Ok(())
+}

@@ -111,7 +111,10 @@ impl Semaphore {
     /// As [`crate::Semaphore::acquire`].
     pub fn acquire_with_wait(&self, permits: u64, wait: Option<Duration>) -> Result<()> {
         let s = self.inner.clone();
-        run(&self.runtime, async move { s.acquire_with_wait(permits, wait).await })
+        run(
+            &self.runtime,
+            async move { s.acquire_with_wait(permits, wait).await },
+        )
     }
 
     /// See [`crate::Semaphore::try_acquire`].
@@ -208,7 +211,10 @@ impl PermitSemaphore {
     /// As [`crate::PermitSemaphore::acquire`].
     pub fn acquire_with_wait(&self, lease: Option<Duration>, wait: Option<Duration>) -> Result<Permit> {
         let s = self.inner.clone();
-        let permit = run(&self.runtime, async move { s.acquire_with_wait(lease, wait).await })?;
+        let permit = run(
+            &self.runtime,
+            async move { s.acquire_with_wait(lease, wait).await },
+        )?;
         Ok(self.permit(permit))
     }
 

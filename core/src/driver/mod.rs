@@ -6,16 +6,16 @@
 
 mod acquire;
 mod hold;
+pub(crate) mod multi;
 mod nodes;
 pub(crate) mod owner;
 mod registry;
 mod rollback;
 mod signal;
 pub mod transport;
-mod waker;
 pub(crate) mod waiting;
+mod waker;
 mod watchdog;
-pub(crate) mod multi;
 
 pub(crate) use acquire::{acquire, LockSpec};
 pub(crate) use hold::Hold;

@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::family::multi::{self, AcquireReply, Member};
 use crate::protocol::quorum::{self, Tally};
 use crate::protocol::request::{Holder, PUBLISH};
-use crate::protocol::{timing, token};
+use crate::protocol::{keys, timing, token};
 use futures::future::select;
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,7 +85,9 @@ struct UndoOnDrop<'a> {
 impl Drop for UndoOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(attempt) = self.attempt.take() {
-            tracing::debug!("multi-lock acquire ended with an attempt in flight; undoing it in the background");
+            tracing::debug!(
+                "multi-lock acquire ended with an attempt in flight; undoing it in the background"
+            );
             undo_in_background(self.engine, &attempt, (0..self.engine.nodes.len()).collect());
         }
     }
@@ -103,7 +105,11 @@ enum Outcome {
 /// # Errors
 /// `NotAcquired` when the wait runs out; `Connection`, `Redis` or `Quorum` when errors persist;
 /// permanent errors (a member holding application data, a refused permission) at once.
-pub(crate) async fn acquire(engine: &Arc<Engine>, specs: &[LockSpec], wait: Option<Duration>) -> Result<Vec<Hold>> {
+pub(crate) async fn acquire(
+    engine: &Arc<Engine>,
+    specs: &[LockSpec],
+    wait: Option<Duration>,
+) -> Result<Vec<Hold>> {
     let rt = &engine.runtime;
     let deadline = wait.map(|w| rt.now() + w);
     // A reentrant member's acquire counts as in flight for its owner (see `owner.rs`).
@@ -145,19 +151,28 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, specs: &[LockSpec], wait: Opti
                 }
                 if waker.as_ref().is_none_or(|(i, _)| *i != index) {
                     tracing::debug!(lock = %name, pttl, "multi-lock member busy; subscribing and waiting");
-                    waker = Some((index, Waker::subscribe(engine, name, remaining).await));
+                    waker = Some((
+                        index,
+                        Waker::subscribe(engine, &keys::lock_channel(name), remaining).await,
+                    ));
                     continue;
                 }
                 timing::busy_retry_delay(pttl, engine.config.poll_interval, remaining, random_unit())
             }
             Outcome::Failed(error) => {
                 let since = *error_since.get_or_insert(started);
-                if error.kind().is_permanent() || out_of_time || now - since >= engine.config.network_timeout {
+                if error.kind().is_permanent() || out_of_time || now - since >= engine.config.network_timeout
+                {
                     return Err(error);
                 }
                 tracing::debug!(error = %error, "multi-lock attempt failed; retrying");
                 failures += 1;
-                let backoff = timing::backoff(failures, engine.config.retry_base, engine.config.retry_cap, random_unit());
+                let backoff = timing::backoff(
+                    failures,
+                    engine.config.retry_base,
+                    engine.config.retry_cap,
+                    random_unit(),
+                );
                 remaining.map_or(backoff, |r| backoff.min(r))
             }
         };
@@ -194,9 +209,13 @@ async fn attempt(
     let started = engine.now();
     let replies = engine
         .nodes
-        .broadcast_until(&request, engine.node_timeout(lease), &[], engine.majority(), |r| {
-            matches!(multi::decode_acquire(r), Ok(AcquireReply::Acquired))
-        })
+        .broadcast_until(
+            &request,
+            engine.node_timeout(lease),
+            &[],
+            engine.majority(),
+            |r| matches!(multi::decode_acquire(r), Ok(AcquireReply::Acquired)),
+        )
         .await;
     let elapsed = engine.now() - started;
     let (mut granted, mut touched, mut busy) = (0, Vec::new(), None::<(usize, i64)>);
@@ -217,7 +236,10 @@ async fn attempt(
             Ok(AcquireReply::Busy { index, pttl }) => {
                 refused += 1;
                 busy = Some(busy.map_or((index, pttl), |(b, p)| (b, p.min(pttl))));
-                reasons.push(Err(format!("member {:?} held by another owner", specs[index].name)));
+                reasons.push(Err(format!(
+                    "member {:?} held by another owner",
+                    specs[index].name
+                )));
             }
             Err(e) => {
                 touched.push(i);
@@ -241,14 +263,23 @@ async fn attempt(
             .zip(attempted.members)
             .zip(in_flight)
             .map(|((spec, member), flight)| {
-                let holder = member.holder.expect("members of a one-script attempt have holders");
+                let holder = member
+                    .holder
+                    .expect("members of a one-script attempt have holders");
                 let grant = Grant {
                     lease,
                     fence: 0,
                     deadline: started + validity,
                     holds: 1,
                 };
-                new_hold(engine, spec, &holder, grant, flight.as_ref().map(InFlight::ticket)).0
+                new_hold(
+                    engine,
+                    spec,
+                    &holder,
+                    grant,
+                    flight.as_ref().map(InFlight::ticket),
+                )
+                .0
             })
             .collect();
         tracing::debug!(members = specs.len(), "multi-lock acquired");
@@ -266,7 +297,10 @@ async fn attempt(
         _ => Outcome::Failed(
             Error::new(
                 ErrorKind::Quorum,
-                format!("multi-lock: {granted} of {n} nodes granted; a majority is {}", quorum::majority(n)),
+                format!(
+                    "multi-lock: {granted} of {n} nodes granted; a majority is {}",
+                    quorum::majority(n)
+                ),
             )
             .with_nodes(engine.nodes.outcomes(reasons)),
         ),

@@ -81,10 +81,7 @@ impl Registry {
 
     /// Stops tracking item `id`.
     pub(crate) fn untrack_other(&self, id: u64) {
-        self.others
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        self.others.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     }
 
     /// After [`close`](Self::close): the other items still alive, to end.

@@ -36,10 +36,7 @@ pub(crate) fn single_node(engine: &Engine) -> Result<()> {
 /// One request to the (single) node, bounded by the network timeout (retried once after a
 /// connection error, inside that bound: see `nodes.rs`).
 pub(crate) async fn call(engine: &Engine, request: &Request) -> Result<Reply> {
-    engine
-        .nodes
-        .call(0, request, engine.config.network_timeout)
-        .await
+    engine.nodes.call(0, request, engine.config.network_timeout).await
 }
 
 /// The state of one wait: its deadline, its subscription and the errors seen.
@@ -90,11 +87,16 @@ impl Waiter {
         }
         let Some(waker) = self.waker.as_mut() else {
             tracing::debug!(channel = %self.channel, "not yet; subscribing and waiting");
-            self.waker = Some(Waker::subscribe_channel(&self.engine, &self.channel, remaining).await);
+            self.waker = Some(Waker::subscribe(&self.engine, &self.channel, remaining).await);
             return true;
         };
         let hint_ms = hint.map_or(-1, |h| h.as_millis().min(i64::MAX as u128) as i64);
-        let delay = timing::busy_retry_delay(hint_ms, self.engine.config.poll_interval, remaining, random_unit());
+        let delay = timing::busy_retry_delay(
+            hint_ms,
+            self.engine.config.poll_interval,
+            remaining,
+            random_unit(),
+        );
         let _ = select(self.engine.runtime.sleep(delay), Box::pin(waker.changed())).await;
         true
     }

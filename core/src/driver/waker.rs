@@ -1,29 +1,21 @@
-//! Wake-ups for one waiter: a subscription to the lock's unlock channel on every node that
-//! supports pub/sub (see `acquire.rs` for how the acquire loop uses them).
+//! Wake-ups for one waiter: a subscription to its holder's channel (the lock's unlock channel,
+//! a fair waiter's own, the read/write lock's) on every node that supports pub/sub (see
+//! `acquire.rs` for how the acquire loop uses them).
 
 use super::transport::Subscription;
 use super::Engine;
-use crate::protocol::keys;
 use futures::future::{select, select_all, Either};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) struct Waker {
+pub(super) struct Waker {
     subs: Vec<Box<dyn Subscription>>,
 }
 
 impl Waker {
-    /// Subscribes on every node, each bounded by the network timeout and the remaining wait.
-    pub(super) async fn subscribe(engine: &Arc<Engine>, name: &str, remaining: Option<Duration>) -> Waker {
-        Self::subscribe_channel(engine, &keys::lock_channel(name), remaining).await
-    }
-
-    /// Subscribes to `channel` (a semaphore's, a latch's...) on every node, as [`Self::subscribe`].
-    pub(crate) async fn subscribe_channel(
-        engine: &Arc<Engine>,
-        channel: &str,
-        remaining: Option<Duration>,
-    ) -> Waker {
+    /// Subscribes to `channel` (the holder's: `Holder::channel`) on every node, each bounded
+    /// by the network timeout and the remaining wait.
+    pub(crate) async fn subscribe(engine: &Arc<Engine>, channel: &str, remaining: Option<Duration>) -> Waker {
         let limit = remaining.map_or(engine.config.network_timeout, |r| {
             r.min(engine.config.network_timeout)
         });
@@ -45,11 +37,11 @@ impl Waker {
         Waker { subs }
     }
 
-    pub(crate) fn mark_seen(&mut self) {
+    pub(super) fn mark_seen(&mut self) {
         self.subs.iter_mut().for_each(|s| s.mark_seen());
     }
 
-    pub(crate) async fn changed(&mut self) {
+    pub(super) async fn changed(&mut self) {
         if self.subs.is_empty() {
             return std::future::pending().await;
         }

@@ -32,7 +32,8 @@ pub fn acquire(name: &str, permits: u64) -> Result<Request> {
 /// `InvalidArgument` for 0 or more than `i32::MAX` permits.
 pub fn acquire_once(name: &str, permits: u64, request_id: &str, latch_ttl_ms: u64) -> Result<Request> {
     let mut r = acquire(name, permits)?;
-    r.keys.push(crate::protocol::keys::acquire_latch(name, request_id));
+    r.keys
+        .push(crate::protocol::keys::acquire_latch(name, request_id));
     r.args.push(latch_ttl_ms.to_string());
     Ok(r)
 }
