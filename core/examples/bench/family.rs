@@ -1,4 +1,4 @@
-//! Section 5: the rest of the lock family, uncontended, against the lock each one is compared
+//! Section 6: the rest of the lock family, uncontended, against the lock each one is compared
 //! with: a semaphore's `acquire(1)` + `release(1)` against an `rlock` acquire + release
 //! (target: p50 within 1.15x), and a two-name multi-lock whose names share a hash slot (one
 //! script) against one lease lock (target: p50 within 1.3x). Rows run interleaved, as in
@@ -30,7 +30,7 @@ pub async fn run(plan: Plan, single: &str, targets: &mut Targets) -> Res<()> {
     ];
     let stats = tokio::spawn(async move { measure(&mut ops, plan).await.map(|s| (ops, s)) }).await??;
     let (ops, stats) = stats;
-    println!("\n== 5. Semaphore and multi-lock, uncontended (one spawned task, sequential, interleaved)");
+    println!("\n== 6. Semaphore and multi-lock, uncontended (one spawned task, sequential, interleaved)");
     print_header("variant", "");
     for ((name, _), s) in ops.iter().zip(&stats) {
         print_row(name, s);

@@ -21,14 +21,12 @@
 //! 4. watchdog scale: 10 000 locks held in watchdog mode; CPU of this process over the holding
 //!    window (% of one core), RSS, and a `redis-cli` check that every key is still alive;
 //! 5. fair and read locks: uncontended acquire + release of `fair_lock` and `rw_lock().read()`
-//!    interleaved with `rlock`, and the fair lock's contended hand-off with FIFO order checked
-//!    (`kinds`); the semaphore against `rlock` and a two-name multi-lock (one slot) against one
-//!    lock (`family`).
+//!    interleaved with `rlock`, and the fair lock's contended hand-off with FIFO order checked;
+//! 6. the semaphore against `rlock` and a two-name multi-lock (one slot) against one lock.
 //!
 //! Layout: `stats` (plan, samples, percentiles, the interleaved driver, table rows, targets),
 //! `procfs` (CPU time, RSS, threads, `INFO commandstats`), one module per section
-//! (`uncontended` for 1, 2 and 2b, `handoff` for 3, `watchdog` for 4, `kinds` and `family`
-//! for 5), and here the argument
+//! (`uncontended` for 1, 2 and 2b, `handoff` for 3, `watchdog` for 4, `kinds` for 5, `family` for 6), and here the argument
 //! parsing, the run order and the summary.
 
 mod family;
