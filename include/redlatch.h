@@ -61,6 +61,10 @@ typedef enum redlatch_status {
     // The lock's name collides with application data: a key of a type no lock of this kind
     // uses, or a string (lease lock) / hash (reentrant lock) without TTL that is no lock.
     REDLATCH_KEY_CONFLICT = 11,
+    // A write acquire of a read/write lock by an owner that holds a read hold of it: refused
+    // at once, nothing changed in Redis (Redisson would wait forever). Release the read holds
+    // first.
+    REDLATCH_WOULD_DEADLOCK = 12,
 } redlatch_status;
 
 // Why a hold is not (or no longer) this owner's: the reason of the last `REDLATCH_NOT_OWNED`
@@ -83,8 +87,26 @@ typedef enum redlatch_reason {
 // A connected client (opaque). Thread-safe; see `redlatch_client_new`.
 typedef struct redlatch_client redlatch_client;
 
+// A count-down latch handle (opaque). Thread-safe except for its free.
+typedef struct redlatch_count_down_latch redlatch_count_down_latch;
+
 // A lock handle (opaque). Thread-safe except for `redlatch_lock_free`.
 typedef struct redlatch_lock redlatch_lock;
+
+// A multi-lock handle (opaque). Thread-safe except for `redlatch_multi_lock_free`.
+typedef struct redlatch_multi_lock redlatch_multi_lock;
+
+// One acquired permit (opaque): its id and its hold. Thread-safe except for its free.
+typedef struct redlatch_permit redlatch_permit;
+
+// A permit-expirable semaphore handle (opaque). Thread-safe except for its free.
+typedef struct redlatch_permit_semaphore redlatch_permit_semaphore;
+
+// A read/write lock handle (opaque). Thread-safe except for `redlatch_rw_lock_free`.
+typedef struct redlatch_rw_lock redlatch_rw_lock;
+
+// A semaphore handle (opaque). Thread-safe except for `redlatch_semaphore_free`.
+typedef struct redlatch_semaphore redlatch_semaphore;
 
 // `void (*)(void *user_data, const char *kind, const char *message)`: called once per node
 // and condition with a deployment warning. `kind` is stable for matching (`"eviction"`);
@@ -277,8 +299,8 @@ const char *redlatch_last_error(void);
 
 // The stable name of a status, the same in every redlatch language: `"Ok"`, `"NotAcquired"`,
 // `"NotOwned"`, `"LockLost"`, `"Quorum"`, `"Connection"`, `"InvalidArgument"`, `"Redis"`,
-// `"Panic"`, `"NoPermission"`, `"OutOfMemory"`, `"KeyConflict"`; `"Unknown"` for any other
-// value.
+// `"Panic"`, `"NoPermission"`, `"OutOfMemory"`, `"KeyConflict"`, `"WouldDeadlock"`;
+// `"Unknown"` for any other value.
 //
 // Takes an `int` so that any value is safe to pass. The string is static. Never NULL.
 const char *redlatch_status_name(int status);
@@ -369,6 +391,68 @@ enum redlatch_status redlatch_lock_ttl(const struct redlatch_lock *lock,
 // `lock` NULL or valid; `count` NULL or writable.
 enum redlatch_status redlatch_lock_hold_count(const struct redlatch_lock *lock, uint64_t *count);
 
+// Makes a count-down latch on key `name` (a string key holding the count; waiters listen on
+// `redisson_countdownlatch__channel__{name}`, Redisson 4.7's layout). Sends nothing to Redis.
+// On success `*out` receives a new handle, owned by the caller and freed with
+// `redlatch_count_down_latch_free`.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL argument, non-UTF-8, empty or over 4096-byte name,
+// a client from a parent process).
+//
+// # Safety
+// `client` NULL or valid; `name` NULL or a NUL-terminated string; `out` NULL or writable.
+enum redlatch_status redlatch_count_down_latch_new(const struct redlatch_client *client,
+                                                   const char *name,
+                                                   struct redlatch_count_down_latch **out);
+
+// Sets the count to `count` when no latch is set (Redisson's `trySetCount`): `*set` receives
+// true when it was set, false when a count already existed (left unchanged).
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL; `count` 0 or above 2^31 - 1; nothing is sent);
+// `REDLATCH_CONNECTION`, `REDLATCH_REDIS`, `REDLATCH_KEY_CONFLICT`.
+//
+// # Safety
+// `latch` NULL or valid; `set` NULL or writable.
+enum redlatch_status redlatch_count_down_latch_try_set_count(const struct redlatch_count_down_latch *latch,
+                                                             uint64_t count,
+                                                             bool *set);
+
+// Counts down by one; at zero the latch opens (its key is deleted) and every waiter wakes. A
+// count-down of a latch that is not set changes nothing (Redisson's `countDown`).
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`,
+// `REDLATCH_KEY_CONFLICT`.
+//
+// # Safety
+// `latch` NULL or valid.
+enum redlatch_status redlatch_count_down_latch_count_down(const struct redlatch_count_down_latch *latch);
+
+// `*count` receives the current count (0 when the latch is open or was never set).
+//
+// # Safety
+// `latch` NULL or valid; `count` NULL or writable.
+enum redlatch_status redlatch_count_down_latch_count(const struct redlatch_count_down_latch *latch,
+                                                     uint64_t *count);
+
+// Waits until the count reaches zero, at most `timeout_ms` (0 = look once,
+// `REDLATCH_WAIT_FOREVER` = no limit): `*reached` receives true when the latch is open (count
+// zero, or never set), false when the timeout ran out first.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL; `timeout_ms` above `REDLATCH_MAX_DURATION_MS`);
+// `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
+//
+// # Safety
+// `latch` NULL or valid; `reached` NULL or writable.
+enum redlatch_status redlatch_count_down_latch_wait(const struct redlatch_count_down_latch *latch,
+                                                    uint64_t timeout_ms,
+                                                    bool *reached);
+
+// Frees a count-down latch handle (the latch in Redis stays). NULL is a no-op.
+//
+// # Safety
+// `latch` must be NULL or a handle from `redlatch_count_down_latch_new` not yet freed.
+void redlatch_count_down_latch_free(struct redlatch_count_down_latch *latch);
+
 // The default lock options: watchdog lease, wait forever, not fenced, thread owner.
 struct redlatch_lock_options redlatch_lock_options_default(void);
 
@@ -403,13 +487,33 @@ enum redlatch_status redlatch_rlock_new(const struct redlatch_client *client,
                                         const struct redlatch_lock_options *opts,
                                         struct redlatch_lock **out);
 
+// Makes a fair lock on key `name`, Redisson's RFairLock: reentrant per owner like
+// `redlatch_rlock_new`, and waiters are granted the lock strictly in the order they queued
+// (first come, first served), across processes and languages, using Redisson 4.7's queue list
+// `redisson_lock_queue:{name}` and timeout set `redisson_lock_timeout:{name}`
+// (docs/family-protocol.md). A waiter whose wait runs out leaves the queue at once; a waiter
+// that dies stays queued until its slot passes, so it stalls those behind it for at most its
+// wait (`wait_ms`; 300000 ms, Redisson's `fairLockWaitTimeout`, when it waits forever).
+// `redlatch_lock_try_acquire` never queues (Redisson's `tryLock()`).
+//
+// Arguments and errors as `redlatch_lock_new`; acquiring on a quorum client fails with
+// `REDLATCH_INVALID_ARGUMENT` (fair and read/write locks need a single-node, Cluster or
+// Sentinel client).
+//
+// # Safety
+// As `redlatch_lock_new`.
+enum redlatch_status redlatch_fair_lock_new(const struct redlatch_client *client,
+                                            const char *name,
+                                            const struct redlatch_lock_options *opts,
+                                            struct redlatch_lock **out);
+
 // Frees a lock handle, first releasing every hold still made through it (best effort,
 // blocking up to a network timeout) and unregistering the lost callback: when it returns, the
 // callback is not running and will not run again. NULL is a no-op. Call it once, after every
 // other call on the handle has returned.
 //
 // # Safety
-// `lock` must be NULL or a handle from `redlatch_lock_new`/`redlatch_rlock_new` not yet freed.
+// `lock` must be NULL or a handle from a `redlatch_lock*` constructor, not yet freed.
 void redlatch_lock_free(struct redlatch_lock *lock);
 
 // Acquires the lock, blocking up to the lock's `wait_ms` (forever by default).
@@ -455,6 +559,346 @@ enum redlatch_status redlatch_lock_try_acquire(const struct redlatch_lock *lock,
 enum redlatch_status redlatch_lock_set_lost_callback(const struct redlatch_lock *lock,
                                                      redlatch_lost_callback callback,
                                                      void *user_data);
+
+// Makes a multi-lock of `count` lock handles of `client` (any kinds: lease, reentrant, fair,
+// read or write locks). Reentrant kinds act for the owner each handle has when this is called
+// (its `owner_id`, else the calling thread). The multi-lock's holds are its own: the member
+// handles do not see them (release the set with `redlatch_multi_lock_release`). `opts` may be NULL; only `lease_ms` (each member's
+// lease; 0 = watchdog) and `wait_ms` (how long `redlatch_multi_lock_acquire` may block) are
+// read, the other fields must be their defaults. On success `*out` receives a new handle,
+// owned by the caller and freed with `redlatch_multi_lock_free`.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL array or element, `count` 0, two locks of one name,
+// locks of another client, a bad option, a handle from a parent process).
+//
+// # Safety
+// `client` NULL or valid; `locks` NULL or `count` pointers, each NULL or a valid lock handle;
+// `opts` NULL or valid; `out` NULL or writable.
+enum redlatch_status redlatch_multi_lock_new(const struct redlatch_client *client,
+                                             const struct redlatch_lock *const *locks,
+                                             size_t count,
+                                             const struct redlatch_lock_options *opts,
+                                             struct redlatch_multi_lock **out);
+
+// Makes a multi-lock of `count` lease locks by name (`names`: NUL-terminated strings).
+// `opts` and errors as `redlatch_multi_lock_new` (plus NULL, non-UTF-8, empty or over
+// 4096-byte names).
+//
+// # Safety
+// `client` NULL or valid; `names` NULL or `count` pointers, each NULL or a NUL-terminated
+// string; `opts` NULL or valid; `out` NULL or writable.
+enum redlatch_status redlatch_multi_lock_new_names(const struct redlatch_client *client,
+                                                   const char *const *names,
+                                                   size_t count,
+                                                   const struct redlatch_lock_options *opts,
+                                                   struct redlatch_multi_lock **out);
+
+// Acquires every member, blocking up to the multi-lock's `wait_ms` (forever by default): all
+// or nothing.
+//
+// Errors: `REDLATCH_NOT_ACQUIRED` (the wait ran out; nothing is held); `REDLATCH_INVALID_ARGUMENT`
+// (NULL; already held through this handle); `REDLATCH_WOULD_DEADLOCK` (a write member whose
+// owner holds its read lock); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
+//
+// # Safety
+// `multi_lock` NULL or valid.
+enum redlatch_status redlatch_multi_lock_acquire(const struct redlatch_multi_lock *multi_lock);
+
+// Acquires every member like `redlatch_multi_lock_acquire`, blocking up to `wait_ms` instead of
+// the multi-lock's wait (0 = one try, `REDLATCH_WAIT_FOREVER` = until acquired). Errors as
+// `redlatch_multi_lock_acquire`, plus `REDLATCH_INVALID_ARGUMENT` for a wait above
+// `REDLATCH_MAX_DURATION_MS`.
+//
+// # Safety
+// `multi_lock` NULL or valid.
+enum redlatch_status redlatch_multi_lock_acquire_for(const struct redlatch_multi_lock *multi_lock,
+                                                     uint64_t wait_ms);
+
+// One attempt, no waiting: `*acquired` receives true when every member was taken (else none
+// is held). Errors as `redlatch_multi_lock_acquire` (never `REDLATCH_NOT_ACQUIRED`).
+//
+// # Safety
+// `multi_lock` NULL or valid; `acquired` NULL or writable.
+enum redlatch_status redlatch_multi_lock_try_acquire(const struct redlatch_multi_lock *multi_lock,
+                                                     bool *acquired);
+
+// Releases every member of the hold. The handle forgets the hold whatever the outcome (a
+// member whose release failed expires with its lease).
+//
+// Errors: `REDLATCH_NOT_OWNED` (reason `NEVER_HELD`: not held through this handle; or a member
+// was found expired, taken or deleted: the others were released); `REDLATCH_CONNECTION`,
+// `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
+//
+// # Safety
+// `multi_lock` NULL or valid.
+enum redlatch_status redlatch_multi_lock_release(const struct redlatch_multi_lock *multi_lock);
+
+// Frees a multi-lock handle, first releasing the hold when it is held (best effort, blocking
+// up to a network timeout). NULL is a no-op. Call it once, after every other call on it has
+// returned.
+//
+// # Safety
+// `multi_lock` must be NULL or a handle from `redlatch_multi_lock_new*` not yet freed.
+void redlatch_multi_lock_free(struct redlatch_multi_lock *multi_lock);
+
+// Makes a permit-expirable semaphore on key `name` (Redisson 4.7's layout: the count in
+// `name`, the held permits' expiries in the sorted set `{name}:timeout`). `wait_ms` as for
+// `redlatch_semaphore_new`. Sends nothing to Redis. On success `*out` receives a new handle,
+// owned by the caller and freed with `redlatch_permit_semaphore_free`.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL argument, non-UTF-8, empty or over 4096-byte name,
+// `wait_ms` above `REDLATCH_MAX_DURATION_MS`, a client from a parent process).
+//
+// # Safety
+// `client` NULL or valid; `name` NULL or a NUL-terminated string; `out` NULL or writable.
+enum redlatch_status redlatch_permit_semaphore_new(const struct redlatch_client *client,
+                                                   const char *name,
+                                                   uint64_t wait_ms,
+                                                   struct redlatch_permit_semaphore **out);
+
+// Sets the number of permits when none is set yet (`trySetPermits`): `*set` receives true when
+// it was set. Errors as `redlatch_semaphore_try_set_permits`.
+//
+// # Safety
+// `permit_semaphore` NULL or valid; `set` NULL or writable.
+enum redlatch_status redlatch_permit_semaphore_try_set_permits(const struct redlatch_permit_semaphore *permit_semaphore,
+                                                               uint64_t permits,
+                                                               bool *set);
+
+// Takes one permit, blocking up to the handle's `wait_ms`. `lease_ms` is its lease: Redis gives
+// it back that long after the acquire unless released first; 0 = no fixed lease, renewed by the
+// watchdog while the permit lives (a dead holder's permit comes back one watchdog timeout
+// after its last renewal). On success `*out` receives the permit, owned by the caller and freed
+// with `redlatch_permit_free`.
+//
+// Errors: `REDLATCH_NOT_ACQUIRED` (the wait ran out); `REDLATCH_INVALID_ARGUMENT` (NULL,
+// `lease_ms` above `REDLATCH_MAX_DURATION_MS`); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`,
+// `REDLATCH_KEY_CONFLICT`.
+//
+// # Safety
+// `permit_semaphore` NULL or valid; `out` NULL or writable.
+enum redlatch_status redlatch_permit_semaphore_acquire(const struct redlatch_permit_semaphore *permit_semaphore,
+                                                       uint64_t lease_ms,
+                                                       struct redlatch_permit **out);
+
+// Takes one permit like `redlatch_permit_semaphore_acquire`, blocking up to `wait_ms` instead
+// of the handle's wait (0 = one try, `REDLATCH_WAIT_FOREVER` = until one is free). Errors as
+// `redlatch_permit_semaphore_acquire`, plus `REDLATCH_INVALID_ARGUMENT` for a wait above
+// `REDLATCH_MAX_DURATION_MS`.
+//
+// # Safety
+// `permit_semaphore` NULL or valid; `out` NULL or writable.
+enum redlatch_status redlatch_permit_semaphore_acquire_for(const struct redlatch_permit_semaphore *permit_semaphore,
+                                                           uint64_t lease_ms,
+                                                           uint64_t wait_ms,
+                                                           struct redlatch_permit **out);
+
+// One attempt to take a permit, no waiting: `*out` receives the permit, or NULL when none is
+// available. `lease_ms` and errors as `redlatch_permit_semaphore_acquire` (never
+// `REDLATCH_NOT_ACQUIRED`).
+//
+// # Safety
+// `permit_semaphore` NULL or valid; `out` NULL or writable.
+enum redlatch_status redlatch_permit_semaphore_try_acquire(const struct redlatch_permit_semaphore *permit_semaphore,
+                                                           uint64_t lease_ms,
+                                                           struct redlatch_permit **out);
+
+// Releases the permit with id `id` (32 hex digits, e.g. from `redlatch_permit_id` of another
+// process or a Redisson client), waking waiters.
+//
+// Errors: `REDLATCH_NOT_OWNED` (no such permit is held: unknown, released, or its lease ran
+// out; `redlatch_last_error_reason()` says which); `REDLATCH_INVALID_ARGUMENT` (NULL, not 32
+// hex digits; the id is never echoed in the message); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
+//
+// # Safety
+// `permit_semaphore` NULL or valid; `id` NULL or a NUL-terminated string.
+enum redlatch_status redlatch_permit_semaphore_release(const struct redlatch_permit_semaphore *permit_semaphore,
+                                                       const char *id);
+
+// `*available` receives the number of permits available now (expired permits count as given
+// back).
+//
+// # Safety
+// `permit_semaphore` NULL or valid; `available` NULL or writable.
+enum redlatch_status redlatch_permit_semaphore_available(const struct redlatch_permit_semaphore *permit_semaphore,
+                                                         uint64_t *available);
+
+// Frees a permit-expirable semaphore handle (permits acquired through it stay held until
+// released or freed). NULL is a no-op.
+//
+// # Safety
+// `permit_semaphore` must be NULL or a handle from `redlatch_permit_semaphore_new` not yet
+// freed.
+void redlatch_permit_semaphore_free(struct redlatch_permit_semaphore *permit_semaphore);
+
+// The permit's id: 32 lower-case hex digits, Redisson's format (a Java client may release it
+// by this id). Owned by the permit, valid until `redlatch_permit_free`. `""` for NULL.
+//
+// # Safety
+// `permit` NULL or valid.
+const char *redlatch_permit_id(const struct redlatch_permit *permit);
+
+// Releases the permit, waking waiters.
+//
+// Errors: `REDLATCH_NOT_OWNED` (already released, or its lease ran out: reason `EXPIRED`);
+// `REDLATCH_INVALID_ARGUMENT` (NULL; a permit from a parent process gives `NOT_OWNED`);
+// `REDLATCH_CONNECTION`, `REDLATCH_REDIS` (the outcome is unknown: call again).
+//
+// # Safety
+// `permit` NULL or valid.
+enum redlatch_status redlatch_permit_release(const struct redlatch_permit *permit);
+
+// Frees a permit, first releasing it when it is still held (best effort, blocking up to a
+// network timeout). NULL is a no-op. Call it once, after every other call on it has returned.
+//
+// # Safety
+// `permit` must be NULL or a permit from `redlatch_permit_semaphore_(try_)acquire` not yet
+// freed.
+void redlatch_permit_free(struct redlatch_permit *permit);
+
+// Makes a read/write lock on key `name` in Redisson 4.7's RReadWriteLock layout (one hash with
+// a `mode` field of `read` or `write`; each read hold also has its own timeout key, so a dead
+// reader's hold expires on its own while other readers keep theirs). Many readers or one
+// writer. Sends nothing to Redis. On success `*out` receives a new handle, owned by the caller
+// and freed with `redlatch_rw_lock_free`; on failure it is not written.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT`: NULL argument, non-UTF-8, empty or over 4096-byte name,
+// a client from a parent process. Acquiring either side on a quorum client fails with
+// `REDLATCH_INVALID_ARGUMENT` (fair and read/write locks need a single-node, Cluster or
+// Sentinel client).
+//
+// # Safety
+// `client` NULL or valid; `name` NULL or a NUL-terminated string; `out` NULL or writable.
+enum redlatch_status redlatch_rw_lock_new(const struct redlatch_client *client,
+                                          const char *name,
+                                          struct redlatch_rw_lock **out);
+
+// Makes a handle on the read side: a `redlatch_lock` whose acquire takes a shared read hold
+// (granted while no other owner holds the write lock), reentrant per owner. `opts` as for
+// `redlatch_rlock_new` (NULL = defaults). On success `*out` receives a new lock handle, owned
+// by the caller and freed with `redlatch_lock_free`.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL `rw_lock` or `out`, a bad option, `fenced` on a
+// quorum client, a handle from a parent process).
+//
+// # Safety
+// `rw_lock` NULL or valid; `opts` NULL or valid; `out` NULL or writable.
+enum redlatch_status redlatch_rw_lock_read(const struct redlatch_rw_lock *rw_lock,
+                                           const struct redlatch_lock_options *opts,
+                                           struct redlatch_lock **out);
+
+// Makes a handle on the write side: a `redlatch_lock` whose acquire takes the exclusive write
+// hold (no readers, no other writer), reentrant per owner. An acquire by an owner that holds a
+// read hold of this lock fails at once with `REDLATCH_WOULD_DEADLOCK`, changing nothing in
+// Redis (Redisson would wait forever). Arguments and errors as `redlatch_rw_lock_read`.
+//
+// # Safety
+// As `redlatch_rw_lock_read`.
+enum redlatch_status redlatch_rw_lock_write(const struct redlatch_rw_lock *rw_lock,
+                                            const struct redlatch_lock_options *opts,
+                                            struct redlatch_lock **out);
+
+// Frees a read/write lock handle (the lock handles made from it stay usable). NULL is a no-op.
+// Call it once, after every other call on the handle has returned.
+//
+// # Safety
+// `rw_lock` must be NULL or a handle from `redlatch_rw_lock_new` not yet freed.
+void redlatch_rw_lock_free(struct redlatch_rw_lock *rw_lock);
+
+// Makes a semaphore on key `name` (a string key holding the number of permits available,
+// Redisson 4.7's RSemaphore layout; waiters are woken on `redisson_sc:{name}`). `wait_ms` is
+// how long `redlatch_semaphore_acquire` may block: 0 = one try, `REDLATCH_WAIT_FOREVER` =
+// until the permits are free. Sends nothing to Redis. On success `*out` receives a new handle,
+// owned by the caller and freed with `redlatch_semaphore_free`; on failure it is not written.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL argument, non-UTF-8, empty or over 4096-byte name,
+// `wait_ms` above `REDLATCH_MAX_DURATION_MS`, a client from a parent process).
+//
+// # Safety
+// `client` NULL or valid; `name` NULL or a NUL-terminated string; `out` NULL or writable.
+enum redlatch_status redlatch_semaphore_new(const struct redlatch_client *client,
+                                            const char *name,
+                                            uint64_t wait_ms,
+                                            struct redlatch_semaphore **out);
+
+// Sets the number of permits to `permits` when the semaphore has none set yet (Redisson's
+// `trySetPermits`): `*set` receives true when it was set, false when a count already existed
+// (left unchanged).
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL; `permits` 0 or above 2^31 - 1: nothing is sent);
+// `REDLATCH_CONNECTION`, `REDLATCH_REDIS`, `REDLATCH_KEY_CONFLICT` (the key holds other data).
+//
+// # Safety
+// `semaphore` NULL or valid; `set` NULL or writable.
+enum redlatch_status redlatch_semaphore_try_set_permits(const struct redlatch_semaphore *semaphore,
+                                                        uint64_t permits,
+                                                        bool *set);
+
+// Takes `n` permits, blocking up to the handle's `wait_ms` until `n` are available (all or
+// none; woken by releases).
+//
+// Errors: `REDLATCH_NOT_ACQUIRED` (the wait ran out; nothing taken); `REDLATCH_INVALID_ARGUMENT`
+// (NULL; `n` 0 or above 2^31 - 1); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`,
+// `REDLATCH_KEY_CONFLICT`.
+//
+// # Safety
+// `semaphore` NULL or valid.
+enum redlatch_status redlatch_semaphore_acquire(const struct redlatch_semaphore *semaphore,
+                                                uint64_t n);
+
+// Takes `n` permits like `redlatch_semaphore_acquire`, blocking up to `wait_ms` instead of the
+// handle's wait: 0 = one try (`REDLATCH_NOT_ACQUIRED` when too few are free),
+// `REDLATCH_WAIT_FOREVER` = until they are. Errors as `redlatch_semaphore_acquire`, plus
+// `REDLATCH_INVALID_ARGUMENT` for a wait above `REDLATCH_MAX_DURATION_MS`.
+//
+// # Safety
+// `semaphore` NULL or valid.
+enum redlatch_status redlatch_semaphore_acquire_for(const struct redlatch_semaphore *semaphore,
+                                                    uint64_t n,
+                                                    uint64_t wait_ms);
+
+// One attempt to take `n` permits, no waiting: `*acquired` receives true when they were taken.
+// Errors as `redlatch_semaphore_acquire` (never `REDLATCH_NOT_ACQUIRED`).
+//
+// # Safety
+// `semaphore` NULL or valid; `acquired` NULL or writable.
+enum redlatch_status redlatch_semaphore_try_acquire(const struct redlatch_semaphore *semaphore,
+                                                    uint64_t n,
+                                                    bool *acquired);
+
+// Gives back `n` of the permits this handle acquired, waking waiters.
+//
+// Errors: `REDLATCH_NOT_OWNED` (reason `NEVER_HELD`: more than the handle holds; nothing
+// released); `REDLATCH_INVALID_ARGUMENT` (NULL; `n` 0 or above 2^31 - 1);
+// `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
+//
+// # Safety
+// `semaphore` NULL or valid.
+enum redlatch_status redlatch_semaphore_release(const struct redlatch_semaphore *semaphore,
+                                                uint64_t n);
+
+// `*available` receives the number of permits available in Redis now (0 when none was set).
+//
+// # Safety
+// `semaphore` NULL or valid; `available` NULL or writable.
+enum redlatch_status redlatch_semaphore_available(const struct redlatch_semaphore *semaphore,
+                                                  uint64_t *available);
+
+// `*held` receives the number of permits acquired through this handle and not yet released
+// (no Redis call).
+//
+// # Safety
+// `semaphore` NULL or valid; `held` NULL or writable.
+enum redlatch_status redlatch_semaphore_held(const struct redlatch_semaphore *semaphore,
+                                             uint64_t *held);
+
+// Frees a semaphore handle, first giving back the permits still held through it (best
+// effort, blocking up to a network timeout). NULL is a no-op. Call it once, after every other
+// call on the handle has returned.
+//
+// # Safety
+// `semaphore` must be NULL or a handle from `redlatch_semaphore_new` not yet freed.
+void redlatch_semaphore_free(struct redlatch_semaphore *semaphore);
 
 // The library version, e.g. `"0.1.0"` (static string; equal to `REDLATCH_VERSION_STRING` of
 // the header it was built with).

@@ -24,6 +24,10 @@
 //   belongs to the calling thread (or to LockOptions::owner_id). on_lost() itself must not race
 //   with other on_lost() calls or the destructor.
 // - Durations are rounded up to whole milliseconds; negative waits mean one try.
+// - The rest of Redisson's family (redlatch_family.hpp and redlatch_semaphores.hpp, included
+//   here): FairLock (Lockable), RwLock (read(): SharedLockable for std::shared_lock; write():
+//   Lockable), MultiLock, Semaphore with SemaphoreGuard, PermitSemaphore with its movable
+//   Permit, CountDownLatch.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #ifndef REDLATCH_HPP
 #define REDLATCH_HPP
@@ -222,6 +226,13 @@ class LockOptions {
 };
 
 class Client;
+class FairLock;
+class ReadLock;
+class RwLock;
+class Semaphore;
+class PermitSemaphore;
+class CountDownLatch;
+class MultiLock;
 
 /// A lock handle: Lockable and TimedLockable. Move-only.
 class Lock {
@@ -348,6 +359,8 @@ class Lock {
 
   private:
     friend class Client;
+    friend class RwLock;
+    friend class MultiLock;
     struct Free {
         void operator()(redlatch_lock *l) const noexcept { redlatch_lock_free(l); }
     };
@@ -412,6 +425,34 @@ class Client {
                                          &options.c_options(), &l));
         return Lock(l, state_);
     }
+
+    /// A fair lock (Redisson's RFairLock): reentrant like rlock(), waiters served in FIFO order.
+    FairLock fair_lock(const std::string &name, const LockOptions &options = LockOptions()) const;
+
+    /// A read/write lock (Redisson's RReadWriteLock); `options` apply to both sides.
+    RwLock rw_lock(const std::string &name, const LockOptions &options = LockOptions()) const;
+
+    /// A counting semaphore (Redisson's RSemaphore); acquire() waits up to `wait` (default
+    /// forever; zero: one try).
+    Semaphore semaphore(const std::string &name) const;
+    Semaphore semaphore(const std::string &name, std::chrono::milliseconds wait) const;
+
+    /// A permit-expirable semaphore (Redisson's RPermitExpirableSemaphore); acquire() waits
+    /// up to `wait` (default forever; zero: one try).
+    PermitSemaphore permit_semaphore(const std::string &name) const;
+    PermitSemaphore permit_semaphore(const std::string &name, std::chrono::milliseconds wait) const;
+
+    /// A count-down latch (Redisson's RCountDownLatch).
+    CountDownLatch count_down_latch(const std::string &name) const;
+
+    /// Several locks of this client taken as one: all or nothing, in one sorted order.
+    /// Only LockOptions::lease and wait apply.
+    MultiLock multi_lock(const std::vector<std::reference_wrapper<const Lock>> &locks,
+                         const LockOptions &options = LockOptions()) const;
+
+    /// A multi-lock of lease locks by name.
+    MultiLock multi_lock(const std::vector<std::string> &names,
+                         const LockOptions &options = LockOptions()) const;
 
     /// Admin: deletes the lock whatever its owner; true when one was deleted.
     bool force_unlock(const std::string &name) const {
@@ -481,5 +522,9 @@ class Client {
 inline std::string version() { return redlatch_version(); }
 
 }  // namespace redlatch
+
+// The rest of the family: FairLock, RwLock, Semaphore, PermitSemaphore, CountDownLatch,
+// MultiLock, and the Client functions that make them.
+#include "redlatch_family.hpp"
 
 #endif  // REDLATCH_HPP

@@ -7,7 +7,8 @@
 #                   pkg-config, CMake config; C_INSTALL_PROFILE=debug installs the debug build
 #   c-dist          the release tarball dist/redlatch-c-<version>-x86_64-linux-gnu.tar.gz: the
 #                   same tree under redlatch-<version>/, with a relocatable redlatch.pc
-#   c-test          build, then run the C and C++ suites against a Redis fleet, the C deployments
+#   c-test          build, then run the C and C++ suites (and the family suites: fair, read/write,
+#                   semaphores, latch, multi-lock) against a Redis fleet, the C deployments
 #                   suite against `redlatch-fleet --deployments` (TLS, Cluster, Sentinel), the C
 #                   suites again under valgrind, and the install test (c-install-test)
 #   c-install-test  install into a temporary prefix; build a C program with pkg-config (shared,
@@ -95,7 +96,8 @@ c-header-check: c-setup-cbindgen
 define c_install_to
 	test -n "$(C_VERSION)" || { echo "cannot read the version from $(C_HEADER)" >&2; exit 1; }
 	install -d $(1)/include $(1)/lib/pkgconfig $(1)/lib/cmake/redlatch
-	install -m 644 $(C_ROOT)/include/redlatch.h $(C_ROOT)/include/redlatch.hpp $(1)/include/
+	install -m 644 $(C_ROOT)/include/redlatch.h $(C_ROOT)/include/redlatch.hpp \
+		$(C_ROOT)/include/redlatch_family.hpp $(C_ROOT)/include/redlatch_semaphores.hpp $(1)/include/
 	install -m 755 $(3)/libredlatch_ffi.so $(1)/lib/libredlatch.so.$(C_VERSION)
 	ln -sf libredlatch.so.$(C_VERSION) $(1)/lib/libredlatch.so.$(C_ABI)
 	ln -sf libredlatch.so.$(C_ABI) $(1)/lib/libredlatch.so
@@ -141,6 +143,9 @@ c-test-build: c-setup-tools c-stage
 	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_deployments $(C_DIR)/tests/c/test_deployments.c $(C_TEST_LINK)
 	$(C_CXX) $(C_CXXFLAGS) -o $(C_OUT)/tests/test_redlatch_cpp $(C_DIR)/tests/cpp/test_redlatch.cpp \
 		$(C_TEST_LINK)
+	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_fair_rw $(C_DIR)/tests/c/test_fair_rw.c $(C_TEST_LINK)
+	$(C_CC) $(C_CFLAGS) -o $(C_OUT)/tests/test_semaphores $(C_DIR)/tests/c/test_semaphores.c $(C_TEST_LINK)
+	$(C_CXX) $(C_CXXFLAGS) -o $(C_OUT)/tests/test_family_cpp $(C_DIR)/tests/cpp/test_family.cpp $(C_TEST_LINK)
 
 c-test: c-header-check c-fleet c-test-build
 	@echo "== C suite"
@@ -149,6 +154,10 @@ c-test: c-header-check c-fleet c-test-build
 	$(C_FLEET) $(C_OUT)/tests/test_outcomes
 	@echo "== C++ suite"
 	$(C_TARGET_DIR)/debug/redlatch-fleet --quorum 3 --deployments -- $(C_OUT)/tests/test_redlatch_cpp
+	@echo "== C family suites (fair and read/write locks; semaphores, latch, multi-lock) and C++"
+	$(C_FLEET) $(C_OUT)/tests/test_fair_rw
+	$(C_FLEET) $(C_OUT)/tests/test_semaphores
+	$(C_FLEET) $(C_OUT)/tests/test_family_cpp
 	@echo "== C deployments suite (TLS, Cluster, Sentinel, warnings), also under valgrind"
 	$(C_DEPLOYMENTS_FLEET) $(C_OUT)/tests/test_deployments
 	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_DEPLOYMENTS_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_deployments

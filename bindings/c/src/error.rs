@@ -45,6 +45,10 @@ pub enum redlatch_status {
     /// The lock's name collides with application data: a key of a type no lock of this kind
     /// uses, or a string (lease lock) / hash (reentrant lock) without TTL that is no lock.
     REDLATCH_KEY_CONFLICT = 11,
+    /// A write acquire of a read/write lock by an owner that holds a read hold of it: refused
+    /// at once, nothing changed in Redis (Redisson would wait forever). Release the read holds
+    /// first.
+    REDLATCH_WOULD_DEADLOCK = 12,
 }
 
 /// Why a hold is not (or no longer) this owner's: the reason of the last `REDLATCH_NOT_OWNED`
@@ -96,6 +100,7 @@ impl redlatch_status {
             ErrorKind::NoPermission => redlatch_status::REDLATCH_NO_PERMISSION,
             ErrorKind::OutOfMemory => redlatch_status::REDLATCH_OUT_OF_MEMORY,
             ErrorKind::KeyConflict => redlatch_status::REDLATCH_KEY_CONFLICT,
+            ErrorKind::WouldDeadlock => redlatch_status::REDLATCH_WOULD_DEADLOCK,
             // A kind added to the core later: still an error, never a silent success. The
             // unit test `every_kind_maps_to_its_code` fails until it gets its own value.
             _ => redlatch_status::REDLATCH_PANIC,
@@ -179,14 +184,15 @@ fn status_cstr(status: c_int) -> &'static CStr {
         Some(ErrorKind::NoPermission) => c"NoPermission",
         Some(ErrorKind::OutOfMemory) => c"OutOfMemory",
         Some(ErrorKind::KeyConflict) => c"KeyConflict",
+        Some(ErrorKind::WouldDeadlock) => c"WouldDeadlock",
         _ => c"Unknown",
     }
 }
 
 /// The stable name of a status, the same in every redlatch language: `"Ok"`, `"NotAcquired"`,
 /// `"NotOwned"`, `"LockLost"`, `"Quorum"`, `"Connection"`, `"InvalidArgument"`, `"Redis"`,
-/// `"Panic"`, `"NoPermission"`, `"OutOfMemory"`, `"KeyConflict"`; `"Unknown"` for any other
-/// value.
+/// `"Panic"`, `"NoPermission"`, `"OutOfMemory"`, `"KeyConflict"`, `"WouldDeadlock"`;
+/// `"Unknown"` for any other value.
 ///
 /// Takes an `int` so that any value is safe to pass. The string is static. Never NULL.
 #[no_mangle]
@@ -207,11 +213,12 @@ mod tests {
         }
         assert_eq!(redlatch_status::REDLATCH_OK as i32, 0);
         assert_eq!(
-            redlatch_status::REDLATCH_KEY_CONFLICT as i32,
+            redlatch_status::REDLATCH_WOULD_DEADLOCK as i32,
             ErrorKind::ALL.len() as i32
         );
+        assert_eq!(redlatch_status::REDLATCH_WOULD_DEADLOCK as i32, 12);
         assert_eq!(status_cstr(0), c"Ok");
-        assert_eq!(status_cstr(12), c"Unknown");
+        assert_eq!(status_cstr(13), c"Unknown");
         assert_eq!(status_cstr(-1), c"Unknown");
     }
 

@@ -9,7 +9,11 @@
 //! inside; [`error`] the status enum and the per-thread last error; `ffi` the pointer, string
 //! and duration checks; [`client`] and [`lock`] the two handles (acquiring is in `lock`); `hold`
 //! the holds of one lock handle per owner; `held` release, extend and the other operations on
-//! the caller's current hold; `inspect` locked, TTL and hold count; [`callback`] the lost-lock
+//! the caller's current hold; `inspect` locked, TTL and hold count; `settings` the checked lock
+//! options shared by every lock constructor; [`rwlock`] the read/write lock, whose two sides are
+//! lock handles; [`semaphore`], [`permit`] (the permit-expirable semaphore), [`latch`] (the
+//! count-down latch) and [`multi`] (the multi-lock), the rest of Redisson's family;
+//! [`callback`] the lost-lock
 //! callback; [`deployment`] the TLS, Sentinel and `sync_replicas` options and the warning callback; `fork` what a forked child may do with inherited handles; [`version`] the library
 //! version.
 
@@ -25,12 +29,23 @@ mod fork;
 mod held;
 mod hold;
 mod inspect;
+pub mod latch;
 pub mod lock;
+pub mod multi;
 pub mod panic;
+pub mod permit;
+pub mod rwlock;
+pub mod semaphore;
+mod settings;
 pub mod version;
 
 pub use callback::redlatch_lost_callback;
 pub use client::{redlatch_client, redlatch_client_options};
 pub use deployment::redlatch_warning_callback;
 pub use error::redlatch_status;
+pub use latch::redlatch_count_down_latch;
 pub use lock::{redlatch_lock, redlatch_lock_options};
+pub use multi::redlatch_multi_lock;
+pub use permit::{redlatch_permit, redlatch_permit_semaphore};
+pub use rwlock::redlatch_rw_lock;
+pub use semaphore::redlatch_semaphore;

@@ -1,7 +1,9 @@
-//! `redlatch_lock`: a named lock (lease or reentrant) with its options, and acquiring it.
+//! `redlatch_lock`: a named lock (lease, reentrant, fair, or one side of a read/write lock)
+//! with its options, and acquiring it.
 //!
-//! Ownership: made by `redlatch_lock_new` / `redlatch_rlock_new` (boxed), freed by
-//! `redlatch_lock_free`, which first releases whatever is still held through the handle.
+//! Ownership: made by `redlatch_lock_new` / `redlatch_rlock_new` / `redlatch_fair_lock_new` /
+//! `redlatch_rw_lock_read` / `redlatch_rw_lock_write` (boxed), freed by `redlatch_lock_free`,
+//! which first releases whatever is still held through the handle.
 //!
 //! Threads: a lock handle may be shared by threads, like a `pthread_mutex_t`. Each acquisition
 //! belongs to its owner - the calling thread, or the handle's `owner_id` when one was given -
@@ -17,10 +19,11 @@ use std::time::Duration;
 use crate::callback::{in_callback, redlatch_lost_callback, LostCallback};
 use crate::client::redlatch_client;
 use crate::error::redlatch_status;
-use crate::ffi::{arg, millis, opt_arg, str_arg, wait_millis, Out};
+use crate::ffi::{arg, wait_millis, Out};
 use crate::fork::{park, Origin};
-use crate::hold::{thread_owner, Holds, THREAD_OWNER_BASE};
+use crate::hold::{thread_owner, Holds};
 use crate::panic::{boundary, boundary_value, boundary_void};
+use crate::settings::{new_lock, Maker};
 
 /// `wait_ms` value meaning "wait until acquired" (`UINT64_MAX`).
 pub const REDLATCH_WAIT_FOREVER: u64 = u64::MAX;
@@ -168,70 +171,6 @@ pub extern "C" fn redlatch_lock_options_default() -> redlatch_lock_options {
     boundary_value(redlatch_lock_options::default(), redlatch_lock_options::default)
 }
 
-/// # Safety
-/// As the exported constructors.
-unsafe fn new_lock(
-    client: *const redlatch_client,
-    name: *const c_char,
-    opts: *const redlatch_lock_options,
-    out: *mut *mut redlatch_lock,
-    reentrant: bool,
-) -> Result<()> {
-    // SAFETY: the caller's contract (see the exported constructors).
-    let client = unsafe { arg("client", client) }?;
-    // SAFETY: as above.
-    let name = unsafe { str_arg("name", name) }?;
-    // SAFETY: as above.
-    let opts = unsafe { opt_arg(opts) }.copied().unwrap_or_default();
-    let out = Out::new("out", out)?;
-    redlatch::protocol::keys::validate_name(name)?;
-    let wait = wait_millis(opts.wait_ms)?;
-    let owner_id = match opts.owner_id {
-        0 => None,
-        id if id < THREAD_OWNER_BASE => Some(id),
-        id => {
-            return Err(Error::invalid(format!(
-                "owner_id {id} exceeds the maximum of {REDLATCH_MAX_OWNER_ID}"
-            )))
-        }
-    };
-    if opts.fenced && client.inner.as_async().node_count() > 1 {
-        return Err(Error::invalid(
-            "fencing tokens are not offered in quorum mode (independent nodes share no counter)",
-        ));
-    }
-    client.origin.check("client")?;
-    let mut base = if reentrant {
-        client.inner.rlock(name)
-    } else {
-        client.inner.lock(name)
-    };
-    if opts.lease_ms != 0 {
-        base = base.lease(millis("lease", opts.lease_ms)?);
-    }
-    if let Some(wait) = wait {
-        base = base.wait(wait);
-    }
-    if opts.fenced {
-        base = base.fenced();
-    }
-    if opts.fence_ttl_ms != 0 {
-        base = base.fence_ttl(millis("fence_ttl", opts.fence_ttl_ms)?);
-    }
-    let lock = Box::new(redlatch_lock {
-        base,
-        reentrant,
-        fenced: opts.fenced,
-        owner_id,
-        holds: Holds::default(),
-        lost: LostCallback::new(name),
-        origin: client.origin,
-    });
-    // SAFETY: checked non-NULL; writable by the caller's contract.
-    unsafe { out.write(Box::into_raw(lock)) };
-    Ok(())
-}
-
 /// Makes a lease lock on key `name`, wire-compatible with redis-py and node-redlock locks
 /// (a string key holding a random token). Not reentrant: a second acquire by the owner that
 /// holds it through this handle returns `REDLATCH_INVALID_ARGUMENT` at once.
@@ -254,7 +193,7 @@ pub unsafe extern "C" fn redlatch_lock_new(
     out: *mut *mut redlatch_lock,
 ) -> redlatch_status {
     // SAFETY: the caller's contract above.
-    boundary(|| unsafe { new_lock(client, name, opts, out, false) })
+    boundary(|| unsafe { new_lock(client, name, opts, out, Maker::Lease) })
 }
 
 /// Makes a reentrant lock on key `name` in Redisson's RLock layout (a hash of owner id to
@@ -272,7 +211,33 @@ pub unsafe extern "C" fn redlatch_rlock_new(
     out: *mut *mut redlatch_lock,
 ) -> redlatch_status {
     // SAFETY: the caller's contract above.
-    boundary(|| unsafe { new_lock(client, name, opts, out, true) })
+    boundary(|| unsafe { new_lock(client, name, opts, out, Maker::Reentrant) })
+}
+
+/// Makes a fair lock on key `name`, Redisson's RFairLock: reentrant per owner like
+/// `redlatch_rlock_new`, and waiters are granted the lock strictly in the order they queued
+/// (first come, first served), across processes and languages, using Redisson 4.7's queue list
+/// `redisson_lock_queue:{name}` and timeout set `redisson_lock_timeout:{name}`
+/// (docs/family-protocol.md). A waiter whose wait runs out leaves the queue at once; a waiter
+/// that dies stays queued until its slot passes, so it stalls those behind it for at most its
+/// wait (`wait_ms`; 300000 ms, Redisson's `fairLockWaitTimeout`, when it waits forever).
+/// `redlatch_lock_try_acquire` never queues (Redisson's `tryLock()`).
+///
+/// Arguments and errors as `redlatch_lock_new`; acquiring on a quorum client fails with
+/// `REDLATCH_INVALID_ARGUMENT` (fair and read/write locks need a single-node, Cluster or
+/// Sentinel client).
+///
+/// # Safety
+/// As `redlatch_lock_new`.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_fair_lock_new(
+    client: *const redlatch_client,
+    name: *const c_char,
+    opts: *const redlatch_lock_options,
+    out: *mut *mut redlatch_lock,
+) -> redlatch_status {
+    // SAFETY: the caller's contract above.
+    boundary(|| unsafe { new_lock(client, name, opts, out, Maker::Fair) })
 }
 
 /// Frees a lock handle, first releasing every hold still made through it (best effort,
@@ -281,7 +246,7 @@ pub unsafe extern "C" fn redlatch_rlock_new(
 /// other call on the handle has returned.
 ///
 /// # Safety
-/// `lock` must be NULL or a handle from `redlatch_lock_new`/`redlatch_rlock_new` not yet freed.
+/// `lock` must be NULL or a handle from a `redlatch_lock*` constructor, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn redlatch_lock_free(lock: *mut redlatch_lock) {
     boundary_void(|| {
@@ -394,6 +359,7 @@ pub unsafe extern "C" fn redlatch_lock_set_lost_callback(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hold::THREAD_OWNER_BASE;
 
     #[test]
     fn constants_match_the_core() {

@@ -56,12 +56,14 @@ static void raw(const char *a, const char *b, const char *c, const char *d) {
           redlatch_last_error())
 
 static void test_names_of_new_statuses_and_reasons(void) {
-    CHECK(REDLATCH_NO_PERMISSION == 9 && REDLATCH_OUT_OF_MEMORY == 10 && REDLATCH_KEY_CONFLICT == 11,
+    CHECK(REDLATCH_NO_PERMISSION == 9 && REDLATCH_OUT_OF_MEMORY == 10 && REDLATCH_KEY_CONFLICT == 11 &&
+              REDLATCH_WOULD_DEADLOCK == 12,
           "status values differ from the core's codes");
     CHECK(strcmp(redlatch_status_name(9), "NoPermission") == 0, "9");
     CHECK(strcmp(redlatch_status_name(10), "OutOfMemory") == 0, "10");
     CHECK(strcmp(redlatch_status_name(11), "KeyConflict") == 0, "11");
-    CHECK(strcmp(redlatch_status_name(12), "Unknown") == 0, "12");
+    CHECK(strcmp(redlatch_status_name(12), "WouldDeadlock") == 0, "12");
+    CHECK(strcmp(redlatch_status_name(13), "Unknown") == 0, "13");
     static const char *words[] = {"", "expired", "taken", "deleted", "never_held", ""};
     for (int i = 0; i <= 5; i++) {
         CHECK(strcmp(redlatch_reason_name(i), words[i]) == 0, "reason %d: %s", i,

@@ -284,16 +284,17 @@ static void test_bad_input_is_refused_and_touches_nothing(void) {
 static void test_status_names_and_version(void) {
     static const char *names[] = {"Ok",         "NotAcquired",     "NotOwned", "LockLost", "Quorum",
                                   "Connection", "InvalidArgument", "Redis",    "Panic",
-                                  "NoPermission", "OutOfMemory", "KeyConflict"};
-    for (int i = 0; i <= 11; i++) {
+                                  "NoPermission", "OutOfMemory", "KeyConflict", "WouldDeadlock"};
+    for (int i = 0; i <= 12; i++) {
         CHECK(strcmp(redlatch_status_name(i), names[i]) == 0, "name of %d: %s", i,
               redlatch_status_name(i));
     }
-    CHECK(strcmp(redlatch_status_name(12), "Unknown") == 0, "12");
+    CHECK(strcmp(redlatch_status_name(13), "Unknown") == 0, "13");
     CHECK(strcmp(redlatch_status_name(-1), "Unknown") == 0, "-1");
     CHECK(REDLATCH_OK == 0 && REDLATCH_NOT_ACQUIRED == 1 && REDLATCH_NOT_OWNED == 2 &&
               REDLATCH_LOCK_LOST == 3 && REDLATCH_QUORUM == 4 && REDLATCH_CONNECTION == 5 &&
-              REDLATCH_INVALID_ARGUMENT == 6 && REDLATCH_REDIS == 7 && REDLATCH_PANIC == 8,
+              REDLATCH_INVALID_ARGUMENT == 6 && REDLATCH_REDIS == 7 && REDLATCH_PANIC == 8 &&
+              REDLATCH_WOULD_DEADLOCK == 12,
           "status values differ from the core's ErrorKind codes");
     CHECK(strcmp(redlatch_version(), REDLATCH_VERSION_STRING) == 0, "version %s vs header %s",
           redlatch_version(), REDLATCH_VERSION_STRING);
