@@ -102,7 +102,7 @@ export declare class NativeClient {
    * after the last fenced acquire (absent: it persists; see `Lock::fence_ttl` in the core
    * for the hazard).
    */
-  checkLock(name: string, leaseMs: number | undefined | null, waitMs: number | undefined | null, fenced: boolean, fenceTtlMs?: number | undefined | null): void
+  checkLock(name: string, kind: number, leaseMs: number | undefined | null, waitMs: number | undefined | null, fenced: boolean, fenceTtlMs?: number | undefined | null): void
   /**
    * Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
    * settles call `id` with the hold. `owner` is the reentrant owner number (`null` for
@@ -113,22 +113,22 @@ export declare class NativeClient {
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(name: string, reentrant: boolean, leaseMs: number | undefined | null, fenced: boolean, fenceTtlMs: number | undefined | null, waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  acquire(name: string, kind: number, leaseMs: number | undefined | null, fenced: boolean, fenceTtlMs: number | undefined | null, waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
   /**
    * Settles call `id` with `true` when anyone holds lock `name` (a majority of nodes in
    * quorum mode).
    */
-  locked(name: string, reentrant: boolean, id: number, out: Scratch): string | null
+  locked(name: string, kind: number, id: number, out: Scratch): string | null
   /**
    * Settles call `id` with the remaining lease in ms of whoever holds lock `name`; `null`
    * when free.
    */
-  ttl(name: string, reentrant: boolean, id: number, out: Scratch): string | null
+  ttl(name: string, kind: number, id: number, out: Scratch): string | null
   /**
-   * Settles call `id` with how many times `owner` holds reentrant lock `name` (asks
-   * Redis).
+   * Settles call `id` with how many times `owner` holds lock `name` of reentrant `kind`
+   * (asks Redis).
    */
-  holdCount(name: string, owner: number, id: number, out: Scratch): string | null
+  holdCount(name: string, kind: number, owner: number, id: number, out: Scratch): string | null
   /**
    * Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
    * with `true` when a lock was deleted (on a majority of nodes).

@@ -232,11 +232,12 @@ class NativeEngine {
   }
 
   lock(name, options) {
+    const kind = KIND[options.kind]
     const leaseMs = options.leaseMs ?? null
     const fenced = options.fenced === true
     const fenceTtlMs = options.fenceTtlMs ?? null
-    this.#raw.checkLock(name, leaseMs, null, fenced, fenceTtlMs)
-    return new NativeEngineLock(this.#raw, this.#holds, name, options.reentrant, leaseMs, fenced, fenceTtlMs)
+    this.#raw.checkLock(name, kind, leaseMs, null, fenced, fenceTtlMs)
+    return new NativeEngineLock(this.#raw, this.#holds, name, kind, leaseMs, fenced, fenceTtlMs)
   }
 
   forceUnlock(name) {
@@ -252,20 +253,23 @@ class NativeEngine {
   }
 }
 
+/** Lock kinds as the addon numbers them (../src/lock.rs `Kind`). */
+const KIND = { lease: 0, reentrant: 1, fair: 2, read: 3, write: 4 }
+
 class NativeEngineLock {
   #raw
   #holds
   #name
-  #reentrant
+  #kind
   #leaseMs
   #fenced
   #fenceTtlMs
 
-  constructor(raw, holds, name, reentrant, leaseMs, fenced, fenceTtlMs) {
+  constructor(raw, holds, name, kind, leaseMs, fenced, fenceTtlMs) {
     this.#raw = raw
     this.#holds = holds
     this.#name = name
-    this.#reentrant = reentrant
+    this.#kind = kind
     this.#leaseMs = leaseMs
     this.#fenced = fenced
     this.#fenceTtlMs = fenceTtlMs
@@ -276,7 +280,7 @@ class NativeEngineLock {
     const holds = this.#holds
     return call(
       (id) =>
-        raw.acquire(this.#name, this.#reentrant, this.#leaseMs, this.#fenced, this.#fenceTtlMs, waitMs, owner, ticket, id, out),
+        raw.acquire(this.#name, this.#kind, this.#leaseMs, this.#fenced, this.#fenceTtlMs, waitMs, owner, ticket, id, out),
       (hold, token, leaseMs) => {
         const engineHold = new NativeEngineHold(raw, hold, Number.isNaN(token) ? null : token, leaseMs)
         holds.register(engineHold, hold)
@@ -286,15 +290,15 @@ class NativeEngineLock {
   }
 
   locked() {
-    return call((id) => this.#raw.locked(this.#name, this.#reentrant, id, out))
+    return call((id) => this.#raw.locked(this.#name, this.#kind, id, out))
   }
 
   ttl() {
-    return call((id) => this.#raw.ttl(this.#name, this.#reentrant, id, out))
+    return call((id) => this.#raw.ttl(this.#name, this.#kind, id, out))
   }
 
   holdCount(owner) {
-    return call((id) => this.#raw.holdCount(this.#name, owner, id, out))
+    return call((id) => this.#raw.holdCount(this.#name, this.#kind, owner, id, out))
   }
 }
 

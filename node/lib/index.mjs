@@ -58,6 +58,7 @@ export class Client extends FacadeClient {
 
 export {
   Lock,
+  RwLock,
   Held,
   Owner,
   STATUS,
@@ -71,4 +72,5 @@ export {
   NoPermissionError,
   OutOfMemoryError,
   KeyConflictError,
+  WouldDeadlockError,
 } from './facade/index.mjs'

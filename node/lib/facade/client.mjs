@@ -6,6 +6,7 @@ import * as args from './args.mjs'
 import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
 import { Lock } from './lock.mjs'
+import { RwLock } from './rwlock.mjs'
 
 /** Connection(s) to Redis and the locks made from them. */
 export class Client {
@@ -38,32 +39,57 @@ export class Client {
 
   /** A lease lock (wire-compatible with node-redlock / redis-py). Throws InvalidArgumentError for bad options. */
   lock(name, options) {
-    return this.#makeLock(false, name, options)
+    return this.#makeLock('lease', name, options)
   }
 
   /**
    * A reentrant lock (Redisson RLock layout). Its holds re-enter only for one owner: an
-   * explicit `owner` option (an `Owner`), else the `using` scope of an rlock that
+   * explicit `owner` option (an `Owner`), else the `using` scope of a reentrant lock that
    * the calling code runs in; a bare `acquire()` outside one is an owner of its own
    * (owner.mjs; README "Reentrancy").
    */
   rlock(name, options) {
-    return this.#makeLock(true, name, options)
+    return this.#makeLock('reentrant', name, options)
   }
 
-  #makeLock(reentrant, name, options) {
+  /**
+   * A fair lock (Redisson RFairLock: its queue list, timeout zset and per-waiter channel):
+   * reentrant with the owners of `rlock`, and granted strictly in the order waiters queued,
+   * across processes and languages. A waiter that gives up, is aborted or closes leaves the
+   * queue at once; one that dies is dropped once its slot passes (its `waitMs`, or 5 minutes
+   * when it waits forever: Redisson's `fairLockWaitTimeout`). `waitMs: 0` never queues.
+   * Throws InvalidArgumentError for bad options.
+   */
+  fairLock(name, options) {
+    return this.#makeLock('fair', name, options)
+  }
+
+  /**
+   * A read/write lock (Redisson RReadWriteLock): `.read(options)` and `.write(options)` are
+   * locks (many readers or one writer), with this call's options as their defaults. Both are
+   * reentrant with the owners of `rlock`; an owner holding the write lock may take the read
+   * lock, and a write acquire by an owner holding a read hold is refused at once with
+   * WouldDeadlockError. Not on quorum clients.
+   */
+  rwLock(name, options) {
     args.name(name)
     const o = args.lockOptions(options)
-    if (o.owner !== undefined && !reentrant) {
-      throw new InvalidArgumentError('owner applies to reentrant locks (client.rlock) only')
+    return new RwLock(INTERNAL, name, o, (kind, opts) => this.#makeLock(kind, name, opts))
+  }
+
+  #makeLock(kind, name, options) {
+    args.name(name)
+    const o = args.lockOptions(options)
+    if (o.owner !== undefined && kind === 'lease') {
+      throw new InvalidArgumentError('owner applies to reentrant locks (client.rlock, fairLock, rwLock) only')
     }
     let raw
     try {
-      raw = this.#engine.lock(name, { reentrant, leaseMs: o.leaseMs, fenced: o.fenced, fenceTtlMs: o.fenceTtlMs })
+      raw = this.#engine.lock(name, { kind, leaseMs: o.leaseMs, fenced: o.fenced, fenceTtlMs: o.fenceTtlMs })
     } catch (err) {
       throw toLockError(err)
     }
-    return new Lock(INTERNAL, this.#engine, raw, name, reentrant, o.waitMs, o.owner)
+    return new Lock(INTERNAL, this.#engine, raw, name, kind, o.waitMs, o.owner)
   }
 
   /**

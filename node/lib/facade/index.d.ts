@@ -17,7 +17,7 @@ export interface LockOptions {
    */
   fenceTtlMs?: number
   /**
-   * `rlock` only: the owner its holds belong to, shared on purpose. Holds of one `Owner`
+   * Reentrant kinds (`rlock`, `fairLock`, `rwLock`) only: the owner its holds belong to, shared on purpose. Holds of one `Owner`
    * re-enter, wherever they are acquired; without one, an rlock re-enters only inside a
    * `using` scope of its owner (a bare `acquire()` is an owner of its own).
    */
@@ -68,6 +68,21 @@ export declare class Client {
    * `acquire()` outside one is an owner of its own.
    */
   rlock(name: string, options?: LockOptions): Lock
+  /**
+   * A fair lock (Redisson RFairLock): reentrant with the owners of `rlock`, granted strictly in
+   * the order waiters queued, across processes and languages. A waiter that gives up or is
+   * aborted leaves the queue at once; one that dies is dropped once its slot passes (its
+   * `waitMs`, or 5 minutes when it waits forever, Redisson's `fairLockWaitTimeout`).
+   * `waitMs: 0` never queues. Not on quorum clients (`InvalidArgumentError` at acquire).
+   */
+  fairLock(name: string, options?: LockOptions): Lock
+  /**
+   * A read/write lock (Redisson RReadWriteLock): `.read()` / `.write()` are locks whose
+   * options default to these. Many readers or one writer; an owner holding the write lock
+   * may take the read lock; a write acquire by an owner holding a read hold rejects at once
+   * with `WouldDeadlockError`. Not on quorum clients (`InvalidArgumentError` at acquire).
+   */
+  rwLock(name: string, options?: LockOptions): RwLock
   /** `client.lock(name, { leaseMs, fenced, fenceTtlMs }).using(fn, { waitMs, signal })`. */
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: WithLockOptions): Promise<Awaited<T>>
   /** Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted; rejects with `QuorumError` when fewer than a majority of nodes answer. */
@@ -76,13 +91,20 @@ export declare class Client {
   close(): Promise<void>
 }
 
+/** The kind of a lock (the core's `LockKind`). */
+export type LockKind = 'lease' | 'reentrant' | 'fair' | 'read' | 'write'
+
 /** A named lock. Each `acquire()` returns its own `Held`. */
 export declare class Lock {
   private constructor()
   /** The lock's name (its Redis key). */
   readonly name: string
-  /** `true` for `client.rlock` locks. */
+  /** `true` for the reentrant kinds (`rlock`, `fairLock`, `rwLock(...).read()` / `.write()`). */
   readonly reentrant: boolean
+  /** The lock's kind. */
+  readonly kind: LockKind
+  /** E.g. `Lock(fair "orders")`. */
+  toString(): string
   /** Acquires the lock. Rejects with `NotAcquiredError` when the wait runs out, `signal.reason` when aborted. */
   acquire(options?: AcquireOptions): Promise<Held>
   /**
@@ -96,6 +118,22 @@ export declare class Lock {
   ttl(): Promise<number | null>
   /** `rlock`: how many holds the current owner has: the `owner` option's, else the enclosing scope's (0 without one, and for lease locks). */
   holdCount(): Promise<number>
+}
+
+/**
+ * The two locks of a Redisson RReadWriteLock name. Owners are those of `rlock`: inside a
+ * `write().using()` scope (or with one `owner`), `read()` acquires are the writer's and are
+ * granted; bare acquires are owners of their own and contend.
+ */
+export declare class RwLock {
+  private constructor()
+  /** The lock's name (its Redis hash). */
+  readonly name: string
+  /** The read lock (shared among readers); options over the rwLock's. */
+  read(options?: LockOptions): Lock
+  /** The write lock (exclusive); rejects with `WouldDeadlockError` when its owner holds a read hold. */
+  write(options?: LockOptions): Lock
+  toString(): string
 }
 
 /** One acquisition; `await using held = await lock.acquire()` releases it at the end of the block. */
@@ -139,6 +177,7 @@ export type ErrorCode =
   | 'ERR_NO_PERMISSION'
   | 'ERR_OUT_OF_MEMORY'
   | 'ERR_KEY_CONFLICT'
+  | 'ERR_WOULD_DEADLOCK'
 
 /** Why a hold is not ours, the same word in every redlatch language. */
 export type Reason = 'expired' | 'taken' | 'deleted' | 'never_held'
@@ -174,3 +213,8 @@ export declare class NoPermissionError extends LockError {}
 export declare class OutOfMemoryError extends LockError {}
 /** The lock's name holds application data (`ERR_KEY_CONFLICT`); rejected at once. */
 export declare class KeyConflictError extends LockError {}
+/**
+ * Refused at once because it could only wait forever (`ERR_WOULD_DEADLOCK`, status 12): a
+ * write acquire by an owner holding a read hold of the same rw lock. Nothing changed in Redis.
+ */
+export declare class WouldDeadlockError extends LockError {}

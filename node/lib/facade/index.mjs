@@ -3,6 +3,7 @@
 
 export { Client } from './client.mjs'
 export { Lock } from './lock.mjs'
+export { RwLock } from './rwlock.mjs'
 export { Held } from './held.mjs'
 export { Owner } from './owner.mjs'
 export {
@@ -17,4 +18,5 @@ export {
   NoPermissionError,
   OutOfMemoryError,
   KeyConflictError,
+  WouldDeadlockError,
 } from './errors.mjs'

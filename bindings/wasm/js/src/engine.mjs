@@ -50,6 +50,9 @@ async function keep(start) {
   }
 }
 
+/** Lock kinds as the wasm module numbers them (../src/lock.rs `Kind`). */
+const KIND = { lease: 0, reentrant: 1, fair: 2, read: 3, write: 4 }
+
 /** One client's engine: the `WasmClient`, its pending acquires and (weakly) its live holds. */
 class WasmEngine {
   #raw
@@ -71,14 +74,38 @@ class WasmEngine {
     return this.#raw.nodeCount
   }
 
-  lock(name, { reentrant, leaseMs, fenced, fenceTtlMs }) {
+  lock(name, { kind, leaseMs, fenced, fenceTtlMs }) {
     if (this.closed) throw closedError()
-    return new WasmEngineLock(this, this.#raw.lock(name, reentrant, leaseMs, undefined, fenced, fenceTtlMs))
+    return new WasmEngineLock(this, this.#raw.lock(name, KIND[kind], leaseMs, undefined, fenced, fenceTtlMs))
   }
 
   async forceUnlock(name) {
     if (this.closed) throw closedError()
     return keep(() => this.#raw.forceUnlock(name))
+  }
+
+  /** Calls `this.#raw`-made `call()` unless closed, keeping the event loop alive meanwhile. */
+  async run(call) {
+    if (this.closed) throw closedError()
+    return keep(call)
+  }
+
+  /**
+   * `start(cancel)`'s promise, where `cancel` settles when the wait with `ticket` is
+   * cancelled or the client closes (the wasm side then drops its wait and rejects).
+   */
+  async wait(ticket, start) {
+    if (this.closed) throw closedError()
+    let cancelWith
+    const cancel = new Promise((resolve) => (cancelWith = resolve))
+    this.pending.set(ticket, cancelWith)
+    try {
+      return await keep(() => start(cancel))
+    } catch (err) {
+      throw this.closed ? closedError() : err
+    } finally {
+      this.pending.delete(ticket)
+    }
   }
 
   cancel(ticket) {
