@@ -1,9 +1,9 @@
-//! Wake-ups for one waiter: a subscription to the lock's unlock channel on every node that
-//! supports pub/sub (see `acquire.rs` for how the acquire loop uses them).
+//! Wake-ups for one waiter: a subscription to its holder's channel (the lock's unlock channel,
+//! a fair waiter's own, the read/write lock's) on every node that supports pub/sub (see
+//! `acquire.rs` for how the acquire loop uses them).
 
 use super::transport::Subscription;
 use super::Engine;
-use crate::protocol::keys;
 use futures::future::{select, select_all, Either};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,15 +13,15 @@ pub(super) struct Waker {
 }
 
 impl Waker {
-    /// Subscribes on every node, each bounded by the network timeout and the remaining wait.
-    pub(super) async fn subscribe(engine: &Arc<Engine>, name: &str, remaining: Option<Duration>) -> Waker {
+    /// Subscribes to `channel` (the holder's: `Holder::channel`) on every node, each bounded
+    /// by the network timeout and the remaining wait.
+    pub(super) async fn subscribe(engine: &Arc<Engine>, channel: &str, remaining: Option<Duration>) -> Waker {
         let limit = remaining.map_or(engine.config.network_timeout, |r| {
             r.min(engine.config.network_timeout)
         });
-        let channel = keys::lock_channel(name);
         let mut subs = Vec::new();
         for (i, t) in engine.nodes.transports().iter().enumerate() {
-            let sub = select(t.subscribe(&channel), engine.runtime.sleep(limit)).await;
+            let sub = select(t.subscribe(channel), engine.runtime.sleep(limit)).await;
             match sub {
                 Either::Left((Ok(Some(s)), _)) => subs.push(s),
                 Either::Left((Ok(None), _)) => {}

@@ -1,8 +1,8 @@
 -- Read-only state of a lock for locked() / owned() / ttl() / hold_count().
 -- KEYS[1] lock key. ARGV[1] 'L' (lease lock) or 'R' (reentrant lock), followed by the token
 -- or owner id to check ownership of (nothing: no owner to check). ARGV[2] (read/write locks
--- only) 'read' or 'write': a lock held in the other mode reads as absent (Redisson's isLocked
--- of RedissonReadLock / RedissonWriteLock).
+-- only) 'read' or 'write': a lock held in the other mode reads as absent with no TTL (Redisson's
+-- isLocked of RedissonReadLock / RedissonWriteLock); owned and the count still read the field.
 -- Reply: {exists 0|1, pttl ms (-2 absent, -1 no TTL), owned 0|1, hold count}.
 -- Errors: WRONGTYPE for a key that is no lock of this kind (the checks of the acquires).
 local exists = redis.call('EXISTS', KEYS[1])
@@ -23,7 +23,8 @@ if exists == 1 then
     end
     if id ~= '' and c then owned, count = 1, tonumber(c) end
     if ARGV[2] and redis.call('HGET', KEYS[1], 'mode') ~= ARGV[2] then
-      return {0, -2, 0, 0}
+      -- Held in the other mode: not locked in this one, but the owner's count is its own.
+      exists, pttl = 0, -2
     end
   end
 end
