@@ -10,6 +10,10 @@
 //! before its client may then stay in Redis until its lease runs out. Release explicitly
 //! before dropping the client.
 
+mod family;
+
+pub use family::{CountDownLatch, MultiGuard, MultiLock, Permit, PermitSemaphore, Semaphore};
+
 use crate::error::Result;
 use std::future::Future;
 use std::sync::Arc;

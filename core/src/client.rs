@@ -171,6 +171,9 @@ impl Client {
             }
         });
         futures::future::join_all(releases).await;
+        // Permits and the like: their renewal stops and they are released.
+        let others = self.engine.registry.take_others().into_iter().map(|o| o.close());
+        futures::future::join_all(others).await;
     }
 
     /// `true` once [`close`](Self::close) was called.

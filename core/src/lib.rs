@@ -44,9 +44,13 @@ mod driver;
 mod error;
 mod guard;
 mod kind;
+mod latch;
 mod lock;
+mod multi;
+mod permit;
 pub mod protocol;
 mod rwlock;
+mod semaphore;
 
 #[cfg(feature = "native")]
 pub mod blocking;
@@ -59,8 +63,12 @@ pub use driver::{BoxFut, Config, MaybeSend, Runtime, Subscription, Transport};
 pub use error::{redis_error_kind, Error, ErrorKind, NodeOutcome, Reason, Result};
 pub use guard::Guard;
 pub use kind::LockKind;
+pub use latch::CountDownLatch;
 pub use lock::Lock;
+pub use multi::{MultiGuard, MultiLock};
+pub use permit::{Permit, PermitSemaphore};
 pub use rwlock::RwLock;
+pub use semaphore::Semaphore;
 
 #[cfg(feature = "native")]
 pub use native::{

@@ -153,7 +153,18 @@ impl Lock {
         })
     }
 
-    fn spec(&self) -> Result<LockSpec> {
+    /// The client this lock belongs to (a multi-lock checks its members share one).
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// `true` when the multi-lock may take this lock inside its one script: a lease or
+    /// reentrant lock, unfenced.
+    pub(crate) fn joins_one_script(&self) -> bool {
+        !self.fenced && matches!(self.kind, LockKind::Lease | LockKind::Reentrant)
+    }
+
+    pub(crate) fn spec(&self) -> Result<LockSpec> {
         keys::validate_name(&self.name)?;
         if self.owner_on_lease_lock {
             return Err(Error::invalid(

@@ -349,19 +349,19 @@ async fn attempt(
 }
 
 /// What a granted attempt established.
-struct Grant {
-    lease: Duration,
+pub(super) struct Grant {
+    pub(super) lease: Duration,
     /// Fencing token (0 when not fenced).
-    fence: u64,
+    pub(super) fence: u64,
     /// End of the local validity.
-    deadline: Duration,
+    pub(super) deadline: Duration,
     /// The reentrant hold count Redis reported after this grant (1 for lease locks).
-    holds: u64,
+    pub(super) holds: u64,
 }
 
 /// The hold for a grant, and how many of the hold counts Redis reported belong to holds of
-/// this owner that were already declared lost.
-fn new_hold(
+/// this owner that were already declared lost (also the multi-lock's, per member).
+pub(super) fn new_hold(
     engine: &Arc<Engine>,
     spec: &LockSpec,
     holder: &Holder,

@@ -6,19 +6,21 @@
 
 mod acquire;
 mod hold;
+pub(crate) mod multi;
 mod nodes;
 pub(crate) mod owner;
 mod registry;
 mod rollback;
 mod signal;
 pub mod transport;
+pub(crate) mod waiting;
 mod waker;
 mod watchdog;
 
 pub(crate) use acquire::{acquire, LockSpec};
 pub(crate) use hold::Hold;
 pub(crate) use nodes::Nodes;
-pub(crate) use registry::CLOSED;
+pub(crate) use registry::{OnClose, CLOSED};
 pub(crate) use signal::End;
 pub(crate) use transport::random_unit;
 pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};

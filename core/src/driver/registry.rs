@@ -15,12 +15,20 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// The message of every call on a closed client (a `Connection` error, in every binding).
 pub(crate) const CLOSED: &str = "the client is closed";
 
+/// Something besides a hold that `Client::close()` ends (a permit: its renewal stops and it
+/// is released).
+pub(crate) trait OnClose: super::MaybeSend {
+    /// Ends it; resolves when Redis answered or failed.
+    fn close(self: Arc<Self>) -> super::BoxFut<'static, ()>;
+}
+
 /// The closed state and the live holds of one client.
 #[derive(Default)]
 pub(crate) struct Registry {
     closed: AtomicBool,
     closing: Event,
     holds: Mutex<HashMap<u64, Weak<Hold>>>,
+    others: Mutex<HashMap<u64, Weak<dyn OnClose>>>,
     seq: AtomicU64,
 }
 
@@ -58,6 +66,28 @@ impl Registry {
         }
         holds.insert(hold.id, Arc::downgrade(hold));
         true
+    }
+
+    /// Tracks `item` until [`untrack_other`](Self::untrack_other) under `id` (from
+    /// [`next_id`](Self::next_id)); `false` when the client was closed meanwhile.
+    pub(crate) fn track_other(&self, id: u64, item: Weak<dyn OnClose>) -> bool {
+        let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
+        if self.is_closed() {
+            return false;
+        }
+        others.insert(id, item);
+        true
+    }
+
+    /// Stops tracking item `id`.
+    pub(crate) fn untrack_other(&self, id: u64) {
+        self.others.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    }
+
+    /// After [`close`](Self::close): the other items still alive, to end.
+    pub(crate) fn take_others(&self) -> Vec<Arc<dyn OnClose>> {
+        let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
+        others.drain().filter_map(|(_, o)| o.upgrade()).collect()
     }
 
     /// Stops tracking hold `id` (its last reference is gone).

@@ -45,6 +45,12 @@ pub trait Transport: MaybeSend + 'static {
 
     /// The node's address for messages, without credentials (e.g. `127.0.0.1:6379`).
     fn label(&self) -> &str;
+
+    /// `true` for a Redis Cluster transport, where one script may only touch keys of one hash
+    /// slot (the multi-lock then takes members of different slots one by one). Default `false`.
+    fn is_cluster(&self) -> bool {
+        false
+    }
 }
 
 /// A live subscription to one unlock channel. Dropping it unsubscribes (when it was the last).

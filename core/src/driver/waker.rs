@@ -8,14 +8,14 @@ use futures::future::{select, select_all, Either};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(super) struct Waker {
+pub(crate) struct Waker {
     subs: Vec<Box<dyn Subscription>>,
 }
 
 impl Waker {
     /// Subscribes to `channel` (the holder's: `Holder::channel`) on every node, each bounded
     /// by the network timeout and the remaining wait.
-    pub(super) async fn subscribe(engine: &Arc<Engine>, channel: &str, remaining: Option<Duration>) -> Waker {
+    pub(crate) async fn subscribe(engine: &Arc<Engine>, channel: &str, remaining: Option<Duration>) -> Waker {
         let limit = remaining.map_or(engine.config.network_timeout, |r| {
             r.min(engine.config.network_timeout)
         });
@@ -37,11 +37,11 @@ impl Waker {
         Waker { subs }
     }
 
-    pub(super) fn mark_seen(&mut self) {
+    pub(crate) fn mark_seen(&mut self) {
         self.subs.iter_mut().for_each(|s| s.mark_seen());
     }
 
-    pub(super) async fn changed(&mut self) {
+    pub(crate) async fn changed(&mut self) {
         if self.subs.is_empty() {
             return std::future::pending().await;
         }

@@ -46,6 +46,16 @@ pub fn count_down(name: &str, publish: &str) -> Request {
     )
 }
 
+/// Count down by one as request `request_id` (random, one per call, reused by its retries),
+/// whose latch `redisson_unlock_latch:{N}:<id>` lives `latch_ttl_ms`: a retry whose first
+/// reply was lost gets the first answer back instead of counting down twice.
+pub fn count_down_once(name: &str, publish: &str, request_id: &str, latch_ttl_ms: u64) -> Request {
+    let mut r = count_down(name, publish);
+    r.keys.push(crate::protocol::keys::unlock_latch(name, request_id));
+    r.args.push(latch_ttl_ms.to_string());
+    r
+}
+
 /// What [`count_down`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CountDownReply {
@@ -112,6 +122,9 @@ mod tests {
             ["spublish", "redisson_countdownlatch__channel__{{t}l}"]
         );
         assert_eq!(count("l").keys, ["l"]);
+        let r = count_down_once("l", "publish", "id", 50);
+        assert_eq!(r.keys, ["l", "redisson_unlock_latch:{l}:id"]);
+        assert_eq!(r.args[2], "50");
         assert_eq!(
             decode_count_down(&Reply::Int(0)).unwrap(),
             CountDownReply::Left(0)

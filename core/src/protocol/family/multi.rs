@@ -106,6 +106,41 @@ pub fn acquire(members: &[&Member], lease_ms: u64, request_id: &str, latch_ttl_m
     Ok(request(&scripts::MULTI_ACQUIRE, keys, args))
 }
 
+/// Undoes the `multi_acquire` request `request_id` over `members` (the same members, in the
+/// same order) if it applied (its latch proves it): lease members still holding their token
+/// are deleted, reentrant members lose one count; `0` goes to the unlock channel of each
+/// member that goes. Reply: 1 undone, 0 nothing to undo ([`decode_abort`]).
+///
+/// # Errors
+/// `InvalidArgument` when a member has no holder or there are no members.
+pub fn abort(members: &[&Member], request_id: &str, publish: &str) -> Result<Request> {
+    let specs = specs(members)?;
+    let first = specs
+        .first()
+        .ok_or_else(|| Error::invalid("a multi-lock needs at least one lock"))?
+        .0;
+    let mut keys: Vec<String> = specs.iter().map(|(n, _)| (*n).to_owned()).collect();
+    keys.push(keys::acquire_latch(first, request_id));
+    let mut args = vec![publish.to_owned()];
+    for (name, holder) in &specs {
+        args.push(holder.spec());
+        args.push(keys::lock_channel(name));
+    }
+    Ok(request(&scripts::MULTI_ABORT, keys, args))
+}
+
+/// Decodes the reply of [`abort`]: `true` when a grant was undone.
+///
+/// # Errors
+/// `Redis` on an unexpected reply.
+pub fn decode_abort(reply: &Reply) -> Result<bool> {
+    match reply.as_int() {
+        Some(1) => Ok(true),
+        Some(0) => Ok(false),
+        _ => Err(unexpected(&scripts::MULTI_ABORT, reply)),
+    }
+}
+
 /// Outcome of a one-script multi acquire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AcquireReply {
@@ -239,11 +274,25 @@ mod tests {
                 "redisson_lock__channel:{b}"
             ]
         );
+        let r = abort(&[&a, &b], "req", "publish").unwrap();
+        assert_eq!(r.keys, ["a", "b", "redlatch_acquire_latch:{a}:req"]);
+        assert_eq!(
+            r.args,
+            [
+                "publish",
+                "Lt",
+                "redisson_lock__channel:{a}",
+                "Ru:1",
+                "redisson_lock__channel:{b}"
+            ]
+        );
+        assert!(decode_abort(&Reply::Int(1)).unwrap());
         let f = Member {
             name: "f".into(),
             holder: None,
         };
         assert!(acquire(&[&f], 1, "r", 1).is_err());
+        assert!(abort(&[&f], "r", "publish").is_err());
         assert_eq!(
             decode_acquire(&Reply::Array(vec![Reply::Int(1)])).unwrap(),
             AcquireReply::Acquired

@@ -68,6 +68,10 @@ family_script!(
     SEMAPHORE_AVAILABLE, "semaphore_available"
 );
 family_script!(
+    /// Semaphore: give back what an acquire request took (latch-proven), for cancellation.
+    SEMAPHORE_UNDO, "semaphore_undo"
+);
+family_script!(
     /// Permit-expirable semaphore acquire: new permit ids with an expiry.
     PERMIT_ACQUIRE, "permit_acquire"
 );
@@ -103,9 +107,13 @@ family_script!(
     /// Multi-lock release of the members taken by `multi_acquire`.
     MULTI_RELEASE, "multi_release"
 );
+family_script!(
+    /// Multi-lock undo of a `multi_acquire` request that applied (latch-proven).
+    MULTI_ABORT, "multi_abort"
+);
 
 /// Every family script, for preloading and tests.
-pub fn all() -> [&'static Script; 23] {
+pub fn all() -> [&'static Script; 25] {
     [
         &FAIR_ACQUIRE,
         &FAIR_RELEASE,
@@ -121,6 +129,7 @@ pub fn all() -> [&'static Script; 23] {
         &SEMAPHORE_RELEASE,
         &SEMAPHORE_SET,
         &SEMAPHORE_AVAILABLE,
+        &SEMAPHORE_UNDO,
         &PERMIT_ACQUIRE,
         &PERMIT_RELEASE,
         &PERMIT_EXTEND,
@@ -130,6 +139,7 @@ pub fn all() -> [&'static Script; 23] {
         &LATCH_COUNT,
         &MULTI_ACQUIRE,
         &MULTI_RELEASE,
+        &MULTI_ABORT,
     ]
 }
 

@@ -23,6 +23,45 @@ pub fn acquire(name: &str, permits: u64) -> Result<Request> {
     ))
 }
 
+/// Acquire `permits` as request `request_id` (random, one per `acquire()` call, reused by its
+/// retries), whose latch `redlatch_acquire_latch:{N}:<id>` lives `latch_ttl_ms`: a retry whose
+/// first reply was lost gets that grant back instead of taking the permits twice, and
+/// [`undo`] gives back the permits of a grant its caller never saw.
+///
+/// # Errors
+/// `InvalidArgument` for 0 or more than `i32::MAX` permits.
+pub fn acquire_once(name: &str, permits: u64, request_id: &str, latch_ttl_ms: u64) -> Result<Request> {
+    let mut r = acquire(name, permits)?;
+    r.keys
+        .push(crate::protocol::keys::acquire_latch(name, request_id));
+    r.args.push(latch_ttl_ms.to_string());
+    Ok(r)
+}
+
+/// Gives back the permits that acquire request `request_id` ([`acquire_once`]) took, if it
+/// applied (its latch proves it); publishes the new count. Reply: [`decode_undo`].
+pub fn undo(name: &str, request_id: &str, publish: &str) -> Request {
+    request(
+        &scripts::SEMAPHORE_UNDO,
+        vec![
+            name.to_owned(),
+            crate::protocol::keys::acquire_latch(name, request_id),
+        ],
+        vec![publish.to_owned(), family_keys::semaphore_channel(name)],
+    )
+}
+
+/// Decodes the reply of [`undo`]: the permits given back (0 = nothing to undo).
+///
+/// # Errors
+/// `Redis` on an unexpected reply.
+pub fn decode_undo(reply: &Reply) -> Result<u64> {
+    match int(&scripts::SEMAPHORE_UNDO, reply)? {
+        n if n >= 0 => Ok(n as u64),
+        _ => Err(unexpected(&scripts::SEMAPHORE_UNDO, reply)),
+    }
+}
+
 /// Outcome of one acquire attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AcquireReply {
@@ -67,6 +106,25 @@ pub fn release(name: &str, permits: u64, publish: &str) -> Result<Request> {
             family_keys::semaphore_channel(name),
         ],
     ))
+}
+
+/// Release `permits` as request `request_id` (random, one per `release()` call, reused by its
+/// retries), whose latch `redisson_unlock_latch:{N}:<id>` lives `latch_ttl_ms`: a retry whose
+/// first reply was lost adds nothing again (reply `(count, 0)`).
+///
+/// # Errors
+/// `InvalidArgument` for 0 or more than `i32::MAX` permits.
+pub fn release_once(
+    name: &str,
+    permits: u64,
+    publish: &str,
+    request_id: &str,
+    latch_ttl_ms: u64,
+) -> Result<Request> {
+    let mut r = release(name, permits, publish)?;
+    r.keys.push(crate::protocol::keys::unlock_latch(name, request_id));
+    r.args.push(latch_ttl_ms.to_string());
+    Ok(r)
 }
 
 /// Decodes the reply of [`release`]: `(available after the release, clients the message
@@ -156,6 +214,16 @@ mod tests {
         );
         assert!(try_set_permits("s", 4, Some(0), "publish").is_err());
         assert!(try_set_permits("s", u64::MAX, None, "publish").is_err());
+        let r = acquire_once("s", 2, "id", 900).unwrap();
+        assert_eq!(r.keys, ["s", "redlatch_acquire_latch:{s}:id"]);
+        assert_eq!(r.args, ["2", "900"]);
+        let r = undo("s", "id", "publish");
+        assert_eq!(r.keys, ["s", "redlatch_acquire_latch:{s}:id"]);
+        assert_eq!(r.args, ["publish", "redisson_sc:{s}"]);
+        let r = release_once("s", 1, "publish", "rid", 700).unwrap();
+        assert_eq!(r.keys, ["s", "redisson_unlock_latch:{s}:rid"]);
+        assert_eq!(r.args, ["1", "publish", "redisson_sc:{s}", "700"]);
+        assert!(acquire_once("s", 0, "id", 1).is_err());
     }
 
     fn arr(v: &[i64]) -> Reply {
@@ -180,5 +248,7 @@ mod tests {
         assert!(decode_release(&Reply::Int(5)).is_err());
         assert!(decode_try_set(&Reply::Int(1)).unwrap());
         assert_eq!(decode_available(&Reply::Int(4)).unwrap(), 4);
+        assert_eq!(decode_undo(&Reply::Int(2)).unwrap(), 2);
+        assert!(decode_undo(&Reply::Int(-1)).is_err());
     }
 }

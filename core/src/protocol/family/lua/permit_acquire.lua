@@ -12,6 +12,14 @@ local count, permits = KEYS[1], KEYS[2]
 -- Read the count first: a count key holding data of another type fails here, before the
 -- reclaim below has written anything.
 redis.call('GET', count)
+-- A retry whose first reply was lost: the ids are fresh random ones, so finding the first one
+-- held means that attempt took the permits; it is the answer (taking them twice would leak).
+local function bytes(hex)
+  return (string.gsub(hex, '..', function(pair) return string.char(tonumber(pair, 16)) end))
+end
+if redis.call('ZSCORE', permits, bytes(ARGV[7])) then
+  return {1, tonumber(redis.call('GET', count) or '0')}
+end
 local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
 if expired > 0 then
   local value = redis.call('INCRBY', count, expired)
@@ -23,8 +31,7 @@ local value = redis.call('GET', count)
 if value and tonumber(value) >= tonumber(ARGV[1]) then
   local left = redis.call('DECRBY', count, ARGV[1])
   for i = 7, #ARGV do
-    local id = string.gsub(ARGV[i], '..', function(pair) return string.char(tonumber(pair, 16)) end)
-    redis.call('ZADD', permits, ARGV[2], id)
+    redis.call('ZADD', permits, ARGV[2], bytes(ARGV[i]))
   end
   local ttl = redis.call('PTTL', count)
   if ttl > 0 then

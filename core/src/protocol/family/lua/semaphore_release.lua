@@ -1,7 +1,16 @@
 -- Semaphore release (Redisson RedissonSemaphore.releaseAsync): add permits and publish the new
 -- count on the semaphore channel (Redisson waiters wake up to that many of theirs).
--- KEYS[1] semaphore key. ARGV[1] permits (> 0), ARGV[2] publish command,
--- ARGV[3] channel (`redisson_sc:{N}`).
+-- KEYS[1] semaphore key; KEYS[2] (optional) this release request's latch
+-- (`redisson_unlock_latch:{N}:<id>`). ARGV[1] permits (> 0), ARGV[2] publish command,
+-- ARGV[3] channel (`redisson_sc:{N}`), ARGV[4] latch TTL ms (with KEYS[2]).
+-- With a latch, a retry whose first reply was lost adds nothing again.
 -- Reply: {available after the release, clients that received the message}.
+local latch = KEYS[2]
+if latch and redis.call('GET', latch) then
+  return {tonumber(redis.call('GET', KEYS[1]) or '0'), 0}
+end
 local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+if latch then
+  redis.call('SET', latch, ARGV[1], 'PX', ARGV[4])
+end
 return {value, redis.call(ARGV[2], ARGV[3], value)}

@@ -1,0 +1,16 @@
+-- Semaphore: give back the permits of an acquire request whose grant its caller never saw
+-- (the acquire was cancelled, or its reply was lost and the wait ended). Only a request that
+-- really took permits left its latch (see semaphore_acquire.lua), so nothing else is added.
+-- KEYS[1] semaphore key, KEYS[2] the acquire request's latch. ARGV[1] publish command,
+-- ARGV[2] channel (`redisson_sc:{N}`).
+-- Reply: the permits given back (0: nothing to undo).
+local taken = redis.call('GET', KEYS[2])
+if not taken then
+  return 0
+end
+-- Read the count first: a key holding data of another type fails here, unchanged.
+redis.call('GET', KEYS[1])
+redis.call('DEL', KEYS[2])
+local value = redis.call('INCRBY', KEYS[1], taken)
+redis.call(ARGV[1], ARGV[2], value)
+return tonumber(taken)

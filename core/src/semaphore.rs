@@ -1,0 +1,264 @@
+//! [`Semaphore`]: Redisson's `RSemaphore` (a count of permits in Redis, not owned by anyone).
+
+use crate::client::Client;
+use crate::driver::waiting::{self, Waiter};
+use crate::driver::{Engine, CLOSED};
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::protocol::family::{self, keys as family_keys, semaphore, PUBLISH};
+use crate::protocol::{keys, timing, token};
+use futures::future::{select, Either};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
+/// the permits available, and the channel `redisson_sc:{name}`, whose messages wake waiters
+/// (redlatch's and Redisson's). Made by [`Client::semaphore`].
+///
+/// **Permits are not owned.** Redis only keeps a number: any client may release any number of
+/// permits, and nothing gives back the permits of a holder that died (use
+/// [`Client::permit_semaphore`] for permits that come back by themselves). This handle keeps
+/// its own count of what it acquired ([`Self::held`], shared by its clones): releasing more
+/// than that is refused (`NotOwned`, reason `never_held`) before anything is sent, so a handle
+/// cannot give back permits it never took. Permits still counted when the handle (or the
+/// client) goes are *not* released: they stay taken in Redis until someone releases them.
+///
+/// Single-node, Cluster and Sentinel clients; a quorum client is refused with
+/// `InvalidArgument` (N independent counters are not one semaphore). Counts are whole
+/// permits, 1 ..= `i32::MAX` (Redisson takes `int`), else `InvalidArgument` with nothing sent.
+#[derive(Clone)]
+pub struct Semaphore {
+    engine: Arc<Engine>,
+    name: String,
+    wait: Option<Duration>,
+    held: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("name", &self.name)
+            .field("wait", &self.wait)
+            .field("held", &self.held())
+            .finish()
+    }
+}
+
+impl Client {
+    /// A semaphore on key `name` (Redisson `RSemaphore`; see [`Semaphore`]). Nothing is sent
+    /// until a call; set the permits once with [`Semaphore::try_set_permits`].
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        Semaphore {
+            engine: self.engine.clone(),
+            name: name.into(),
+            wait: None,
+            held: Arc::default(),
+        }
+    }
+}
+
+/// Gives back, in the background, what an acquire request took if its caller never saw the
+/// grant (cancelled, or the reply lost): armed while an attempt's outcome is unknown.
+struct UndoOnDrop {
+    engine: Arc<Engine>,
+    name: String,
+    request_id: String,
+    armed: bool,
+}
+
+impl Drop for UndoOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let engine = self.engine.clone();
+        let request = semaphore::undo(&self.name, &self.request_id, PUBLISH);
+        let name = std::mem::take(&mut self.name);
+        self.engine.runtime.spawn(Box::pin(async move {
+            match waiting::call(&engine, &request).await.and_then(|r| semaphore::decode_undo(&r)) {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire"),
+                Err(e) => tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed"),
+            }
+        }));
+    }
+}
+
+impl Semaphore {
+    /// Longest time [`acquire`](Self::acquire) waits for permits. `Duration::ZERO` = one try.
+    /// Default: no limit (wait until the permits are there).
+    pub fn wait(mut self, wait: Duration) -> Semaphore {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// The semaphore's name (its Redis key).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Permits this handle (and its clones) acquired and did not release yet.
+    pub fn held(&self) -> u64 {
+        self.held.load(Ordering::Acquire)
+    }
+
+    fn check(&self, what: &str, n: Option<u64>) -> Result<()> {
+        keys::validate_name(&self.name)?;
+        if let Some(n) = n {
+            family::validate_count(what, n)?;
+        }
+        waiting::single_node(&self.engine)
+    }
+
+    /// Sets the number of permits if the semaphore does not exist yet (Redisson
+    /// `trySetPermits`), publishing it. `Ok(false)` when it already exists (left untouched).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for `permits` of 0 or above `i32::MAX`, a bad name or a quorum
+    /// client; `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails;
+    /// `KeyConflict`-class `Redis` error (WRONGTYPE) when the key holds other data.
+    pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
+        self.check("permits", Some(permits))?;
+        let request = semaphore::try_set_permits(&self.name, permits, None, PUBLISH)?;
+        semaphore::decode_try_set(&waiting::call(&self.engine, &request).await?)
+    }
+
+    /// Acquires `permits`, waiting up to the handle's [`wait`](Self::wait) (forever by
+    /// default). Waiters are woken by the count Redisson (or redlatch) publishes on
+    /// `redisson_sc:{name}` after a release, with polling every poll interval as the fallback.
+    /// A semaphore never set has 0 permits: the call waits for `try_set_permits` or a release.
+    ///
+    /// Cancellation-safe: dropping the future gives back, in the background, permits an
+    /// attempt in flight may have taken (each acquire request leaves a short-lived latch
+    /// `redlatch_acquire_latch:{name}:<id>` that proves it applied).
+    ///
+    /// # Errors
+    /// `NotAcquired` when the wait runs out; `InvalidArgument` for a bad count or name, or a
+    /// quorum client (nothing sent); `Connection` when Redis keeps failing for the network
+    /// timeout, or the client was closed meanwhile; `Redis`/`NoPermission`/`OutOfMemory` at once.
+    pub async fn acquire(&self, permits: u64) -> Result<()> {
+        self.acquire_with_wait(permits, self.wait).await
+    }
+
+    /// One attempt, no waiting: `Ok(false)` when fewer than `permits` are available.
+    ///
+    /// # Errors
+    /// As [`Self::acquire`], except that too few permits is `Ok(false)`, not `NotAcquired`.
+    pub async fn try_acquire(&self, permits: u64) -> Result<bool> {
+        match self.acquire_with_wait(permits, Some(Duration::ZERO)).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Like [`Self::acquire`] with an explicit wait (`None` = forever).
+    ///
+    /// # Errors
+    /// As [`Self::acquire`].
+    pub async fn acquire_with_wait(&self, permits: u64, wait: Option<Duration>) -> Result<()> {
+        self.check("permits", Some(permits))?;
+        if let Some(w) = wait {
+            timing::to_millis("wait", w, true)?;
+        }
+        let registry = &self.engine.registry;
+        let acquiring = std::pin::pin!(self.acquire_loop(permits, wait));
+        let closed = std::pin::pin!(registry.until_closed());
+        match select(acquiring, closed).await {
+            Either::Left((result, _)) => result,
+            Either::Right(_) => Err(Error::connection(CLOSED)),
+        }
+    }
+
+    async fn acquire_loop(&self, permits: u64, wait: Option<Duration>) -> Result<()> {
+        let engine = &self.engine;
+        let mut undo = UndoOnDrop {
+            engine: engine.clone(),
+            name: self.name.clone(),
+            request_id: token::new_token()?,
+            armed: false,
+        };
+        let request = semaphore::acquire_once(&self.name, permits, &undo.request_id, engine.latch_ttl_ms())?;
+        let mut waiter = Waiter::new(engine, family_keys::semaphore_channel(&self.name), wait);
+        loop {
+            let started = waiter.attempt_starts();
+            undo.armed = true;
+            let reply = waiting::call(engine, &request).await;
+            match reply.and_then(|r| semaphore::decode_acquire(&r)) {
+                Ok(semaphore::AcquireReply::Acquired { .. }) => {
+                    undo.armed = false;
+                    self.held.fetch_add(permits, Ordering::AcqRel);
+                    return Ok(());
+                }
+                Ok(semaphore::AcquireReply::NotEnough { available }) => {
+                    // A definite answer to the same request: no earlier attempt applied.
+                    undo.armed = false;
+                    if !waiter.not_yet(None).await {
+                        return Err(Error::new(
+                            ErrorKind::NotAcquired,
+                            format!(
+                                "semaphore {:?} has {} of the {permits} permits asked for; wait ran out",
+                                self.name,
+                                available.unwrap_or(0).max(0)
+                            ),
+                        ));
+                    }
+                }
+                Err(e) => waiter.failed(e, started).await?,
+            }
+        }
+    }
+
+    /// Releases `permits` this handle acquired, publishing the new count (which wakes waiters).
+    ///
+    /// # Errors
+    /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held),
+    /// nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
+    /// `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails (the permits then
+    /// still count as held by this handle, so the release can be retried; a retry after a
+    /// reply lost for good may add them twice).
+    pub async fn release(&self, permits: u64) -> Result<()> {
+        self.check("permits", Some(permits))?;
+        let taken = self
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
+        if let Err(held) = taken {
+            return Err(Error::not_owned(
+                false,
+                Reason::NeverHeld,
+                format!(
+                    "cannot release {permits} permits of semaphore {:?}: this handle holds {held}",
+                    self.name
+                ),
+            ));
+        }
+        let engine = &self.engine;
+        let request = semaphore::release_once(
+            &self.name,
+            permits,
+            PUBLISH,
+            &token::new_token()?,
+            engine.latch_ttl_ms(),
+        )?;
+        match waiting::call(engine, &request)
+            .await
+            .and_then(|r| semaphore::decode_release(&r))
+        {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.held.fetch_add(permits, Ordering::AcqRel);
+                Err(e)
+            }
+        }
+    }
+
+    /// Permits available now (0 when the semaphore was never set).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad name or a quorum client; `Connection`/`Redis` when Redis fails.
+    pub async fn available(&self) -> Result<u64> {
+        self.check("permits", None)?;
+        let reply = waiting::call(&self.engine, &semaphore::available(&self.name)).await?;
+        Ok(semaphore::decode_available(&reply)?.max(0) as u64)
+    }
+}

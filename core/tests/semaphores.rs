@@ -1,0 +1,356 @@
+//! The semaphore (RSemaphore) and the permit-expirable semaphore through the driver, on a real
+//! redis-server: at most `permits` holders at any sampled moment across several clients,
+//! waiters woken by releases, permits that come back after their holder dies, cancellation
+//! that leaves nothing taken, and bad input refused with Redis untouched.
+
+mod common;
+use common::*;
+use redlatch::{Client, ErrorKind, Reason};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+async fn get(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Option<String> {
+    cmd(conn, &["GET", key]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn at_most_permits_holders_at_any_moment() {
+    const PERMITS: u64 = 3;
+    let s = server();
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(client(&s).await);
+    }
+    assert!(clients[0]
+        .semaphore("sem:pool")
+        .try_set_permits(PERMITS)
+        .await
+        .unwrap());
+    assert!(
+        !clients[0].semaphore("sem:pool").try_set_permits(9).await.unwrap(),
+        "set once"
+    );
+    let inside = Arc::new(AtomicI64::new(0));
+    let most = Arc::new(AtomicI64::new(0));
+    let mut tasks = Vec::new();
+    for t in 0..12 {
+        let sem = clients[t % clients.len()].semaphore("sem:pool");
+        let (inside, most) = (inside.clone(), most.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..15 {
+                sem.acquire(1).await.unwrap();
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                sem.release(1).await.unwrap();
+            }
+            assert_eq!(sem.held(), 0);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        most <= PERMITS as i64,
+        "{most} holders at once with {PERMITS} permits"
+    );
+    assert!(most >= 2, "the permits were shared ({most} at most at once)");
+    assert_eq!(
+        clients[0].semaphore("sem:pool").available().await.unwrap(),
+        PERMITS
+    );
+}
+
+#[tokio::test]
+async fn a_release_wakes_a_waiter_on_another_client() {
+    let s = server();
+    let (a, b) = (client(&s).await, client(&s).await);
+    let sem = a.semaphore("sem:wake");
+    sem.try_set_permits(1).await.unwrap();
+    sem.acquire(1).await.unwrap();
+    let waiter = b.semaphore("sem:wake");
+    let started = Instant::now();
+    let waiting = tokio::spawn(async move {
+        waiter.acquire(1).await.unwrap();
+        (started.elapsed(), waiter.held())
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "waits while no permit is free");
+    sem.release(1).await.unwrap();
+    let (waited, held) = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(held, 1);
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    assert_eq!(sem.available().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn wait_runs_out_and_try_acquire_never_waits() {
+    let s = server();
+    let c = client(&s).await;
+    let sem = c.semaphore("sem:out").wait(Duration::from_millis(150));
+    // Never set: 0 permits.
+    assert!(!sem.try_acquire(1).await.unwrap());
+    let err = sem.acquire(1).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotAcquired, "{err}");
+    sem.try_set_permits(2).await.unwrap();
+    assert!(!sem.try_acquire(3).await.unwrap());
+    assert!(sem.try_acquire(2).await.unwrap());
+    assert_eq!(sem.held(), 2);
+    let mut conn = raw(&s).await;
+    assert_eq!(get(&mut conn, "sem:out").await.as_deref(), Some("0"));
+}
+
+#[tokio::test]
+async fn a_cancelled_acquire_leaves_no_permit_taken() {
+    let s = server();
+    let c = client(&s).await;
+    let sem = c.semaphore("sem:cancel");
+    sem.try_set_permits(1).await.unwrap();
+    sem.acquire(1).await.unwrap();
+    let other = c.semaphore("sem:cancel");
+    // Cancelled while waiting.
+    let pending = tokio::time::timeout(Duration::from_millis(100), other.acquire(1)).await;
+    assert!(pending.is_err(), "still waiting");
+    sem.release(1).await.unwrap();
+    // Cancelled with the attempt in flight, many times: whatever the attempts took is given
+    // back in the background.
+    for i in 0..120u64 {
+        let attempt = other.acquire(1);
+        let cut = Duration::from_micros(20 + (i * 37) % 900);
+        if tokio::time::timeout(cut, attempt).await.is_ok() {
+            other.release(1).await.unwrap();
+        }
+    }
+    assert_eq!(other.held(), 0);
+    // The undo runs in the background: give it a moment.
+    let mut conn = raw(&s).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while get(&mut conn, "sem:cancel").await.as_deref() != Some("1") {
+        assert!(
+            Instant::now() < deadline,
+            "permits leaked: {:?} in Redis",
+            get(&mut conn, "sem:cancel").await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(sem.available().await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_with_redis_untouched() {
+    let s = server();
+    let c = client(&s).await;
+    let mut conn = raw(&s).await;
+    let sem = c.semaphore("sem:bad");
+    sem.try_set_permits(2).await.unwrap();
+    let before: Vec<String> = cmd(&mut conn, &["KEYS", "*"]).await;
+    let too_many = i32::MAX as u64 + 1;
+    for err in [
+        sem.try_set_permits(0).await.unwrap_err(),
+        sem.try_set_permits(too_many).await.unwrap_err(),
+        sem.acquire(0).await.unwrap_err(),
+        sem.try_acquire(too_many).await.unwrap_err(),
+        sem.release(0).await.unwrap_err(),
+        c.semaphore("").acquire(1).await.unwrap_err(),
+        c.permit_semaphore("").try_set_permits(1).await.unwrap_err(),
+        c.permit_semaphore("p").try_set_permits(0).await.unwrap_err(),
+        c.permit_semaphore("p").release("not-an-id").await.unwrap_err(),
+        c.permit_semaphore("p")
+            .acquire(Some(Duration::ZERO))
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(!err.message().contains("not-an-id"), "ids are not echoed: {err}");
+    }
+    // Releasing more than this handle holds: NotOwned, nothing sent.
+    let err = sem.release(1).await.unwrap_err();
+    assert_eq!(
+        (err.kind(), err.reason()),
+        (ErrorKind::NotOwned, Some(Reason::NeverHeld)),
+        "{err}"
+    );
+    sem.acquire(1).await.unwrap();
+    let err = sem.release(2).await.unwrap_err();
+    assert_eq!(err.reason(), Some(Reason::NeverHeld), "{err}");
+    assert_eq!(get(&mut conn, "sem:bad").await.as_deref(), Some("1"));
+    sem.release(1).await.unwrap();
+    let mut after: Vec<String> = cmd(&mut conn, &["KEYS", "*"]).await;
+    after.retain(|k| !k.starts_with("redisson_unlock_latch:") && !k.starts_with("redlatch_acquire_latch:"));
+    assert_eq!(after, before);
+    assert_eq!(get(&mut conn, "sem:bad").await.as_deref(), Some("2"));
+}
+
+#[tokio::test]
+async fn quorum_clients_are_refused() {
+    let nodes = servers(3);
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    let q = Client::quorum(&urls).await.unwrap();
+    for err in [
+        q.semaphore("s").try_set_permits(1).await.unwrap_err(),
+        q.permit_semaphore("p").available().await.map(|_| ()).unwrap_err(),
+        q.count_down_latch("l").count_down().await.unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(
+            err.message().contains("single-node, Cluster or Sentinel"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn permits_have_redisson_ids_and_are_released_by_id() {
+    let s = server();
+    let (a, b) = (client(&s).await, client(&s).await);
+    let ps = a.permit_semaphore("ps:ids");
+    assert!(ps.try_set_permits(2).await.unwrap());
+    let p1 = ps.acquire(Some(Duration::from_secs(30))).await.unwrap();
+    let p2 = ps.acquire(None).await.unwrap();
+    for p in [&p1, &p2] {
+        assert_eq!(p.id().len(), 32);
+        assert!(p
+            .id()
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    }
+    assert!(!format!("{p1:?}").contains(p1.id()), "Debug hides the id");
+    assert!(p2.is_renewed() && !p1.is_renewed());
+    assert_eq!(p1.lease(), Duration::from_secs(30));
+    assert!(ps.try_acquire(None).await.unwrap().is_none());
+    // Another client releases p1 by its id; p1's own release then finds nothing.
+    b.permit_semaphore("ps:ids").release(p1.id()).await.unwrap();
+    let err = p1.release().await.unwrap_err();
+    assert_eq!(
+        (err.kind(), err.reason()),
+        (ErrorKind::NotOwned, Some(Reason::NeverHeld)),
+        "{err}"
+    );
+    let err = b
+        .permit_semaphore("ps:ids")
+        .release(&"0".repeat(32))
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), Some(Reason::NeverHeld), "{err}");
+    p2.release().await.unwrap();
+    let err = p2.release().await.unwrap_err();
+    assert_eq!(err.reason(), Some(Reason::NeverHeld), "{err}");
+    assert_eq!(ps.available().await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_permit_comes_back_when_its_lease_ends_and_wakes_a_waiter() {
+    let s = server();
+    let c = client(&s).await;
+    let ps = c.permit_semaphore("ps:lease");
+    ps.try_set_permits(1).await.unwrap();
+    let held = ps.acquire(Some(Duration::from_millis(300))).await.unwrap();
+    let started = Instant::now();
+    // The waiter sleeps until the earliest expiry (nobody publishes a lapse).
+    let next = ps.acquire(Some(Duration::from_secs(5))).await.unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    let err = held.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotOwned, "{err}");
+    next.release().await.unwrap();
+    assert_eq!(ps.available().await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn the_watchdog_keeps_a_permit_past_its_timeout_until_release() {
+    let s = server();
+    let c = Client::builder(&s.url())
+        .watchdog_timeout(Duration::from_millis(600))
+        .connect()
+        .await
+        .unwrap();
+    let ps = c.permit_semaphore("ps:watchdog");
+    ps.try_set_permits(1).await.unwrap();
+    let permit = ps.acquire(None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(!permit.is_lost());
+    assert_eq!(ps.available().await.unwrap(), 0, "renewed: not given back");
+    permit.release().await.unwrap();
+    assert_eq!(ps.available().await.unwrap(), 1);
+}
+
+/// A holder that dies: its client and every task of it end without releasing (a runtime
+/// shut down with the permits forgotten).
+fn die_holding(url: String, name: &'static str, count: usize, lease: Option<Duration>) {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let c = Client::builder(&url)
+                .watchdog_timeout(Duration::from_millis(600))
+                .connect()
+                .await
+                .unwrap();
+            let ps = c.permit_semaphore(name);
+            for _ in 0..count {
+                std::mem::forget(ps.acquire(lease).await.unwrap());
+            }
+        });
+        rt.shutdown_background();
+    })
+    .join()
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_dead_holders_permits_come_back() {
+    let s = server();
+    let c = client(&s).await;
+    let ps = c.permit_semaphore("ps:dead");
+    ps.try_set_permits(3).await.unwrap();
+    die_holding(s.url(), "ps:dead", 2, None);
+    die_holding(s.url(), "ps:dead", 1, Some(Duration::from_millis(400)));
+    assert_eq!(ps.available().await.unwrap(), 0, "all taken by the dead");
+    // Watchdog-mode permits stop being renewed: back within the watchdog timeout.
+    let started = Instant::now();
+    let mut taken = Vec::new();
+    for _ in 0..3 {
+        taken.push(
+            ps.acquire_with_wait(None, Some(Duration::from_secs(5)))
+                .await
+                .unwrap(),
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    for p in taken {
+        p.release().await.unwrap();
+    }
+    assert_eq!(ps.available().await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn close_releases_permits_and_stops_waits() {
+    let s = server();
+    let c = client(&s).await;
+    let ps = c.permit_semaphore("ps:close");
+    ps.try_set_permits(1).await.unwrap();
+    let permit = ps.acquire(None).await.unwrap();
+    let sem = c.semaphore("sem:close");
+    let waiting = tokio::spawn(async move { sem.acquire(1).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    c.close().await;
+    let err = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert_eq!(permit.release().await.unwrap_err().kind(), ErrorKind::Connection);
+    let other = client(&s).await;
+    assert_eq!(
+        other.permit_semaphore("ps:close").available().await.unwrap(),
+        1,
+        "released by close"
+    );
+}
