@@ -58,6 +58,39 @@ export declare class NativeClient {
    */
   connect(id: number, out: Scratch): string | null
   /**
+   * A semaphore handle on key `name`. Throws `ERR_INVALID_ARGUMENT` for a bad name,
+   * `ERR_CONNECTION` on a closed client.
+   */
+  semaphore(name: string): NativeSemaphore
+  /** A permit-expirable semaphore handle on key `name`. */
+  permitSemaphore(name: string): NativePermitSemaphore
+  /**
+   * The id of permit `permit` (32 lower-case hex digits), `renewed` and `ended`: the
+   * string `"<id>:<renewed 0|1>:<ended 0|1>"`; `ended` also for a number not in the table.
+   */
+  permitState(permit: number): string
+  /**
+   * Releases permit `permit` at most once; settles call `id`. A failure of Redis leaves
+   * it releasable (call again).
+   */
+  permitRelease(permit: number, id: number, out: Scratch): string | null
+  /**
+   * Forgets permit `permit` (its JavaScript object was garbage-collected): a permit never
+   * released is released in the background (the core's `Permit` drop).
+   */
+  dropPermit(permit: number): void
+  /** Sets latch `name`'s count if none is set; settles call `id` with `true` when it did. */
+  latchTrySetCount(name: string, n: number, id: number, out: Scratch): string | null
+  /** Counts latch `name` down (it opens at zero). */
+  latchCountDown(name: string, id: number, out: Scratch): string | null
+  /** Settles call `id` with latch `name`'s count. */
+  latchCount(name: string, id: number, out: Scratch): string | null
+  /**
+   * Waits until latch `name` is open (`true`) or `timeoutMs` ran out (`false`; `null`: no
+   * limit, 0: one look).
+   */
+  latchWait(name: string, timeoutMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  /**
    * Releases hold `hold` (decrements the hold count of a reentrant lock), at most once,
    * and settles call `id`. Rejects with `ERR_NOT_OWNED` (reason `deleted`, `taken` or
    * `never_held`) or `ERR_LOCK_LOST` (the loss was known before: its reason, or
@@ -134,6 +167,60 @@ export declare class NativeClient {
    * with `true` when a lock was deleted (on a majority of nodes).
    */
   forceUnlock(name: string, id: number, out: Scratch): string | null
+  /**
+   * Checks a multi-lock (`client.multiLock` throws what this throws): `ERR_INVALID_ARGUMENT`
+   * for an empty set, a name given twice, a bad member or lease.
+   */
+  checkMulti(members: Array<MultiMember>, leaseMs?: number | undefined | null): void
+  /**
+   * Acquires every member or none, waiting up to `waitMs` for the whole set (`null` =
+   * forever, 0 = one try); settles call `id` with the acquisition's number.
+   */
+  multiAcquire(members: Array<MultiMember>, owners: Array<number | undefined | null>, leaseMs: number | undefined | null, waitMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  /** The members' names of acquisition `multi`, in the order taken. */
+  multiNames(multi: number): Array<string>
+  /** Acquisition `multi`'s state: bit 1 = a member is known lost, bit 2 = no member held. */
+  multiState(multi: number): number
+  /** Releases every member of acquisition `multi` still held; settles call `id`. */
+  multiRelease(multi: number, id: number, out: Scratch): string | null
+  /**
+   * Forgets acquisition `multi` (its JavaScript object was garbage-collected): members
+   * still held are released in the background (dropped guards).
+   */
+  dropMulti(multi: number): void
+}
+
+/** A permit-expirable semaphore handle (`client.permitSemaphore(name)`). */
+export declare class NativePermitSemaphore {
+  /** Sets the permits if none are set; settles call `id` with `true` when it did. */
+  trySetPermits(permits: number, id: number, out: Scratch): string | null
+  /**
+   * Acquires one permit with `leaseMs` (`null`: renewed by the watchdog), waiting up to
+   * `waitMs`; settles call `id` with the permit's number in the client's table.
+   */
+  acquire(leaseMs: number | undefined | null, waitMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  /** One try: settles call `id` with the permit's number, or `null` when none is available. */
+  tryAcquire(leaseMs: number | undefined | null, id: number, out: Scratch): string | null
+  /** Releases the permit with id `permitId` (from any client). */
+  release(permitId: string, id: number, out: Scratch): string | null
+  /** Settles call `id` with the permits available. */
+  available(id: number, out: Scratch): string | null
+}
+
+/** A semaphore handle (`client.semaphore(name)`): counts the permits it acquired. */
+export declare class NativeSemaphore {
+  /** Permits this handle acquired and did not release. */
+  get held(): number
+  /** Sets the permits if none are set; settles call `id` with `true` when it did. */
+  trySetPermits(permits: number, id: number, out: Scratch): string | null
+  /** Acquires `permits`, waiting up to `waitMs` (`null` = forever, 0 = one try). */
+  acquire(permits: number, waitMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  /** One try: settles call `id` with `true` when `permits` were acquired. */
+  tryAcquire(permits: number, id: number, out: Scratch): string | null
+  /** Gives back `permits` of those this handle holds (`ERR_NOT_OWNED` beyond that). */
+  release(permits: number, id: number, out: Scratch): string | null
+  /** Settles call `id` with the permits available. */
+  available(id: number, out: Scratch): string | null
 }
 
 /**
@@ -212,6 +299,20 @@ export declare function localSocketOpen(socket: number, out: Scratch): string | 
 
 /** The timer record `4, ms` asked for fired. */
 export declare function localTimer(out: Scratch): string | null
+
+/** One member of a multi-lock: a `Lock`'s name, kind and options. */
+export interface MultiMember {
+  /** The member lock's name. */
+  name: string
+  /** Its kind, as `lib/engine.mjs` numbers kinds (`KIND`). */
+  kind: number
+  /** Its own fixed lease in ms (absent: watchdog mode, unless the multi-lock sets one). */
+  leaseMs?: number
+  /** Fenced member (taken through its own script, not the multi-lock's one script). */
+  fenced: boolean
+  /** Fenced members: the fencing counter key's TTL in ms (absent: it persists). */
+  fenceTtlMs?: number
+}
 
 /**
  * TLS settings of `rediss://` URLs (`options.tls`). Without them a `rediss://` URL is

@@ -15,8 +15,14 @@
 import net from 'node:net'
 import tls from 'node:tls'
 import { createRequire } from 'node:module'
-import { toLockError } from './facade/errors.mjs'
+import { InvalidArgumentError, toLockError } from './facade/errors.mjs'
 import { emitWarning } from './deployment.mjs'
+import {
+  NativeEngineLatch,
+  NativeEngineMultiLock,
+  NativeEnginePermitSemaphore,
+  NativeEngineSemaphore,
+} from './family-engine.mjs'
 
 const native = createRequire(import.meta.url)('../index.js')
 
@@ -208,15 +214,25 @@ export function connectEngine(urls, options, local, cluster) {
   )
 }
 
+/** `call` for the family's engine classes: `start(id, out)` (family-engine.mjs). */
+function run(start, wrap) {
+  return call((id) => start(id, out), wrap)
+}
+
 /** A `NativeClient` as the facade's engine client. */
 class NativeEngine {
   #raw
   /** Drops the table entry of a hold whose object was collected (released in the background if need be). */
   #holds
+  /** The same for permits and multi-lock acquisitions. */
+  #permits
+  #multis
 
   constructor(raw) {
     this.#raw = raw
     this.#holds = new FinalizationRegistry((hold) => raw.dropHold(hold))
+    this.#permits = new FinalizationRegistry((permit) => raw.dropPermit(permit))
+    this.#multis = new FinalizationRegistry((multi) => raw.dropMulti(multi))
   }
 
   get id() {
@@ -242,6 +258,29 @@ class NativeEngine {
 
   forceUnlock(name) {
     return call((id) => this.#raw.forceUnlock(name, id, out))
+  }
+
+  semaphore(name) {
+    return new NativeEngineSemaphore(this.#raw.semaphore(name), run)
+  }
+
+  permitSemaphore(name) {
+    return new NativeEnginePermitSemaphore(this.#raw, this.#raw.permitSemaphore(name), run, this.#permits)
+  }
+
+  countDownLatch(name) {
+    this.#raw.checkLock(name, KIND.lease, null, null, false, null) // the name, and not closed
+    return new NativeEngineLatch(this.#raw, name, run)
+  }
+
+  multiLock(members, { leaseMs }) {
+    const specs = members.map((m) => {
+      if (!(m instanceof NativeEngineLock) || m.client !== this.#raw) {
+        throw new InvalidArgumentError('a multi-lock takes locks of one client only')
+      }
+      return m.member
+    })
+    return new NativeEngineMultiLock(this.#raw, specs, leaseMs ?? null, run, this.#multis)
   }
 
   cancel(ticket) {
@@ -273,6 +312,17 @@ class NativeEngineLock {
     this.#leaseMs = leaseMs
     this.#fenced = fenced
     this.#fenceTtlMs = fenceTtlMs
+  }
+
+  get client() {
+    return this.#raw
+  }
+
+  /** This lock as a multi-lock member (../src/multi.rs `MultiMember`). */
+  get member() {
+    // napi-rs objects take `undefined`, not `null`, for absent optional fields.
+    const [leaseMs, fenceTtlMs] = [this.#leaseMs ?? undefined, this.#fenceTtlMs ?? undefined]
+    return { name: this.#name, kind: this.#kind, leaseMs, fenced: this.#fenced, fenceTtlMs }
   }
 
   acquire(waitMs, owner, ticket) {

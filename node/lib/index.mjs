@@ -59,6 +59,12 @@ export class Client extends FacadeClient {
 export {
   Lock,
   RwLock,
+  Semaphore,
+  PermitSemaphore,
+  Permit,
+  CountDownLatch,
+  MultiLock,
+  MultiHeld,
   Held,
   Owner,
   STATUS,

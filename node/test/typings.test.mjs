@@ -57,6 +57,8 @@ test('the typings compile a strict program, and await using releases', async () 
       'lost-code true',
       'fair null',
       'ERR_WOULD_DEADLOCK true',
+      'permit 32 2 0',
+      'multi 2 true',
     ])
   } finally {
     rmSync(outDir, { recursive: true, force: true })

@@ -5,7 +5,9 @@
 //! in [`JsTransport`], [`JsRuntime`] and the checks of the random source.
 
 use crate::error::{invalid, to_js, IntoJs};
+use crate::family::{WasmLatch, WasmPermitSemaphore, WasmSemaphore};
 use crate::lock::{Kind, Spec, WasmLock};
+use crate::multi::{specs, WasmMultiLock};
 use crate::options;
 use crate::runtime::JsRuntime;
 use crate::transport::JsTransport;
@@ -139,6 +141,50 @@ impl WasmClient {
             fence_ttl,
         };
         Ok(WasmLock::new(spec))
+    }
+
+    /// A semaphore handle (Redisson RSemaphore) on key `name`.
+    ///
+    /// # Errors
+    /// `InvalidArgumentError` for a bad name.
+    pub fn semaphore(&self, name: String) -> Result<WasmSemaphore, JsValue> {
+        keys::validate_name(&name).js()?;
+        Ok(WasmSemaphore::new(self.client.semaphore(name)))
+    }
+
+    /// A permit-expirable semaphore handle (Redisson RPermitExpirableSemaphore).
+    ///
+    /// # Errors
+    /// `InvalidArgumentError` for a bad name.
+    #[wasm_bindgen(js_name = permitSemaphore)]
+    pub fn permit_semaphore(&self, name: String) -> Result<WasmPermitSemaphore, JsValue> {
+        keys::validate_name(&name).js()?;
+        Ok(WasmPermitSemaphore::new(self.client.permit_semaphore(name)))
+    }
+
+    /// A count-down latch handle (Redisson RCountDownLatch).
+    ///
+    /// # Errors
+    /// `InvalidArgumentError` for a bad name.
+    #[wasm_bindgen(js_name = countDownLatch)]
+    pub fn count_down_latch(&self, name: String) -> Result<WasmLatch, JsValue> {
+        keys::validate_name(&name).js()?;
+        Ok(WasmLatch::new(self.client.count_down_latch(name)))
+    }
+
+    /// A multi-lock over `members` (copies of this client's locks, from `WasmLock.member()`;
+    /// consumed), with `leaseMs` for every member (absent: each member's own).
+    ///
+    /// # Errors
+    /// `InvalidArgumentError` for an empty set, a name given twice or a bad lease.
+    #[wasm_bindgen(js_name = multiLock)]
+    pub fn multi_lock(
+        &self,
+        members: Vec<WasmLock>,
+        #[wasm_bindgen(js_name = leaseMs)] lease_ms: Option<f64>,
+    ) -> Result<WasmMultiLock, JsValue> {
+        let lease = lease_ms.map(options::lease).transpose()?;
+        WasmMultiLock::new(self.client.clone(), specs(&members), lease)
     }
 
     /// Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted

@@ -125,6 +125,11 @@ impl WasmLock {
             ))),
         }
     }
+
+    /// The lock's name, kind and options (multi-lock members).
+    pub(crate) fn spec(&self) -> &Spec {
+        &self.spec
+    }
 }
 
 enum Wait {

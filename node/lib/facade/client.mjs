@@ -7,6 +7,10 @@ import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
 import { Lock } from './lock.mjs'
 import { RwLock } from './rwlock.mjs'
+import { Semaphore } from './semaphore.mjs'
+import { PermitSemaphore } from './permits.mjs'
+import { CountDownLatch } from './latch.mjs'
+import { MultiLock, memberLocks, rawOf } from './multilock.mjs'
 
 /** Connection(s) to Redis and the locks made from them. */
 export class Client {
@@ -75,6 +79,57 @@ export class Client {
     args.name(name)
     const o = args.lockOptions(options)
     return new RwLock(INTERNAL, name, o, (kind, opts) => this.#makeLock(kind, name, opts))
+  }
+
+  /**
+   * A semaphore (Redisson RSemaphore). `permits`: set when the semaphore has none yet
+   * (`trySetPermits`, before the first call that needs them); `waitMs`: the default wait of
+   * `acquire`. Permits are not owned in Redis; this handle releases only what it acquired.
+   * Not on quorum clients (InvalidArgumentError from the first call).
+   */
+  semaphore(name, options) {
+    args.name(name)
+    const o = args.semaphoreOptions(options)
+    return new Semaphore(INTERNAL, this.#engine, this.#call(() => this.#engine.semaphore(name)), name, o)
+  }
+
+  /**
+   * A permit-expirable semaphore (Redisson RPermitExpirableSemaphore): each acquire returns a
+   * Permit with an id and a lease, released by id, and back by itself when its lease ends.
+   * Options as for `semaphore`. Not on quorum clients.
+   */
+  permitSemaphore(name, options) {
+    args.name(name)
+    const o = args.semaphoreOptions(options)
+    return new PermitSemaphore(INTERNAL, this.#engine, this.#call(() => this.#engine.permitSemaphore(name)), name, o)
+  }
+
+  /** A count-down latch (Redisson RCountDownLatch). Not on quorum clients. */
+  countDownLatch(name) {
+    args.name(name)
+    return new CountDownLatch(INTERNAL, this.#engine, this.#call(() => this.#engine.countDownLatch(name)), name)
+  }
+
+  /**
+   * A multi-lock over `members` (Locks of this client of any kind, or names of lease locks):
+   * all or nothing, taken in one order (sorted by name), rolled back on a failure part way.
+   * `leaseMs` applies to every member (default: each member's own, else watchdog mode),
+   * `waitMs` to the whole set. Throws InvalidArgumentError for an empty set, a name given
+   * twice or a lock of another client.
+   */
+  multiLock(members, options) {
+    const o = args.multiOptions(options)
+    const locks = memberLocks(members, (name) => this.lock(name))
+    const raw = this.#call(() => this.#engine.multiLock(locks.map(rawOf), { leaseMs: o.leaseMs }))
+    return new MultiLock(INTERNAL, this.#engine, raw, locks, o.waitMs)
+  }
+
+  #call(make) {
+    try {
+      return make()
+    } catch (err) {
+      throw toLockError(err)
+    }
   }
 
   #makeLock(kind, name, options) {

@@ -83,6 +83,25 @@ export declare class Client {
    * with `WouldDeadlockError`. Not on quorum clients (`InvalidArgumentError` at acquire).
    */
   rwLock(name: string, options?: LockOptions): RwLock
+  /**
+   * A semaphore (Redisson RSemaphore). `permits`: set when the semaphore has none yet, before
+   * the first call that needs them. Permits are not owned in Redis; this handle releases only
+   * what it acquired. Not on quorum clients (`InvalidArgumentError` from the first call).
+   */
+  semaphore(name: string, options?: SemaphoreOptions): Semaphore
+  /**
+   * A permit-expirable semaphore (Redisson RPermitExpirableSemaphore): each acquire returns a
+   * `Permit` (id, lease), released by id, back by itself when its lease ends. Not on quorum clients.
+   */
+  permitSemaphore(name: string, options?: SemaphoreOptions): PermitSemaphore
+  /** A count-down latch (Redisson RCountDownLatch). Not on quorum clients. */
+  countDownLatch(name: string): CountDownLatch
+  /**
+   * A multi-lock (Redisson RedissonMultiLock) over `members` (Locks of this client of any kind,
+   * or names of lease locks): all or nothing, taken in one order (sorted by name), rolled back
+   * on a failure part way. Throws `InvalidArgumentError` for an empty set or a name given twice.
+   */
+  multiLock(members: ReadonlyArray<Lock | string>, options?: MultiLockOptions): MultiLock
   /** `client.lock(name, { leaseMs, fenced, fenceTtlMs }).using(fn, { waitMs, signal })`. */
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: WithLockOptions): Promise<Awaited<T>>
   /** Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted; rejects with `QuorumError` when fewer than a majority of nodes answer. */
@@ -161,6 +180,135 @@ export declare class Held implements AsyncDisposable {
   /** Asks Redis whether this hold is still ours. */
   owned(): Promise<boolean>
   /** Releases the hold unless already released; an unknown outcome is retried in the background while the lease lasts. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** Options of `client.semaphore` / `client.permitSemaphore`. */
+export interface SemaphoreOptions {
+  /** Permits to set when the semaphore has none yet (Redisson `trySetPermits`), 1 ..= 2^31 - 1. */
+  permits?: number
+  /** Default wait of `acquire` in ms (0 = one try). Absent or `Infinity`: until acquired. */
+  waitMs?: number
+}
+
+/** A counting semaphore (Redisson RSemaphore). Counts are integers 1 ..= 2^31 - 1. */
+export declare class Semaphore {
+  private constructor()
+  /** Its Redis key (a string holding the permits available). */
+  readonly name: string
+  /** Permits this handle acquired and did not release (counted locally). */
+  readonly held: number
+  /** Sets the permits if none are set; `true` when it did. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Acquires `permits` (default 1). Rejects with `NotAcquiredError` when the wait runs out, `signal.reason` when aborted. */
+  acquire(permits?: number, options?: AcquireOptions): Promise<void>
+  /** One try: `true` when `permits` (default 1) were acquired. */
+  tryAcquire(permits?: number): Promise<boolean>
+  /** Gives back `permits` (default 1) this handle holds; more than `held` is `NotOwnedError` (reason `never_held`). */
+  release(permits?: number): Promise<void>
+  /** Permits available now. */
+  available(): Promise<number>
+  /** Acquires `options.permits` (default 1), runs `fn`, releases them however it ends. */
+  using<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions & { permits?: number }): Promise<Awaited<T>>
+  toString(): string
+}
+
+/** Options of one permit acquisition. */
+export interface PermitAcquireOptions extends AcquireOptions {
+  /** Lease in ms: the permit comes back by itself after it. Absent: renewed by the watchdog while the permit is held. */
+  leaseMs?: number
+}
+
+/** A permit-expirable semaphore (Redisson RPermitExpirableSemaphore). */
+export declare class PermitSemaphore {
+  private constructor()
+  /** Its Redis key (the leases are in the zset `{name}:timeout`). */
+  readonly name: string
+  /** Sets the permits if none are set; `true` when it did. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Acquires one permit. Rejects with `NotAcquiredError` when the wait runs out, `signal.reason` when aborted. */
+  acquire(options?: PermitAcquireOptions): Promise<Permit>
+  /** One try: a `Permit`, or `null` when none is available. */
+  tryAcquire(options?: { leaseMs?: number }): Promise<Permit | null>
+  /** Releases the permit with this id (from any client, Java too); `NotOwnedError` for an unknown or expired id. */
+  release(id: string): Promise<void>
+  /** Permits available now (expired ones come back first). */
+  available(): Promise<number>
+  /** Acquires a permit, runs `fn(permit)`, releases it however it ends. */
+  using<T>(fn: (permit: Permit) => T | PromiseLike<T>, options?: PermitAcquireOptions): Promise<Awaited<T>>
+  toString(): string
+}
+
+/** One permit held; `await using permit = await sem.acquire()` releases it at the end of the block. */
+export declare class Permit implements AsyncDisposable {
+  private constructor()
+  /** The semaphore's name. */
+  readonly name: string
+  /** The permit id: 32 lower-case hex digits (Redisson's format). A credential: do not log it. */
+  readonly id: string
+  /** The lease in ms (the watchdog timeout when renewed). */
+  readonly leaseMs: number
+  /** `true` when the watchdog renews it (acquired without `leaseMs`). */
+  readonly renewed: boolean
+  /** Gives it back, at most once; `NotOwnedError` (reason `never_held` or `expired`) when no longer held. */
+  release(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+  toString(): string
+}
+
+/** Options of `latch.wait`. */
+export interface LatchWaitOptions {
+  /** How long to wait in ms (0 = one look). Absent or `Infinity`: no limit. */
+  timeoutMs?: number
+  /** Cancels the wait: it rejects with `signal.reason`. */
+  signal?: AbortSignal
+}
+
+/** A count-down latch (Redisson RCountDownLatch). */
+export declare class CountDownLatch {
+  private constructor()
+  /** Its Redis key (a string holding the count). */
+  readonly name: string
+  /** Sets the count if no latch is set; `true` when it did. */
+  trySetCount(count: number): Promise<boolean>
+  /** Decrements the count; at zero every waiter wakes. A no-op when no latch is set. */
+  countDown(): Promise<void>
+  /** The count now (0 when open or not set). */
+  count(): Promise<number>
+  /** `true` when the count reached zero, `false` when `timeoutMs` ran out first. */
+  wait(options?: LatchWaitOptions): Promise<boolean>
+  toString(): string
+}
+
+/** Options of `client.multiLock`. */
+export interface MultiLockOptions {
+  /** Fixed lease in ms for every member (absent: each member's own, else watchdog mode). */
+  leaseMs?: number
+  /** Default wait of `acquire` for the whole set, in ms (0 = one try). Absent or `Infinity`: until acquired. */
+  waitMs?: number
+}
+
+/** Several locks taken together, all or nothing. */
+export declare class MultiLock {
+  private constructor()
+  /** The members' names, sorted (the order they are taken in). */
+  readonly names: string[]
+  /** Acquires every member or none. Rejects with `NotAcquiredError` when the wait runs out, `signal.reason` when aborted. */
+  acquire(options?: AcquireOptions): Promise<MultiHeld>
+  /** Acquires every member, runs `fn`, releases them however it ends. */
+  using<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
+  toString(): string
+}
+
+/** The members of one multi-lock acquisition; `await using` releases them. */
+export declare class MultiHeld implements AsyncDisposable {
+  private constructor()
+  /** The members' names, in the order taken. */
+  readonly names: string[]
+  /** `true` once any member is known lost. */
+  readonly lost: boolean
+  /** Releases every member, at most once (the first member's error, the others released regardless). */
+  release(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }
 

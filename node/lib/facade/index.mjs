@@ -4,6 +4,10 @@
 export { Client } from './client.mjs'
 export { Lock } from './lock.mjs'
 export { RwLock } from './rwlock.mjs'
+export { Semaphore } from './semaphore.mjs'
+export { PermitSemaphore, Permit } from './permits.mjs'
+export { CountDownLatch } from './latch.mjs'
+export { MultiLock, MultiHeld } from './multilock.mjs'
 export { Held } from './held.mjs'
 export { Owner } from './owner.mjs'
 export {

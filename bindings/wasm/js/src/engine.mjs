@@ -7,8 +7,9 @@
 import * as args from '../lib/facade/args.mjs'
 import { Client } from '../lib/facade/client.mjs'
 import { INTERNAL } from '../lib/facade/engine.mjs'
-import { closedError, NotAcquiredError, toLockError } from '../lib/facade/errors.mjs'
+import { closedError, InvalidArgumentError, NotAcquiredError, toLockError } from '../lib/facade/errors.mjs'
 import { useAsyncLocalStorage } from '../lib/facade/owner.mjs'
+import { WasmEngineLatch, WasmEngineMultiLock, WasmEnginePermitSemaphore, WasmEngineSemaphore } from './family.mjs'
 
 /** The wasm-bindgen glue: `WasmClient`, `WasmLock`, `WasmHeld`. */
 let glue = null
@@ -84,6 +85,32 @@ class WasmEngine {
     return keep(() => this.#raw.forceUnlock(name))
   }
 
+  semaphore(name) {
+    if (this.closed) throw closedError()
+    return new WasmEngineSemaphore(this, this.#raw.semaphore(name))
+  }
+
+  permitSemaphore(name) {
+    if (this.closed) throw closedError()
+    return new WasmEnginePermitSemaphore(this, this.#raw.permitSemaphore(name))
+  }
+
+  countDownLatch(name) {
+    if (this.closed) throw closedError()
+    return new WasmEngineLatch(this, this.#raw.countDownLatch(name))
+  }
+
+  multiLock(members, { leaseMs }) {
+    if (this.closed) throw closedError()
+    const raws = members.map((m) => {
+      if (!(m instanceof WasmEngineLock) || m.engine !== this) {
+        throw new InvalidArgumentError('a multi-lock takes locks of one client only')
+      }
+      return m.member()
+    })
+    return new WasmEngineMultiLock(this, this.#raw.multiLock(raws, leaseMs))
+  }
+
   /** Calls `this.#raw`-made `call()` unless closed, keeping the event loop alive meanwhile. */
   async run(call) {
     if (this.closed) throw closedError()
@@ -145,6 +172,15 @@ class WasmEngineLock {
   constructor(engine, raw) {
     this.#engine = engine
     this.#raw = raw
+  }
+
+  get engine() {
+    return this.#engine
+  }
+
+  /** A copy of the wasm lock, for a multi-lock (which consumes it). */
+  member() {
+    return this.#raw.member()
   }
 
   async acquire(waitMs, owner, ticket) {
