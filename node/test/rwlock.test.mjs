@@ -94,6 +94,7 @@ for (const entry of ENTRIES) {
         assert.equal(owners.length, 2)
         const writer = owners.find((f) => f.endsWith(':write'))
         assert.ok(writer && owners.includes(writer.slice(0, -':write'.length)), JSON.stringify(fields))
+        assert.equal(await rw.read().holdCount(), 1, "the writer's read hold counts in write mode")
         assert.equal(await rw.write().holdCount(), 1)
         await h.release()
         assert.equal(await r.hget(name, 'mode'), 'write', 'the read release left the write hold')
