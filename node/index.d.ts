@@ -46,9 +46,9 @@ export declare class NativeClient {
    */
   cancel(ticket: number): void
   /**
-   * Closes the client: pending acquires reject, live holds are released (call `id`
-   * settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
-   * Idempotent.
+   * Closes the client: pending acquires reject, live holds, permits and multi-lock members
+   * are released by the core's `Client::close` (call `id` settles when Redis confirmed or
+   * failed), later calls reject with `ERR_CONNECTION`. Idempotent.
    */
   close(id: number, out: Scratch): string | null
   /**

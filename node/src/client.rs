@@ -261,9 +261,9 @@ impl NativeClient {
         }
     }
 
-    /// Closes the client: pending acquires reject, live holds are released (call `id`
-    /// settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
-    /// Idempotent.
+    /// Closes the client: pending acquires reject, live holds, permits and multi-lock members
+    /// are released by the core's `Client::close` (call `id` settles when Redis confirmed or
+    /// failed), later calls reject with `ERR_CONNECTION`. Idempotent.
     #[napi]
     pub fn close(&self, id: u32, out: Scratch<'_>) -> Option<String> {
         let shared = self.shared.clone();
@@ -281,11 +281,13 @@ impl NativeClient {
             let Some(client) = client else {
                 return Ok(Value::Unit);
             };
-            drop(client);
             // The entries stay (until their JavaScript objects are collected), so a later
             // release or state query of these holds still finds them, released by close().
+            // Their holders are told "closed" (held.rs), so they are marked before the core's
+            // close releases every guard still held, permit and multi-lock member.
             let holds: Vec<Arc<HoldSlot>> = locked(&shared.holds).values().cloned().collect();
-            futures::future::join_all(holds.iter().map(|h| h.release_on_close())).await;
+            futures::future::join_all(holds.iter().map(|h| h.mark_closing())).await;
+            client.close().await;
             Ok(Value::Unit)
         })
     }

@@ -142,6 +142,25 @@ for (const entry of ENTRIES) {
       }
     })
 
+    test('client.close() gives back held permits and multi-lock members; later calls reject', async () => {
+      const { RedisConnectionError } = entry.api
+      const name = key('close-permits')
+      const [a, b] = [key('close-a'), key('close-b')]
+      const own = await entry.connect({ watchdogTimeoutMs: 30_000 })
+      const ps = own.client.permitSemaphore(name, { permits: 1 })
+      const permit = await ps.acquire()
+      const multi = await own.client.multiLock([a, b]).acquire()
+      assert.equal(await client.permitSemaphore(name).available(), 0)
+      assert.equal(await r.exists(a), 1)
+      await own.close()
+      // Released by close(), not left to their watchdog-renewed leases (30 s).
+      assert.equal(await client.permitSemaphore(name).available(), 1)
+      assert.deepEqual([await r.exists(a), await r.exists(b)], [0, 0])
+      await assert.rejects(permit.release(), RedisConnectionError)
+      await assert.rejects(multi.release(), RedisConnectionError)
+      await assert.rejects(ps.available(), RedisConnectionError)
+    })
+
     test('semaphores are refused on a quorum client', { skip: QUORUM_URLS.length < 3 }, async () => {
       const q = await entry.quorum(QUORUM_URLS)
       try {

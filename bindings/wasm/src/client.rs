@@ -187,6 +187,17 @@ impl WasmClient {
         WasmMultiLock::new(self.client.clone(), specs(&members), lease)
     }
 
+    /// Closes the core client: every guard still held, permit and multi-lock member is
+    /// released (resolves when Redis answered or failed), pending waits stop, later calls
+    /// reject with `RedisConnectionError`. The transports stay open (they are the host's).
+    pub fn close(&self) -> Promise {
+        let client = self.client.clone();
+        future_to_promise(async move {
+            client.close().await;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
     /// Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted
     /// (on a majority of nodes).
     #[wasm_bindgen(js_name = forceUnlock)]

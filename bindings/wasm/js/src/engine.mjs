@@ -162,6 +162,8 @@ class WasmEngine {
     const live = [...this.holds].map((ref) => ref.deref()).filter((h) => h !== undefined && h.active)
     this.holds.clear()
     await Promise.allSettled(live.map((h) => h.closeByClient()))
+    // The core's close: permits, multi-lock members and anything else still held.
+    await keep(() => this.#raw.close())
   }
 }
 
