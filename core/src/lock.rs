@@ -142,6 +142,17 @@ impl Lock {
         self.owner.map(|n| token::owner_id(&self.engine.client_id, n))
     }
 
+    /// The client this lock belongs to (a multi-lock checks its members share one).
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// `true` when the multi-lock may take this lock inside its one script: an unfenced lease
+    /// or reentrant lock (the other kinds need their own scripts).
+    pub(crate) fn joins_one_script(&self) -> bool {
+        matches!(self.kind, LockKind::Lease | LockKind::Reentrant) && !self.fenced
+    }
+
     /// How Redis knows this handle's owner (not for lease locks, whose token is per hold).
     fn owner_holder(&self) -> Option<Holder> {
         let owner = self.owner_id()?;
@@ -151,17 +162,6 @@ impl Lock {
             // Inspection of a fair lock is the reentrant hash's.
             _ => Holder::Reentrant { owner },
         })
-    }
-
-    /// The client this lock belongs to (a multi-lock checks its members share one).
-    pub(crate) fn engine(&self) -> &Arc<Engine> {
-        &self.engine
-    }
-
-    /// `true` when the multi-lock may take this lock inside its one script: a lease or
-    /// reentrant lock, unfenced.
-    pub(crate) fn joins_one_script(&self) -> bool {
-        !self.fenced && matches!(self.kind, LockKind::Lease | LockKind::Reentrant)
     }
 
     pub(crate) fn spec(&self) -> Result<LockSpec> {

@@ -284,3 +284,52 @@ async fn close_releases_multi_guards() {
     assert!(keys_but_latches(&mut conn).await.is_empty());
     assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::Connection);
 }
+
+#[tokio::test]
+async fn any_mix_of_lock_kinds() {
+    let s = server();
+    let (c, other) = (client(&s).await, client(&s).await);
+    let rw = c.rw_lock("mk:rw");
+    let multi = c
+        .multi_lock(vec![
+            c.fair_lock("mk:fair"),
+            rw.write(),
+            c.rlock("mk:r"),
+            c.lock("mk:l"),
+        ])
+        .unwrap();
+    let guard = multi.acquire().await.unwrap();
+    assert_eq!(guard.names(), ["mk:fair", "mk:l", "mk:r", "mk:rw"]);
+    assert!(other.fair_lock("mk:fair").try_acquire().await.unwrap().is_none());
+    assert!(other
+        .rw_lock("mk:rw")
+        .read()
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(other.rlock("mk:r").try_acquire().await.unwrap().is_none());
+    assert!(other.lock("mk:l").try_acquire().await.unwrap().is_none());
+    // The same set from the other client, in another order, waits for the whole set.
+    let theirs = other
+        .multi_lock(vec![
+            other.lock("mk:l"),
+            other.rw_lock("mk:rw").write(),
+            other.fair_lock("mk:fair"),
+            other.rlock("mk:r"),
+        ])
+        .unwrap()
+        .wait(Duration::from_secs(10));
+    let waiting = tokio::spawn(async move { theirs.acquire().await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(!waiting.is_finished());
+    guard.release().await.unwrap();
+    let g = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    g.release().await.unwrap();
+    let mut conn = raw(&s).await;
+    assert!(keys_but_latches(&mut conn).await.is_empty());
+}

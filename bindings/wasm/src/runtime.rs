@@ -126,7 +126,6 @@ impl Runtime for JsRuntime {
         wasm_bindgen_futures::spawn_local(task);
     }
 
-    /// `Date.now()`: the system clock of `std` is unavailable on wasm32.
     fn wall_clock_ms(&self) -> u64 {
         js_sys::Date::now().max(0.0) as u64
     }

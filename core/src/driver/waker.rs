@@ -8,7 +8,7 @@ use futures::future::{select, select_all, Either};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) struct Waker {
+pub(super) struct Waker {
     subs: Vec<Box<dyn Subscription>>,
 }
 
@@ -37,11 +37,11 @@ impl Waker {
         Waker { subs }
     }
 
-    pub(crate) fn mark_seen(&mut self) {
+    pub(super) fn mark_seen(&mut self) {
         self.subs.iter_mut().for_each(|s| s.mark_seen());
     }
 
-    pub(crate) async fn changed(&mut self) {
+    pub(super) async fn changed(&mut self) {
         if self.subs.is_empty() {
             return std::future::pending().await;
         }

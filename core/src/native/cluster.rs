@@ -312,4 +312,8 @@ impl Transport for ClusterTransport {
     fn label(&self) -> &str {
         &self.label
     }
+
+    fn is_cluster(&self) -> bool {
+        true
+    }
 }
