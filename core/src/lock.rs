@@ -83,7 +83,8 @@ impl Lock {
     /// `redisson_lock_token:{name}` (Redisson's counter key; it has no TTL and persists after
     /// the lock is gone, one key per name ever fenced: see [`Self::fence_ttl`]). A re-entry of
     /// a reentrant owner reports the token of its outermost hold. Single-node clients only;
-    /// `InvalidArgument` in quorum mode.
+    /// `InvalidArgument` in quorum mode, and on the read side of a read/write lock (readers
+    /// share the lock; fence the write side).
     pub fn fenced(mut self) -> Lock {
         self.fenced = true;
         self
@@ -210,10 +211,15 @@ impl Lock {
 
     /// Acquires the lock, waiting up to the lock's wait (forever when none was set).
     ///
+    /// A fair-lock waiter whose wait runs out has left the queue when `NotAcquired` returns; a
+    /// cancelled one (this future dropped) leaves it in the background.
+    ///
     /// # Errors
     /// `NotAcquired` when the wait runs out; `InvalidArgument` for bad options (nothing is
-    /// sent); `Connection`/`Redis` when Redis keeps failing for the network timeout;
-    /// `Quorum` when no majority of nodes could be reached.
+    /// sent), and for fair and read/write locks on a quorum client; `WouldDeadlock` at once
+    /// for a write acquire by an owner that holds the read lock (nothing changed in Redis);
+    /// `Connection`/`Redis` when Redis keeps failing for the network timeout; `Quorum` when no
+    /// majority of nodes could be reached.
     pub async fn acquire(&self) -> Result<Guard> {
         let spec = self.spec()?;
         self.acquire_spec(&spec, self.wait).await

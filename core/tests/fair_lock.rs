@@ -126,7 +126,7 @@ async fn a_timed_out_waiter_leaves_the_queue_before_it_returns() {
     let err = quitter.await.unwrap().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotAcquired);
     // Gone from the queue and the deadlines by the time it returned.
-    assert_eq!(queue(&mut conn, name).await, [patient_owner.clone()]);
+    assert_eq!(queue(&mut conn, name).await, std::slice::from_ref(&patient_owner));
     let deadlines: Vec<String> = cmd(&mut conn, &["ZRANGE", &timeouts_key(name), "0", "-1"]).await;
     assert_eq!(deadlines, [patient_owner]);
     let released = Instant::now();
@@ -375,4 +375,55 @@ async fn a_release_wakes_exactly_the_queue_head_by_its_message() {
             .unwrap();
         g.release().await.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_stops_a_queued_waiter_and_it_leaves_the_queue() {
+    let s = server();
+    let holder_client = client(&s).await;
+    let waiter_client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let name = "fair:close";
+    let holder = holder_client.fair_lock(name).acquire().await.unwrap();
+    let lock = waiter_client.fair_lock(name).wait(Duration::from_secs(60));
+    let waiting = tokio::spawn(async move { lock.acquire().await });
+    until_queued(&mut conn, name, 1).await;
+    waiter_client.close().await;
+    let err = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    until_queued(&mut conn, name, 0).await;
+    holder.release().await.unwrap();
+}
+
+/// The blocking API (C and sync Python build on it): the same kinds, the same refusals.
+#[test]
+fn the_blocking_api_has_fair_and_read_write_locks() {
+    let s = server();
+    let client = redlatch::blocking::Client::connect(&s.url()).unwrap();
+    let fair = client.fair_lock("b:fair").wait(Duration::from_secs(5));
+    assert_eq!(fair.kind(), LockKind::Fair);
+    let g = fair.acquire().unwrap();
+    assert_eq!(fair.hold_count().unwrap(), 1);
+    assert!(client.fair_lock("b:fair").try_acquire().unwrap().is_none());
+    g.release().unwrap();
+    let rw = client.rw_lock("b:rw");
+    assert_eq!(rw.name(), "b:rw");
+    let r = rw.read().acquire().unwrap();
+    assert_eq!(rw.read().kind(), LockKind::Read);
+    assert!(
+        client.rw_lock("b:rw").read().try_acquire().unwrap().is_some(),
+        "readers share"
+    );
+    assert_eq!(
+        rw.write().try_acquire().unwrap_err().kind(),
+        ErrorKind::WouldDeadlock
+    );
+    r.release().unwrap();
+    let w = rw.write().acquire().unwrap();
+    assert!(client.rw_lock("b:rw").read().try_acquire().unwrap().is_none());
+    w.release().unwrap();
 }

@@ -19,14 +19,17 @@
 //!    rows on the runtime's `block_on` thread (as `#[tokio::main]`'s own body does);
 //! 3. hand-off latency: release by a holder until a blocked waiter's `acquire()` returns;
 //! 4. watchdog scale: 10 000 locks held in watchdog mode; CPU of this process over the holding
-//!    window (% of one core), RSS, and a `redis-cli` check that every key is still alive.
+//!    window (% of one core), RSS, and a `redis-cli` check that every key is still alive;
+//! 5. fair and read locks: uncontended acquire + release of `fair_lock` and `rw_lock().read()`
+//!    interleaved with `rlock`, and the fair lock's contended hand-off with FIFO order checked.
 //!
 //! Layout: `stats` (plan, samples, percentiles, the interleaved driver, table rows, targets),
 //! `procfs` (CPU time, RSS, threads, `INFO commandstats`), one module per section
-//! (`uncontended` for 1, 2 and 2b, `handoff` for 3, `watchdog` for 4), and here the argument
+//! (`uncontended` for 1, 2 and 2b, `handoff` for 3, `watchdog` for 4, `kinds` for 5), and here the argument
 //! parsing, the run order and the summary.
 
 mod handoff;
+mod kinds;
 mod procfs;
 mod stats;
 mod uncontended;
@@ -84,6 +87,7 @@ fn main() -> Res<()> {
 
         handoff::run(plan, &single, &quorum, &un, &mut targets).await?;
         watchdog::run(plan, &single, &mut targets).await?;
+        kinds::run(plan, &single, &mut targets).await?;
 
         println!(
             "\n== Summary (PING p50 {:.1} us, raw pair p50 {:.1} us, lock pair p50 {:.1} us)",

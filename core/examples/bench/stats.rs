@@ -134,6 +134,21 @@ pub fn export_row(key: &str, s: &Stats) -> Res<()> {
     Ok(())
 }
 
+/// Appends a ratio target `{"target", "row", "ref", "metric": "p50_us", "max"}` to the file
+/// named by `REDLATCH_BENCH_ROWS`, if set (see `bench/summary.py`).
+pub fn export_target(what: &str, row: &str, reference: &str, max: f64) -> Res<()> {
+    let Some(path) = std::env::var_os("REDLATCH_BENCH_ROWS").filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    writeln!(
+        file,
+        "{{\"target\": \"{what}\", \"row\": \"{row}\", \"ref\": \"{reference}\", \"metric\": \"p50_us\", \"max\": {max}}}"
+    )?;
+    Ok(())
+}
+
 pub fn print_header(first: &str, extra: &str) {
     println!(
         "  {first:<34} {:>8} {:>8} {:>8} {:>8} {:>7}{extra}",

@@ -2,8 +2,9 @@
 //! read/write lock, semaphore, permit-expirable semaphore, count-down latch and the multi-lock
 //! composition rule. Like the rest of `protocol`, no I/O: each module says which script, keys
 //! and arguments an operation sends ([`Request`]) and how
-//! its reply reads. The driver and bindings are not wired to these yet (see
-//! docs/family-protocol.md for what waits on what, and where we differ from Redisson).
+//! its reply reads. The fair and read/write locks run in the driver through
+//! [`Holder`](crate::protocol::request::Holder)'s `Fair`, `Read` and `Write` kinds (see
+//! docs/family-protocol.md for the rest, and where we differ from Redisson).
 //!
 //! Conventions, shared with the lease and reentrant scripts:
 //! - Keys travel in `KEYS[]`; pub/sub channels are not keys and travel in `ARGV[]`, as does the
