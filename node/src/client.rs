@@ -288,6 +288,15 @@ impl NativeClient {
             let holds: Vec<Arc<HoldSlot>> = locked(&shared.holds).values().cloned().collect();
             futures::future::join_all(holds.iter().map(|h| h.mark_closing())).await;
             client.close().await;
+            // Then the table entries let go of the guards, permits and multi-lock members
+            // (settled by now): each holds the core client, whose connections close only
+            // once the last reference is gone.
+            futures::future::join_all(holds.iter().map(|h| h.forget_after_close())).await;
+            let permits: Vec<Arc<PermitSlot>> = locked(&shared.permits).values().cloned().collect();
+            for permit in permits {
+                locked(&permit).take();
+            }
+            locked(&shared.multis).clear();
             Ok(Value::Unit)
         })
     }

@@ -268,8 +268,12 @@ impl NativeClient {
     #[napi]
     pub fn permit_release(&self, permit: f64, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
         let slot = self.shared.permit(permit);
+        let closed = self.shared.is_closed();
         Ok(self.shared.driver.call(out, id, async move {
             let Some(p) = slot.as_ref().and_then(|s| locked(s).clone()) else {
+                if closed {
+                    return Err(closed_error());
+                }
                 return Err(Error::not_owned(
                     false,
                     Reason::NeverHeld,

@@ -84,6 +84,12 @@ impl HoldSlot {
         }
     }
 
+    /// After `client.close()`: drops the guard (settled by the core's close), so that no
+    /// reference to the closed client's connections is left in the table.
+    pub(crate) async fn forget_after_close(&self) {
+        self.guard.write().await.take();
+    }
+
     fn already_released(&self) -> Error {
         if self.closed.load(Ordering::Acquire) {
             return closed_error();

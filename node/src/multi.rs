@@ -132,9 +132,11 @@ impl NativeClient {
     #[napi]
     pub fn multi_release(&self, multi: f64, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
         let guard = self.shared.multi(multi);
+        let closed = self.shared.is_closed();
         Ok(self.shared.driver.call(out, id, async move {
             match guard {
                 Some(g) => g.release().await.map(|()| Value::Unit),
+                None if closed => Err(closed_error()),
                 None => Err(Error::not_owned(
                     false,
                     Reason::NeverHeld,
