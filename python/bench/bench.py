@@ -41,7 +41,16 @@ import redis
 
 import aio_bench
 
-LIBS_UNCONTENDED = ["redlatch", "redlatch-watchdog", "redis-py", "python-redis-lock"]
+LIBS_UNCONTENDED = [
+    "redlatch",
+    "redlatch-watchdog",
+    "redlatch-rlock",
+    "redlatch-fair",
+    "redlatch-read",
+    "redlatch-semaphore",
+    "redis-py",
+    "python-redis-lock",
+]
 LIBS_CONTENDED = ["redlatch", "redis-py", "redis-py-1ms", "python-redis-lock"]
 
 
@@ -50,6 +59,19 @@ LIBS_CONTENDED = ["redlatch", "redis-py", "redis-py-1ms", "python-redis-lock"]
 
 def make_lock(lib: str, url: str, name: str) -> Tuple[Callable[[], bool], Callable[[], None]]:
     """(acquire, release) for one library; acquire blocks until acquired."""
+    if lib in ("redlatch-rlock", "redlatch-fair", "redlatch-read"):
+        import redlatch
+
+        client = redlatch.Client(url)
+        kind = {"redlatch-rlock": client.rlock, "redlatch-fair": client.fair_lock,
+                "redlatch-read": lambda n, lease: client.rw_lock(n, lease=lease).read()}[lib]
+        held = kind(name, lease=10.0)
+        return held.acquire, held.release
+    if lib == "redlatch-semaphore":
+        import redlatch
+
+        sem = redlatch.Client(url).semaphore(name, permits=1)
+        return sem.acquire, sem.release
     if lib.startswith("redlatch"):
         import redlatch
 
@@ -86,6 +108,10 @@ EXPORTED = {
     "floor: PING": "python redis-py PING",
     "floor: SET NX + EVALSHA": "python redis-py raw pair",
     "redlatch": "python lock",
+    "redlatch-rlock": "python rlock",
+    "redlatch-fair": "python fair lock",
+    "redlatch-read": "python read lock",
+    "redlatch-semaphore": "python semaphore",
     "redis-py": "python redis-py Lock",
     "(diag) redlatch locked()": "python one call",
     "asyncio floor: SET NX + EVALSHA": "asyncio redis-py raw pair",
@@ -100,6 +126,10 @@ TARGETS = [
     ("Python lock ops/s >= 1.3x redis-py Lock", "python lock", "python redis-py Lock", "ops", "min", 1.3),
     ("asyncio lock ops/s >= 1.3x redis-py asyncio Lock", "asyncio lock", "asyncio redis-py Lock", "ops",
      "min", 1.3),
+    # Issues 12 and 13: the new kinds side by side with rlock in one run.
+    ("Python fair lock p50 <= 1.15x Python rlock p50", "python fair lock", "python rlock", "p50_us", "max", 1.15),
+    ("Python read lock p50 <= 1.15x Python rlock p50", "python read lock", "python rlock", "p50_us", "max", 1.15),
+    ("Python semaphore p50 <= 1.15x Python rlock p50", "python semaphore", "python rlock", "p50_us", "max", 1.15),
 ]
 
 

@@ -155,3 +155,29 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Pem {
         )))
     }
 }
+
+/// A count of permits (or a latch count): a Python `int` in 1 ..= 2^31 - 1 (Redisson takes
+/// Java `int`), checked by the core's rule (`family::validate_count`, same message in every
+/// binding) before anything reaches Redis.
+///
+/// # Errors
+/// `TypeError` for a non-int (a `bool` included: `acquire(False)` is a `threading` habit that
+/// would otherwise mean "0 permits"); `ValueError` outside the range.
+pub(crate) fn count(what: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    let n: i128 = value
+        .extract()
+        .map_err(|_| PyValueError::new_err(format!("{what} is too large")))?;
+    // The core's message for every value it can see; a negative one in the same words.
+    let checked = u64::try_from(n).unwrap_or(0);
+    redlatch::protocol::family::validate_count(what, checked).map_err(|e| {
+        let message = e.message().replace(", got 0", &format!(", got {n}"));
+        PyValueError::new_err(message)
+    })?;
+    Ok(checked)
+}

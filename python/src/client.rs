@@ -83,6 +83,22 @@ impl Shared {
     }
 }
 
+impl Client {
+    fn semaphore_args(
+        &self,
+        name: &str,
+        permits: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Option<u64>, Option<Duration>)> {
+        args::name(name)?;
+        let permits = match permits {
+            Some(p) if !p.is_none() => Some(args::count("permits", p)?),
+            _ => None,
+        };
+        Ok((permits, args::opt_seconds("wait", wait, true)?))
+    }
+}
+
 impl Drop for Shared {
     fn drop(&mut self) {
         let live = self.live.get_mut().unwrap_or_else(|p| p.into_inner()).take();
@@ -209,21 +225,24 @@ impl Client {
         Ok(self.shared.client()?.0.id().to_owned())
     }
 
-    /// A lock handle. `reentrant` picks the Redisson RLock layout. `lease`/`wait` are seconds
+    /// A lock handle. `kind`: `"lease"` (`lock`), `"reentrant"` (`rlock`, Redisson RLock),
+    /// `"fair"` (RFairLock), `"read"` / `"write"` (the two sides of RReadWriteLock).
+    /// `lease`/`wait` are seconds
     /// (`None`: watchdog mode / wait forever); `fence_ttl` seconds after the last fenced
     /// acquire the fencing counter expires (`None`: it persists). Raises `ValueError`/`TypeError`
     /// for bad input, and `ValueError` for `fenced` on a quorum client.
-    #[pyo3(signature = (name, *, reentrant=false, lease=None, wait=None, fenced=false, fence_ttl=None))]
+    #[pyo3(signature = (name, *, kind="lease", lease=None, wait=None, fenced=false, fence_ttl=None))]
     fn lock(
         &self,
         name: String,
-        reentrant: bool,
+        kind: &str,
         lease: Option<&Bound<'_, PyAny>>,
         wait: Option<&Bound<'_, PyAny>>,
         fenced: bool,
         fence_ttl: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Lock> {
         args::name(&name)?;
+        let kind = crate::lock::parse_kind(kind)?;
         let lease = args::opt_seconds("lease", lease, false)?;
         let wait = args::opt_seconds("wait", wait, true)?;
         let fence_ttl = args::opt_seconds("fence_ttl", fence_ttl, false)?;
@@ -235,12 +254,85 @@ impl Client {
         Ok(Lock::new(
             self.shared.clone(),
             name,
-            reentrant,
+            kind,
             lease,
             wait,
             fenced,
             fence_ttl,
         ))
+    }
+
+    /// A semaphore handle (Redisson RSemaphore). `permits`: set with `try_set_permits` before
+    /// the handle's first call; `wait` seconds (None = until acquired). Raises `ValueError`
+    /// for a bad name, count or wait. Sends nothing.
+    #[pyo3(signature = (name, *, permits=None, wait=None))]
+    fn semaphore(
+        &self,
+        name: String,
+        permits: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::semaphore::Semaphore> {
+        let (permits, wait) = self.semaphore_args(&name, permits, wait)?;
+        Ok(crate::semaphore::Semaphore::new(
+            self.shared.clone(),
+            name,
+            permits,
+            wait,
+        ))
+    }
+
+    /// A permit-expirable semaphore handle (Redisson RPermitExpirableSemaphore); arguments as
+    /// for [`Client::semaphore`].
+    #[pyo3(signature = (name, *, permits=None, wait=None))]
+    fn permit_semaphore(
+        &self,
+        name: String,
+        permits: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::permit::PermitSemaphore> {
+        let (permits, wait) = self.semaphore_args(&name, permits, wait)?;
+        Ok(crate::permit::PermitSemaphore::new(
+            self.shared.clone(),
+            name,
+            permits,
+            wait,
+        ))
+    }
+
+    /// A count-down latch handle (Redisson RCountDownLatch). Raises `ValueError` for a bad name.
+    fn count_down_latch(&self, name: String) -> PyResult<crate::latch::CountDownLatch> {
+        args::name(&name)?;
+        Ok(crate::latch::CountDownLatch::new(self.shared.clone(), name))
+    }
+
+    /// A multi-lock over `members` (`Lock` handles of this client and names of lease locks).
+    /// `lease` seconds applies to every member; `wait` seconds for the whole set. Raises
+    /// `ValueError` for an empty set, duplicate names, a lock of another client or bad
+    /// durations, `TypeError` for a member of another type.
+    #[pyo3(signature = (members, *, lease=None, wait=None))]
+    fn multi_lock(
+        &self,
+        members: Vec<Bound<'_, PyAny>>,
+        lease: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::multi::MultiLock> {
+        let lease = args::opt_seconds("lease", lease, false)?;
+        let wait = args::opt_seconds("wait", wait, true)?;
+        let mut out = Vec::with_capacity(members.len());
+        for m in members {
+            if let Ok(lock) = m.cast::<Lock>() {
+                out.push(crate::multi::Member::Lock(lock.clone().unbind()));
+            } else if let Ok(name) = m.extract::<String>() {
+                args::name(&name)?;
+                out.push(crate::multi::Member::Name(name));
+            } else {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "multi_lock members must be locks or str, not {}",
+                    m.get_type().name()?
+                )));
+            }
+        }
+        crate::multi::MultiLock::new(self.shared.clone(), out, lease, wait)
     }
 
     /// Admin: deletes lock `name` whatever its owner. Returns True if a lock was deleted.

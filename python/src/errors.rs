@@ -24,6 +24,7 @@ static CONNECTION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static NO_PERMISSION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static OUT_OF_MEMORY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static KEY_CONFLICT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static WOULD_DEADLOCK: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 fn class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<&'py Bound<'py, PyType>> {
     let (cell, name) = match kind {
@@ -35,6 +36,7 @@ fn class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<&'py Bound<'py, PyTy
         ErrorKind::NoPermission => (&NO_PERMISSION, "NoPermissionError"),
         ErrorKind::OutOfMemory => (&OUT_OF_MEMORY, "OutOfMemoryError"),
         ErrorKind::KeyConflict => (&KEY_CONFLICT, "KeyConflictError"),
+        ErrorKind::WouldDeadlock => (&WOULD_DEADLOCK, "WouldDeadlockError"),
         _ => (&LOCK_ERROR, "LockError"),
     };
     cell.import(py, MODULE, name)

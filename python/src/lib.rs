@@ -9,9 +9,14 @@ mod aio;
 mod args;
 mod client;
 mod errors;
+mod family;
 mod hold;
+mod latch;
 mod lock;
+mod multi;
+mod permit;
 mod runtime;
+mod semaphore;
 
 use pyo3::prelude::*;
 
@@ -32,6 +37,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Client>()?;
     m.add_class::<lock::Lock>()?;
     m.add_class::<hold::Hold>()?;
+    m.add_class::<semaphore::Semaphore>()?;
+    m.add_class::<semaphore::Grant>()?;
+    m.add_class::<permit::PermitSemaphore>()?;
+    m.add_class::<permit::Permit>()?;
+    m.add_class::<latch::CountDownLatch>()?;
+    m.add_class::<multi::MultiLock>()?;
+    m.add_class::<multi::MultiHold>()?;
     m.add_function(wrap_pyfunction!(new_owner, m)?)?;
     m.add_function(wrap_pyfunction!(thread_owner, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::shutdown_runtime, m)?)?;

@@ -11,16 +11,35 @@ use crate::errors::IntoPy;
 use crate::hold::Hold;
 use crate::runtime;
 use pyo3::prelude::*;
-use redlatch::ErrorKind;
+use redlatch::{ErrorKind, LockKind};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The kinds a handle can be, by the core's word for each (`LockKind::as_str`, also
+/// `Lock.kind`): `"lease"`, `"reentrant"`, `"fair"`, `"read"`, `"write"`.
+const KINDS: [LockKind; 5] = [
+    LockKind::Lease,
+    LockKind::Reentrant,
+    LockKind::Fair,
+    LockKind::Read,
+    LockKind::Write,
+];
+
+/// The kind named `word`.
+pub(crate) fn parse_kind(word: &str) -> PyResult<LockKind> {
+    KINDS.into_iter().find(|k| k.as_str() == word).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "unknown lock kind {word:?} (lease, reentrant, fair, read, write)"
+        ))
+    })
+}
 
 /// A lock handle: name, kind and options, validated when made.
 #[pyclass(frozen, module = "redlatch._native")]
 pub(crate) struct Lock {
     shared: Arc<Shared>,
     name: String,
-    reentrant: bool,
+    kind: LockKind,
     lease: Option<Duration>,
     wait: Option<Duration>,
     fenced: bool,
@@ -31,7 +50,7 @@ impl Lock {
     pub(crate) fn new(
         shared: Arc<Shared>,
         name: String,
-        reentrant: bool,
+        kind: LockKind,
         lease: Option<Duration>,
         wait: Option<Duration>,
         fenced: bool,
@@ -40,7 +59,7 @@ impl Lock {
         Lock {
             shared,
             name,
-            reentrant,
+            kind,
             lease,
             wait,
             fenced,
@@ -48,15 +67,19 @@ impl Lock {
         }
     }
 
-    /// The core lock for `owner` (reentrant locks; `None` = the calling thread).
-    fn core(&self, owner: Option<u64>) -> PyResult<(redlatch::Lock, tokio::runtime::Handle)> {
+    /// The core lock for `owner` (reentrant kinds; `None` = the calling thread). A read and a
+    /// write lock of one name and owner share the core's `RwLock` owner, so a thread (task)
+    /// holding the write lock may take the read lock.
+    pub(crate) fn core(&self, owner: Option<u64>) -> PyResult<(redlatch::Lock, tokio::runtime::Handle)> {
         let (client, rt) = self.shared.client()?;
-        let mut lock = if self.reentrant {
-            client
-                .rlock(self.name.as_str())
-                .owner(owner.unwrap_or_else(args::thread_owner))
-        } else {
-            client.lock(self.name.as_str())
+        let owner = || owner.unwrap_or_else(args::thread_owner);
+        let name = self.name.as_str();
+        let mut lock = match self.kind {
+            LockKind::Reentrant => client.rlock(name).owner(owner()),
+            LockKind::Fair => client.fair_lock(name).owner(owner()),
+            LockKind::Read => client.rw_lock(name).owner(owner()).read(),
+            LockKind::Write => client.rw_lock(name).owner(owner()).write(),
+            _ => client.lock(name),
         };
         if let Some(lease) = self.lease {
             lock = lock.lease(lease);
@@ -92,10 +115,16 @@ impl Lock {
         &self.name
     }
 
-    /// True for reentrant locks (`rlock`).
+    /// True for the reentrant kinds (every kind but `lock`).
     #[getter]
     fn reentrant(&self) -> bool {
-        self.reentrant
+        self.kind.is_reentrant()
+    }
+
+    /// The core's word for the kind: `"lease"`, `"reentrant"`, `"fair"`, `"read"` or `"write"`.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind.as_str()
     }
 
     /// The fixed lease in seconds; None in watchdog mode.
@@ -205,9 +234,9 @@ impl Lock {
 
     fn __repr__(&self) -> String {
         format!(
-            "<redlatch._native.Lock {:?} reentrant={} lease={:?} wait={:?} fenced={}>",
+            "<redlatch._native.Lock {} {:?} lease={:?} wait={:?} fenced={}>",
+            self.kind.as_str(),
             self.name,
-            self.reentrant,
             secs(self.lease),
             secs(self.wait),
             self.fenced

@@ -174,3 +174,30 @@ def test_child_never_renews_parents_locks(redis_url: str, r: redis.Redis, name: 
             os.kill(child, 9)
         except ProcessLookupError:
             pass
+
+
+def test_child_and_the_new_kinds(client: redlatch.Client, r: redis.Redis, name: str) -> None:
+    sem = client.semaphore(name + ":sem", permits=2)
+    assert sem.acquire()
+    psem = client.permit_semaphore(name + ":psem", permits=1)
+    permit = psem.acquire(lease=30.0)
+    fair = client.fair_lock(name + ":fair")
+    assert fair.acquire()
+
+    def child() -> None:
+        assert sem.held == 0  # the parent's count is the parent's
+        with pytest.raises(redlatch.NotOwnedError):
+            sem.release()
+        assert sem.acquire(timeout=5)  # fresh connections in the child
+        sem.release()
+        with pytest.raises(redlatch.NotOwnedError):
+            permit.release()  # the parent's permit
+        assert not fair.owned() and fair.acquire(blocking=False) is False
+
+    run_in_child(child)
+    assert sem.held == 1 and sem.available() == 1
+    permit.release()
+    assert psem.available() == 1
+    fair.release()
+    sem.release()
+    assert not r.exists(name + ":fair")

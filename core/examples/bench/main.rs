@@ -21,13 +21,15 @@
 //! 4. watchdog scale: 10 000 locks held in watchdog mode; CPU of this process over the holding
 //!    window (% of one core), RSS, and a `redis-cli` check that every key is still alive;
 //! 5. fair and read locks: uncontended acquire + release of `fair_lock` and `rw_lock().read()`
-//!    interleaved with `rlock`, and the fair lock's contended hand-off with FIFO order checked.
+//!    interleaved with `rlock`, and the fair lock's contended hand-off with FIFO order checked;
+//! 6. the semaphore against `rlock` and a two-name multi-lock (one slot) against one lock.
 //!
 //! Layout: `stats` (plan, samples, percentiles, the interleaved driver, table rows, targets),
 //! `procfs` (CPU time, RSS, threads, `INFO commandstats`), one module per section
-//! (`uncontended` for 1, 2 and 2b, `handoff` for 3, `watchdog` for 4, `kinds` for 5), and here the argument
+//! (`uncontended` for 1, 2 and 2b, `handoff` for 3, `watchdog` for 4, `kinds` for 5, `family` for 6), and here the argument
 //! parsing, the run order and the summary.
 
+mod family;
 mod handoff;
 mod kinds;
 mod procfs;
@@ -88,6 +90,7 @@ fn main() -> Res<()> {
         handoff::run(plan, &single, &quorum, &un, &mut targets).await?;
         watchdog::run(plan, &single, &mut targets).await?;
         kinds::run(plan, &single, &mut targets).await?;
+        family::run(plan, &single.url(), &mut targets).await?;
 
         println!(
             "\n== Summary (PING p50 {:.1} us, raw pair p50 {:.1} us, lock pair p50 {:.1} us)",

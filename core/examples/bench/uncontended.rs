@@ -30,6 +30,10 @@ pub enum Op {
     /// The lease lock's acquire and release scripts sent straight through the transport.
     Transport(Arc<RedisTransport>, String),
     Lock(Lock),
+    /// `acquire(1)` + `release(1)` of a semaphore (section 5).
+    Semaphore(redlatch::Semaphore),
+    /// Acquire + release of a multi-lock (section 5).
+    Multi(redlatch::MultiLock),
 }
 
 impl Op {
@@ -99,6 +103,14 @@ impl Op {
             }
             Op::Lock(lock) => {
                 let guard = lock.acquire().await?;
+                guard.release().await?;
+            }
+            Op::Semaphore(sem) => {
+                sem.acquire(1).await?;
+                sem.release(1).await?;
+            }
+            Op::Multi(multi) => {
+                let guard = multi.acquire().await?;
                 guard.release().await?;
             }
         }

@@ -6,7 +6,8 @@
 ...     ...
 
 Lease locks (``lock``) use the redis-py / node-redlock format and exclude redis-py's own
-``Lock`` on the same key; reentrant locks (``rlock``) use Redisson's RLock layout. Without a
+``Lock`` on the same key; reentrant locks (``rlock``) use Redisson's RLock layout, and the rest
+of the family Redisson's too: ``fair_lock`` (FIFO), ``rw_lock`` (``.read()`` / ``.write()``). Without a
 lease, a lock is renewed by a watchdog while held, and a loss is reported at once. Quorum
 (Redlock) over independent nodes: ``Client.quorum([...])``; Redis Cluster:
 ``Client.cluster([...])`` or a ``redis+cluster://`` URL; Sentinel: a
@@ -29,8 +30,9 @@ from ._errors import (
     OutOfMemoryError,
     QuorumError,
     RedisConnectionError,
+    WouldDeadlockError,
 )
-from ._sync import Client, Lock
+from ._sync import Client, CountDownLatch, Lock, MultiLock, Permit, PermitSemaphore, RwLock, Semaphore
 from . import asyncio
 
 __version__: str = _native.__version__
@@ -42,8 +44,12 @@ atexit.register(_native.shutdown_runtime)
 
 __all__ = [
     "Client",
+    "CountDownLatch",
     "DeploymentWarning",
     "Lock",
+    "MultiLock",
+    "Permit",
+    "PermitSemaphore",
     "KeyConflictError",
     "LockError",
     "LockLostError",
@@ -53,6 +59,9 @@ __all__ = [
     "OutOfMemoryError",
     "QuorumError",
     "RedisConnectionError",
+    "RwLock",
+    "Semaphore",
+    "WouldDeadlockError",
     "asyncio",
     "__version__",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Callable, List, Optional, Sequence, Type, TypeVar, Union
+from typing import Callable, Generic, List, Optional, Protocol, Sequence, Tuple, Type, TypeVar, Union
 
 from . import _native
 from ._errors import INVALID_ARGUMENT, LockError, LockLostError, NotOwnedError
@@ -85,16 +85,18 @@ def native_lock(
     client: _native.Client,
     name: str,
     *,
-    reentrant: bool,
+    kind: str,
     lease: Optional[float],
     wait: Optional[float],
     fenced: bool,
     fence_ttl: Optional[float] = None,
 ) -> _native.Lock:
+    """The native handle of a lock of ``kind`` (``"lease"``, ``"reentrant"``, ``"fair"``,
+    ``"read"``, ``"write"``), its arguments checked (nothing is sent to Redis)."""
     if not isinstance(name, str):
         raise TypeError(f"lock name must be str, not {type(name).__name__}")
     return client.lock(
-        name, reentrant=reentrant, lease=lease, wait=wait, fenced=bool(fenced), fence_ttl=fence_ttl
+        name, kind=kind, lease=lease, wait=wait, fenced=bool(fenced), fence_ttl=fence_ttl
     )
 
 
@@ -109,7 +111,40 @@ def not_held(name: str, who: str) -> NotOwnedError:
     return NotOwnedError(f"lock {name!r} is not held by this {who}", reason="never_held")
 
 
-def live_holds(holds: List[_native.Hold]) -> List[_native.Hold]:
+class Held(Protocol):
+    """What the hold lists need of a hold (``_native.Hold``, ``_native.MultiHold``)."""
+
+    @property
+    def held(self) -> bool: ...
+
+
+_H = TypeVar("_H", bound=Held)
+
+
+class ThreadHolds(Generic[_H]):
+    """Each thread's holds of one lock (or multi-lock), oldest first: per lock object for ``lock``, shared by
+    the client's reentrant handles of one kind and name (``rlock``, ``fair_lock``, each side of
+    ``rw_lock``)."""
+
+    __slots__ = ("_local", "__weakref__")
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def mine(self) -> List[_H]:
+        """The calling thread's holds (empty in a forked child)."""
+        try:
+            generation, found = self._local.state
+            if generation == fork_generation:
+                return found  # type: ignore[no-any-return]
+        except AttributeError:
+            pass
+        holds: List[_H] = []
+        self._local.state = (fork_generation, holds)
+        return holds
+
+
+def live_holds(holds: List[_H]) -> List[_H]:
     """Drops the holds that are no longer held (lost: the watchdog saw the key gone, or a fixed
     lease ran out; or settled) from ``holds`` in place, and returns it. A lost hold never
     blocks a new acquire of a non-reentrant lock (its release would only say it was lost)."""
@@ -117,7 +152,7 @@ def live_holds(holds: List[_native.Hold]) -> List[_native.Hold]:
     return holds
 
 
-def forget(holds: List[_native.Hold], hold: _native.Hold) -> None:
+def forget(holds: List[_H], hold: _H) -> None:
     """Removes ``hold`` from ``holds`` once it is settled (released, or found not ours); a
     hold whose release had an unknown outcome stays, to be released again."""
     if not hold.held and any(h is hold for h in holds):
@@ -144,7 +179,9 @@ def add_note(exc: BaseException, note: str) -> None:
         pass
 
 
-def exit_error(name: str, err: LockError, block_exc: Optional[BaseException]) -> Optional[BaseException]:
+def exit_error(
+    name: str, err: LockError, block_exc: Optional[BaseException], what: str = "lock"
+) -> Optional[BaseException]:
     """What leaving a ``with`` block does when releasing failed with ``err``.
 
     A hold that is not ours any more means the lock was lost inside the block: that is a
@@ -154,7 +191,7 @@ def exit_error(name: str, err: LockError, block_exc: Optional[BaseException]) ->
     """
     if isinstance(err, NotOwnedError) and not isinstance(err, LockLostError):
         lost: LockError = LockLostError(
-            f"lock {name!r} was lost while the block held it: {err}", reason=err.reason
+            f"{what} {name!r} was lost while the block held it: {err}", reason=err.reason
         )
         lost.__cause__ = err
     else:
@@ -167,6 +204,7 @@ def exit_error(name: str, err: LockError, block_exc: Optional[BaseException]) ->
 
 _C = TypeVar("_C", bound="ClientBase")
 _NativeClient = _native.Client
+_NativeLock = _native.Lock
 _S = TypeVar("_S")
 
 
@@ -177,10 +215,11 @@ class ClientBase:
     __slots__ = ("_native", "_rlock_holds", "_rlock_guard")
 
     _native: _native.Client
-    # Lock name -> the hold store that every ``rlock(name)`` handle of this client shares, so
-    # that a thread (task) re-enters and releases through any of them. Weak: a store lives as
-    # long as some handle of that name does.
-    _rlock_holds: "weakref.WeakValueDictionary[str, object]"
+    # (kind, lock name) -> the hold store that every reentrant handle of that kind and name
+    # (``rlock(name)``, ``fair_lock(name)``, ``rw_lock(name).read()``...) of this client
+    # shares, so that a thread (task) re-enters and releases through any of them. Weak: a store
+    # lives as long as some handle of that kind and name does.
+    _rlock_holds: "weakref.WeakValueDictionary[Tuple[str, str], object]"
     _rlock_guard: threading.Lock
 
     def _adopt(self, native: "_NativeClient") -> None:
@@ -188,13 +227,15 @@ class ClientBase:
         self._rlock_holds = weakref.WeakValueDictionary()
         self._rlock_guard = threading.Lock()
 
-    def _shared_holds(self, name: str, new_store: Callable[[], _S]) -> _S:
-        """The hold store of the ``rlock(name)`` handles of this client (made on first use)."""
+    def _shared_holds(self, native: "_NativeLock", new_store: Callable[[], _S]) -> _S:
+        """The hold store of this client's reentrant handles of ``native``'s kind and name
+        (made on first use)."""
+        key = (native.kind, native.name)
         with self._rlock_guard:
-            store = self._rlock_holds.get(name)
+            store = self._rlock_holds.get(key)
             if store is None:
                 store = new_store()
-                self._rlock_holds[name] = store
+                self._rlock_holds[key] = store
             return store  # type: ignore[return-value]
 
     def __init__(

@@ -3,7 +3,7 @@
 Every exception carries ``.code``, the stable number of its kind, equal to the C
 ``redlatch_status`` value and shared with the other languages: 1 NotAcquired, 2 NotOwned,
 3 LockLost, 4 Quorum, 5 Connection, 7 Redis (an error reply), 8 internal, 9 NoPermission,
-10 OutOfMemory, 11 KeyConflict. Bad arguments (code 6 elsewhere) are plain ``ValueError`` /
+10 OutOfMemory, 11 KeyConflict, 12 WouldDeadlock. Bad arguments (code 6 elsewhere) are plain ``ValueError`` /
 ``TypeError``.
 
 ``NotOwnedError`` and ``LockLostError`` carry ``.reason``, the same word as in every binding:
@@ -29,6 +29,7 @@ __all__ = [
     "NoPermissionError",
     "OutOfMemoryError",
     "KeyConflictError",
+    "WouldDeadlockError",
 ]
 
 #: Stable codes, as in the core's ``ErrorKind`` (and C's ``redlatch_status``).
@@ -43,6 +44,7 @@ INTERNAL = 8
 NO_PERMISSION = 9
 OUT_OF_MEMORY = 10
 KEY_CONFLICT = 11
+WOULD_DEADLOCK = 12
 
 
 class LockError(Exception):
@@ -138,6 +140,16 @@ class KeyConflictError(LockError):
     once, whatever the wait; the data is left untouched."""
 
     code = KEY_CONFLICT
+
+
+class WouldDeadlockError(LockError):
+    """A write acquire of a read/write lock by a thread or task that holds its read lock
+    (``code == 12``): a read-to-write upgrade. Redisson's RReadWriteLock would wait forever
+    (the writer waits for every reader, itself included); redlatch refuses at once and changes
+    nothing in Redis. Release the read holds first, or take the write lock first (a writer may
+    also take the read lock)."""
+
+    code = WOULD_DEADLOCK
 
 
 class DeploymentWarning(UserWarning):

@@ -9,13 +9,13 @@ background. Blocking calls release the GIL.
 
 from __future__ import annotations
 
-import threading
 from types import TracebackType
-from typing import List, Optional, Type
+from typing import List, Optional, Sequence, Type, Union
 
-from . import _common, _native
+from . import _native
 from ._common import (
     ClientBase,
+    ThreadHolds,
     already_held,
     exit_error,
     forget,
@@ -25,8 +25,19 @@ from ._common import (
     not_held,
 )
 from ._errors import LockError, NotAcquiredError
+from ._family import RwLockBase, members as _members, name as _name
+from ._sync_family import CountDownLatch, MultiLock, Permit, PermitSemaphore, Semaphore
 
-__all__ = ["Client", "Lock"]
+__all__ = [
+    "Client",
+    "CountDownLatch",
+    "Lock",
+    "MultiLock",
+    "Permit",
+    "PermitSemaphore",
+    "RwLock",
+    "Semaphore",
+]
 
 _WHO = "thread"
 
@@ -93,7 +104,7 @@ class Client(ClientBase):
         :raises ValueError: empty or too long name, bad durations, ``fenced`` in quorum mode
         """
         return Lock(native_lock(
-            self._native, name, reentrant=False, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
+            self._native, name, kind="lease", lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
         ))
 
     def rlock(
@@ -112,10 +123,120 @@ class Client(ClientBase):
         Holds live as long as some ``rlock(name)`` object of this client does: keep one
         while holding (``client.rlock(name).acquire()`` on a temporary object is released
         again as soon as that object is garbage-collected)."""
+        return self._reentrant("reentrant", name, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl)
+
+    def _reentrant(
+        self,
+        kind: str,
+        name: str,
+        *,
+        lease: Optional[float] = None,
+        wait: Optional[float] = None,
+        fenced: bool = False,
+        fence_ttl: Optional[float] = None,
+    ) -> "Lock":
         native = native_lock(
-            self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
+            self._native, name, kind=kind, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
         )
-        return Lock(native, self._shared_holds(name, _ThreadHolds))
+        return Lock(native, self._shared_holds(native, _ThreadHolds))
+
+    def fair_lock(
+        self,
+        name: str,
+        *,
+        lease: Optional[float] = None,
+        wait: Optional[float] = None,
+        fenced: bool = False,
+        fence_ttl: Optional[float] = None,
+    ) -> "Lock":
+        """A fair lock on key ``name`` (Redisson RFairLock layout): reentrant per thread like
+        :meth:`rlock`, and granted in strict FIFO order to the threads and processes waiting
+        for it (Redisson's queue list ``redisson_lock_queue:{name}``, so Java waiters queue in
+        the same line). A release wakes the queue head only. A waiter that gives up (its wait
+        ran out, Ctrl-C) leaves the queue at once; one that dies stays queued until its slot
+        runs out (its ``wait``, or 5 minutes when it waits forever, as in Redisson) and can
+        stall those behind it that long. ``acquire(blocking=False)`` never queues (Redisson's
+        ``tryLock()``). Options and errors as for :meth:`lock`.
+
+        :raises ValueError: as :meth:`lock`; at acquire, a quorum client (fair and read/write
+            locks need a single-node, Cluster or Sentinel client)
+        """
+        return self._reentrant("fair", name, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl)
+
+    def rw_lock(
+        self,
+        name: str,
+        *,
+        lease: Optional[float] = None,
+        wait: Optional[float] = None,
+        fenced: bool = False,
+        fence_ttl: Optional[float] = None,
+    ) -> "RwLock":
+        """A read/write lock on key ``name`` (Redisson RReadWriteLock layout): ``.read()``
+        and ``.write()`` are lock objects (reentrant per thread, as :meth:`rlock`). Many
+        threads and processes may hold the read lock at once, or one the write lock. The
+        options here are the defaults of ``.read(**opts)`` / ``.write(**opts)``.
+
+        A thread holding the write lock may take the read lock too; one holding the read lock
+        that acquires the write lock gets ``WouldDeadlockError`` at once. Each read hold has
+        its own timeout key, so a dead reader's hold expires while other readers keep theirs.
+
+        Holds live as long as this object, or a lock object of that side, does: keep it while
+        holding (``rw.read().acquire()`` holds until ``rw`` is garbage-collected).
+
+        :raises ValueError: as :meth:`lock`; at acquire, a quorum client
+        """
+        return RwLock(self._reentrant, name, {"lease": lease, "wait": wait, "fenced": fenced, "fence_ttl": fence_ttl})
+
+    def semaphore(self, name: str, *, permits: Optional[int] = None, wait: Optional[float] = None) -> Semaphore:
+        """A counting semaphore on key ``name`` (Redisson RSemaphore), like a
+        ``threading.Semaphore`` shared by every thread and process that uses the name.
+
+        :param permits: set the number of permits if the semaphore does not exist yet
+            (:meth:`Semaphore.try_set_permits`, done before this object's first call)
+        :param wait: how long ``acquire()`` and ``with`` wait, in seconds; 0 = one try;
+            ``None`` = until acquired
+        :raises TypeError: ``name`` is not a str
+        :raises ValueError: empty or too long name, ``permits`` not in 1..2^31-1, bad ``wait``
+        """
+        return Semaphore(self._native.semaphore(_name(name), permits=permits, wait=wait))
+
+    def permit_semaphore(
+        self, name: str, *, permits: Optional[int] = None, wait: Optional[float] = None
+    ) -> PermitSemaphore:
+        """A semaphore whose permits expire (Redisson RPermitExpirableSemaphore): ``acquire``
+        returns a :class:`Permit` with an id and a lease. Options and errors as for
+        :meth:`semaphore`."""
+        return PermitSemaphore(self._native.permit_semaphore(_name(name), permits=permits, wait=wait))
+
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """A count-down latch on key ``name`` (Redisson RCountDownLatch).
+
+        :raises TypeError: ``name`` is not a str
+        :raises ValueError: empty or too long name
+        """
+        return CountDownLatch(self._native.count_down_latch(_name(name)))
+
+    def multi_lock(
+        self,
+        locks: Sequence[Union["Lock", str]],
+        *,
+        lease: Optional[float] = None,
+        wait: Optional[float] = None,
+    ) -> MultiLock:
+        """Several locks taken together, all or none (Redisson RedissonMultiLock), in sorted
+        order so that overlapping sets never deadlock.
+
+        :param locks: lock objects of this client (any kind) and names (lease locks, as
+            :meth:`lock`), mixed freely
+        :param lease: the lease of every member, in seconds (None: each member's own, or
+            watchdog mode)
+        :param wait: how long ``acquire()`` and ``with`` wait for the whole set, in seconds
+        :raises ValueError: an empty set, duplicate names, a lock of another client, bad
+            durations
+        :raises TypeError: a member that is neither a lock of this API nor a str
+        """
+        return MultiLock(self._native.multi_lock(_members(locks, Lock, "redlatch.Lock"), lease=lease, wait=wait))
 
     def force_unlock(self, name: str) -> bool:
         """Admin: deletes lock ``name`` whatever its owner, waking its waiters.
@@ -132,31 +253,14 @@ class Client(ClientBase):
         return f"<redlatch.Client nodes={self.node_count}>"
 
 
-class _ThreadHolds:
-    """Each thread's holds of one lock, oldest first: per lock object for ``lock``, shared by
-    the client's ``rlock(name)`` handles for ``rlock``."""
-
-    __slots__ = ("_local", "__weakref__")
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def mine(self) -> List[_native.Hold]:
-        """The calling thread's holds (empty in a forked child)."""
-        try:
-            generation, holds = self._local.state
-            if generation == _common.fork_generation:
-                return holds  # type: ignore[no-any-return]
-        except AttributeError:
-            pass
-        holds = []
-        self._local.state = (_common.fork_generation, holds)
-        return holds
+#: Each thread's holds of one lock (see ``ThreadHolds``).
+_ThreadHolds = ThreadHolds[_native.Hold]
 
 
 class Lock:
     """A named Redis lock, used like ``threading.Lock``: ``with lock: ...`` or
-    ``acquire()`` / ``release()``. Made by :meth:`Client.lock` and :meth:`Client.rlock`.
+    ``acquire()`` / ``release()``. Made by :meth:`Client.lock`, :meth:`Client.rlock`,
+    :meth:`Client.fair_lock` and :meth:`Client.rw_lock` (``.read()`` / ``.write()``).
 
     Each acquisition belongs to the acquiring thread; other threads sharing this object
     contend for the lock like separate processes and can never release or extend it.
@@ -179,8 +283,14 @@ class Lock:
 
     @property
     def reentrant(self) -> bool:
-        """True for locks made by ``rlock``."""
+        """True for the reentrant kinds: every kind but ``lock``."""
         return self._native.reentrant
+
+    @property
+    def kind(self) -> str:
+        """The kind, the same word in every binding: ``"lease"`` (``lock``), ``"reentrant"``
+        (``rlock``), ``"fair"``, ``"read"`` or ``"write"``."""
+        return self._native.kind
 
     def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """Acquires the lock for the calling thread, like ``threading.Lock.acquire``.
@@ -300,5 +410,12 @@ class Lock:
         return None
 
     def __repr__(self) -> str:
-        kind = "rlock" if self._native.reentrant else "lock"
+        kind = self._native.kind
         return f"<redlatch.Lock {kind} {self._native.name!r}>"
+
+
+class RwLock(RwLockBase["Lock"]):
+    """A read/write lock made by :meth:`Client.rw_lock`: ``.read()`` and ``.write()`` are
+    reentrant :class:`Lock` objects, owned per thread."""
+
+    __slots__ = ()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio as _asyncio
 import weakref
 from types import TracebackType
-from typing import List, Optional, Type
+from typing import List, Optional, Sequence, Type, Union
 
 from . import _native
 from ._common import (
@@ -30,28 +30,22 @@ from ._common import (
     not_held,
 )
 from ._errors import LockError, NotAcquiredError
+from ._tasks import _current, _task, _task_owner
+from ._async_family import CountDownLatch, MultiLock, Permit, PermitSemaphore, Semaphore
+from ._family import RwLockBase, members as _members, name as _name
 
-__all__ = ["Client", "Lock"]
+__all__ = [
+    "Client",
+    "CountDownLatch",
+    "Lock",
+    "MultiLock",
+    "Permit",
+    "PermitSemaphore",
+    "RwLock",
+    "Semaphore",
+]
 
 _WHO = "task"
-
-# Each task's owner number for reentrant locks; dropped with the task.
-_TASK_OWNERS: "weakref.WeakKeyDictionary[_asyncio.Task[object], int]" = weakref.WeakKeyDictionary()
-
-
-def _current() -> "Optional[_asyncio.Task[object]]":
-    try:
-        return _asyncio.current_task()
-    except RuntimeError:  # no running event loop
-        return None
-
-
-def _task() -> "_asyncio.Task[object]":
-    task = _current()
-    if task is None:
-        raise RuntimeError("redlatch.asyncio locks must be used from an asyncio task")
-    return task
-
 
 def _drop_granted(granted: "_asyncio.Future[Optional[_native.Hold]]") -> None:
     """The awaiting task was cancelled: if the acquire had succeeded all the same, drop the
@@ -63,13 +57,6 @@ def _drop_granted(granted: "_asyncio.Future[Optional[_native.Hold]]") -> None:
                 hold.take()
             except LockError:
                 pass  # already gone
-
-
-def _task_owner(task: "_asyncio.Task[object]") -> int:
-    owner = _TASK_OWNERS.get(task)
-    if owner is None:
-        owner = _TASK_OWNERS[task] = _native.new_owner()
-    return owner
 
 
 class Client(ClientBase):
@@ -89,7 +76,7 @@ class Client(ClientBase):
     ) -> "Lock":
         """A lease lock; see :meth:`redlatch.Client.lock` (same options and errors)."""
         return Lock(native_lock(
-            self._native, name, reentrant=False, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
+            self._native, name, kind="lease", lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
         ))
 
     def rlock(
@@ -103,10 +90,79 @@ class Client(ClientBase):
     ) -> "Lock":
         """A reentrant lock, re-entered by the task that holds it (through any ``rlock(name)``
         of this client); see :meth:`redlatch.Client.rlock`."""
+        return self._reentrant("reentrant", name, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl)
+
+    def _reentrant(
+        self,
+        kind: str,
+        name: str,
+        *,
+        lease: Optional[float] = None,
+        wait: Optional[float] = None,
+        fenced: bool = False,
+        fence_ttl: Optional[float] = None,
+    ) -> "Lock":
         native = native_lock(
-            self._native, name, reentrant=True, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
+            self._native, name, kind=kind, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
         )
-        return Lock(native, self._shared_holds(name, _TaskHolds))
+        return Lock(native, self._shared_holds(native, _TaskHolds))
+
+    def fair_lock(
+        self,
+        name: str,
+        *,
+        lease: Optional[float] = None,
+        wait: Optional[float] = None,
+        fenced: bool = False,
+        fence_ttl: Optional[float] = None,
+    ) -> "Lock":
+        """A fair lock (Redisson RFairLock), reentrant per task, granted in strict FIFO order;
+        see :meth:`redlatch.Client.fair_lock` (same options and errors). Cancelling a task
+        that waits for it takes it out of the queue."""
+        return self._reentrant("fair", name, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl)
+
+    def rw_lock(
+        self,
+        name: str,
+        *,
+        lease: Optional[float] = None,
+        wait: Optional[float] = None,
+        fenced: bool = False,
+        fence_ttl: Optional[float] = None,
+    ) -> "RwLock":
+        """A read/write lock (Redisson RReadWriteLock) whose ``.read()`` / ``.write()`` locks
+        are reentrant per task; see :meth:`redlatch.Client.rw_lock` (same options, errors and
+        ``WouldDeadlockError`` for a read-to-write upgrade)."""
+        return RwLock(self._reentrant, name, {"lease": lease, "wait": wait, "fenced": fenced, "fence_ttl": fence_ttl})
+
+    def semaphore(self, name: str, *, permits: Optional[int] = None, wait: Optional[float] = None) -> Semaphore:
+        """An asyncio counting semaphore (Redisson RSemaphore); see
+        :meth:`redlatch.Client.semaphore` (same options and errors)."""
+        return Semaphore(self._native.semaphore(_name(name), permits=permits, wait=wait))
+
+    def permit_semaphore(
+        self, name: str, *, permits: Optional[int] = None, wait: Optional[float] = None
+    ) -> PermitSemaphore:
+        """An asyncio semaphore whose permits expire (Redisson RPermitExpirableSemaphore); see
+        :meth:`redlatch.Client.permit_semaphore`."""
+        return PermitSemaphore(self._native.permit_semaphore(_name(name), permits=permits, wait=wait))
+
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """An asyncio count-down latch (Redisson RCountDownLatch); see
+        :meth:`redlatch.Client.count_down_latch`."""
+        return CountDownLatch(self._native.count_down_latch(_name(name)))
+
+    def multi_lock(
+        self,
+        locks: Sequence[Union["Lock", str]],
+        *,
+        lease: Optional[float] = None,
+        wait: Optional[float] = None,
+    ) -> MultiLock:
+        """Several locks taken together by one task, all or none, in sorted order; see
+        :meth:`redlatch.Client.multi_lock` (members: asyncio lock objects of this client, or
+        names)."""
+        return MultiLock(self._native.multi_lock(_members(locks, Lock, "redlatch.asyncio.Lock"), lease=lease, wait=wait))
 
     async def force_unlock(self, name: str) -> bool:
         """Admin: deletes lock ``name`` whatever its owner. True if a lock was deleted.
@@ -125,7 +181,8 @@ class Client(ClientBase):
 
 class _TaskHolds:
     """Each task's holds of one lock, oldest first: per lock object for ``lock``, shared by
-    the client's ``rlock(name)`` handles for ``rlock``. Dropped with the task."""
+    the client's reentrant handles of one kind and name (``rlock``, ``fair_lock``, each side of
+    ``rw_lock``). Dropped with the task."""
 
     __slots__ = ("by_task", "__weakref__")
 
@@ -159,8 +216,14 @@ class Lock:
 
     @property
     def reentrant(self) -> bool:
-        """True for locks made by ``rlock``."""
+        """True for the reentrant kinds: every kind but ``lock``."""
         return self._native.reentrant
+
+    @property
+    def kind(self) -> str:
+        """The kind, the same word in every binding: ``"lease"`` (``lock``), ``"reentrant"``
+        (``rlock``), ``"fair"``, ``"read"`` or ``"write"``."""
+        return self._native.kind
 
     async def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """Acquires the lock for the current task (``threading.Lock.acquire`` semantics:
@@ -288,5 +351,12 @@ class Lock:
         return None
 
     def __repr__(self) -> str:
-        kind = "rlock" if self._native.reentrant else "lock"
+        kind = self._native.kind
         return f"<redlatch.asyncio.Lock {kind} {self._native.name!r}>"
+
+
+class RwLock(RwLockBase["Lock"]):
+    """A read/write lock made by :meth:`Client.rw_lock`: ``.read()`` and ``.write()`` are
+    reentrant asyncio :class:`Lock` objects, owned per task."""
+
+    __slots__ = ()

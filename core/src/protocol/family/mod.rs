@@ -3,7 +3,9 @@
 //! composition rule. Like the rest of `protocol`, no I/O: each module says which script, keys
 //! and arguments an operation sends ([`Request`]) and how
 //! its reply reads. The fair and read/write locks run in the driver through
-//! [`Holder`](crate::protocol::request::Holder)'s `Fair`, `Read` and `Write` kinds (see
+//! [`Holder`](crate::protocol::request::Holder)'s `Fair`, `Read` and `Write` kinds; the
+//! semaphores, the latch and the multi-lock behind [`crate::Semaphore`],
+//! [`crate::PermitSemaphore`], [`crate::CountDownLatch`] and [`crate::MultiLock`] (see
 //! docs/family-protocol.md for the rest, and where we differ from Redisson).
 //!
 //! Conventions, shared with the lease and reentrant scripts:

@@ -1,0 +1,337 @@
+"""The synchronous semaphores, count-down latch and multi-lock (issue 13), made by
+``redlatch.Client``. The core decides; these classes give them Python's idioms
+(``threading.Semaphore``, ``threading.Event.wait``, ``with``)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import List, Optional, Type
+
+from . import _native
+from ._common import (
+    ThreadHolds,
+    add_note,
+    already_held,
+    exit_error,
+    forget,
+    live_holds,
+    not_acquired_message,
+    not_held,
+)
+from ._family import no_permit_message
+from ._errors import LockError, NotAcquiredError
+
+__all__ = ["Semaphore", "PermitSemaphore", "Permit", "CountDownLatch", "MultiLock"]
+
+
+class Semaphore:
+    """A counting semaphore on key ``name`` (Redisson RSemaphore: a string holding the
+    permits available), shared by threads and processes like a ``threading.Semaphore``
+    spanning them. Made by :meth:`redlatch.Client.semaphore`.
+
+    Permits are not owned in Redis: a holder that dies keeps its permits taken (use
+    :class:`PermitSemaphore` for permits that come back by themselves). This object counts the
+    permits it acquired (:attr:`held`) and refuses to release more (``NotOwnedError``); any
+    thread may release them, as with ``threading.Semaphore``.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Semaphore) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        """The semaphore's name (its Redis key)."""
+        return self._native.name
+
+    @property
+    def held(self) -> int:
+        """Permits acquired through this object and not yet released (local, never blocks)."""
+        return self._native.held
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Sets the number of permits if the semaphore does not exist yet (Redisson's
+        ``trySetPermits``). Returns True when set, False when it already existed.
+
+        :raises ValueError: ``permits`` not in 1..2^31-1
+        """
+        return self._native.try_set_permits(permits)
+
+    def acquire(self, permits: int = 1, *, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """Takes ``permits`` at once (all or none), waiting while fewer are available.
+
+        :param permits: 1..2^31-1 (a ``bool`` is refused: pass ``blocking=`` by keyword)
+        :param blocking: False = one try (then ``timeout`` must be None or -1)
+        :param timeout: seconds to wait; ``None`` = the semaphore's ``wait``; -1 = forever
+        :returns: True when taken, False when the wait ran out (nothing taken)
+        :raises ValueError: bad ``permits`` or ``timeout``
+        :raises RedisConnectionError: Redis unreachable for longer than the network timeout
+        :raises KeyConflictError: the name holds application data
+
+        Blocks with the GIL released; Ctrl-C stops the wait and takes nothing.
+        """
+        return self._native.acquire(permits, bool(blocking), timeout)
+
+    def release(self, permits: int = 1) -> None:
+        """Gives back ``permits`` that this object acquired, waking waiters.
+
+        :raises NotOwnedError: more than :attr:`held` (``reason == "never_held"``); nothing sent
+        :raises ValueError: ``permits`` not in 1..2^31-1
+        :raises RedisConnectionError: Redis could not confirm (the permits count as held)
+        """
+        self._native.release(permits)
+
+    def available(self) -> int:
+        """Permits available now (asks Redis); 0 when the semaphore does not exist."""
+        return self._native.available()
+
+    def __enter__(self) -> "Semaphore":
+        if not self.acquire():
+            raise NotAcquiredError(no_permit_message(self.name, self._native.wait))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            self.release()
+        except LockError as err:
+            if exc is None:
+                raise
+            add_note(exc, f"redlatch: releasing the permit failed: {type(err).__name__}: {err}")
+
+    def __repr__(self) -> str:
+        return f"<redlatch.Semaphore {self.name!r} held={self.held}>"
+
+
+class Permit:
+    """One permit of a :class:`PermitSemaphore` (Redisson RPermitExpirableSemaphore): its
+    :attr:`id` (32 lower-case hex digits, Redisson's format, so a Java client can release it)
+    and lease. ``with permit:`` releases it at the end of the block. A permit with a fixed
+    lease comes back by itself when the lease ends; one without is renewed by the watchdog
+    while this object lives, and released in the background when it is garbage-collected."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Permit) -> None:
+        self._native = native
+
+    @property
+    def id(self) -> str:
+        """The permit id (32 lower-case hex digits)."""
+        return self._native.id
+
+    @property
+    def lease(self) -> Optional[float]:
+        """The fixed lease in seconds; None when renewed by the watchdog."""
+        return self._native.lease
+
+    def release(self) -> None:
+        """Gives the permit back, at most once.
+
+        :raises NotOwnedError: its lease ended (``reason == "expired"``) or it was released
+            already (``"never_held"``)
+        :raises RedisConnectionError: Redis could not confirm; ``release()`` may be called again
+        """
+        self._native.release()
+
+    def __enter__(self) -> "Permit":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            self._native.release()
+        except LockError as err:
+            raised = exit_error(self._native.name, err, exc, what="the permit of semaphore")
+            if raised is not None:
+                raise raised
+
+    def __repr__(self) -> str:
+        return f"<redlatch.Permit of {self._native.name!r} lease={self.lease!r}>"  # no id: it releases
+
+
+class PermitSemaphore:
+    """A semaphore whose permits expire (Redisson RPermitExpirableSemaphore): each
+    :meth:`acquire` returns a :class:`Permit` with an id, released by id, and given back by
+    itself when its lease ends, so a dead holder's permits come back. Made by
+    :meth:`redlatch.Client.permit_semaphore`. Leases use the callers' wall clocks, as in
+    Redisson: hosts sharing one need synchronised clocks."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.PermitSemaphore) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        """The semaphore's name (its Redis key; the permits' ZSET is ``{name}:timeout``)."""
+        return self._native.name
+
+    def try_set_permits(self, permits: int) -> bool:
+        """As :meth:`Semaphore.try_set_permits`."""
+        return self._native.try_set_permits(permits)
+
+    def acquire(self, lease: Optional[float] = None, *, timeout: Optional[float] = None) -> Permit:
+        """Takes one permit, waiting while none is available.
+
+        :param lease: seconds until the permit comes back by itself; None = renewed by the
+            watchdog while the returned :class:`Permit` lives (``watchdog_timeout``)
+        :param timeout: seconds to wait; ``None`` = the semaphore's ``wait``; -1 = forever
+        :raises NotAcquiredError: the wait ran out (a ``TimeoutError``)
+        :raises ValueError: a bad lease or timeout
+        :raises RedisConnectionError: Redis unreachable for longer than the network timeout
+        """
+        native = self._native.acquire(lease, True, timeout)
+        if native is None:
+            raise NotAcquiredError(no_permit_message(self.name, timeout if timeout is not None else self._native.wait))
+        return Permit(native)
+
+    def try_acquire(self, lease: Optional[float] = None) -> Optional[Permit]:
+        """One try: a :class:`Permit`, or None when none is available. Errors as :meth:`acquire`."""
+        native = self._native.acquire(lease, False, None)
+        return None if native is None else Permit(native)
+
+    def release(self, permit_id: str) -> None:
+        """Releases a permit by id (this process's or another's, in any language).
+
+        :raises NotOwnedError: an unknown id (``reason == "never_held"``) or one whose lease
+            ended (``"expired"``); the id is never shown in the message
+        :raises ValueError: not 32 hex digits
+        """
+        self._native.release(permit_id)
+
+    def available(self) -> int:
+        """Permits available now (asks Redis; expired permits count as available)."""
+        return self._native.available()
+
+    def __repr__(self) -> str:
+        return f"<redlatch.PermitSemaphore {self.name!r}>"
+
+
+class CountDownLatch:
+    """A count-down latch on key ``name`` (Redisson RCountDownLatch): :meth:`try_set_count`
+    arms it, each :meth:`count_down` takes one off, and :meth:`wait` returns when it reaches
+    zero, in every process (woken by Redisson's latch channel). Made by
+    :meth:`redlatch.Client.count_down_latch`."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.CountDownLatch) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        """The latch's name (its Redis key)."""
+        return self._native.name
+
+    def try_set_count(self, count: int) -> bool:
+        """Arms the latch with ``count`` if it is not armed (it is open: zero or never set).
+
+        :returns: True when set, False when a count was already set
+        :raises ValueError: ``count`` not in 1..2^31-1
+        """
+        return self._native.try_set_count(count)
+
+    def count_down(self) -> None:
+        """Takes one off the count; at zero the latch opens (its key is deleted) and every
+        waiter wakes. Does nothing to a latch that is open."""
+        self._native.count_down()
+
+    def count(self) -> int:
+        """The current count (asks Redis); 0 when open."""
+        return self._native.count()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Waits until the count reaches zero, like ``threading.Event.wait``.
+
+        :param timeout: seconds; None = forever
+        :returns: True when the latch is open, False when the timeout ran out
+        :raises ValueError: a bad timeout
+
+        Blocks with the GIL released; Ctrl-C stops the wait.
+        """
+        return self._native.wait(timeout)
+
+    def __repr__(self) -> str:
+        return f"<redlatch.CountDownLatch {self.name!r}>"
+
+
+class MultiLock:
+    """Several locks taken together, all or none (Redisson RedissonMultiLock): taken in one
+    order (sorted by name), so processes locking overlapping sets in different orders never
+    deadlock; released together; a failure part way rolls back what was taken. Made by
+    :meth:`redlatch.Client.multi_lock`. Each acquisition belongs to the acquiring thread; it is
+    not reentrant (acquiring it again from the holding thread raises ``LockError``)."""
+
+    __slots__ = ("_native", "_store")
+
+    def __init__(self, native: _native.MultiLock) -> None:
+        self._native = native
+        self._store: ThreadHolds[_native.MultiHold] = ThreadHolds()
+
+    @property
+    def names(self) -> List[str]:
+        """The member locks' names, in the order they are taken (sorted)."""
+        return self._native.names
+
+    def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """Takes every member, like ``threading.Lock.acquire`` (``timeout`` None = the
+        multi-lock's ``wait``, -1 = forever). Returns False when the wait ran out (nothing
+        held). Errors as for :meth:`redlatch.Lock.acquire`."""
+        holds = live_holds(self._store.mine())
+        if holds:
+            self._native.check_acquire(bool(blocking), timeout)
+            raise already_held(",".join(self.names), "thread")
+        hold = self._native.acquire(bool(blocking), timeout)
+        if hold is None:
+            return False
+        holds.append(hold)
+        return True
+
+    def release(self) -> None:
+        """Releases every member. Errors as for :meth:`redlatch.Lock.release`."""
+        holds = self._store.mine()
+        if not holds:
+            raise not_held(",".join(self.names), "thread")
+        hold = holds[-1]
+        try:
+            hold.release()
+        finally:
+            forget(holds, hold)
+
+    def __enter__(self) -> "MultiLock":
+        if not self.acquire():
+            raise NotAcquiredError(not_acquired_message(",".join(self.names), self._native.wait))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        holds = self._store.mine()
+        if not holds:
+            return None
+        hold = holds.pop()
+        try:
+            hold.release()
+        except LockError as err:
+            raised = exit_error(",".join(self.names), err, exc)
+            if raised is not None:
+                raise raised
+        return None
+
+    def __repr__(self) -> str:
+        return f"<redlatch.MultiLock {self.names!r}>"
+
+

@@ -1,0 +1,211 @@
+"""Semaphore (Redisson RSemaphore) and permit-expirable semaphore: at most `permits` holders
+across processes, no permit leaked by killed holders, bad input refused; sync and asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+import redis
+
+import redlatch
+import redlatch.asyncio
+from conftest import admin, wait_until
+
+# Each thread takes one permit and samples how many holders are inside (INCR while holding).
+HOLDERS_WORKER = textwrap.dedent(
+    """
+    import sys, threading, time, redis, redlatch
+    url, admin_url, name, inside, samples, threads, rounds = sys.argv[1:8]
+    r = redis.Redis.from_url(admin_url)
+    sem = redlatch.Client(url).semaphore(name, permits=3, wait=60.0)
+    failed = []
+    def work():
+        try:
+            for _ in range(int(rounds)):
+                with sem:
+                    r.rpush(samples, r.incr(inside))
+                    time.sleep(0.02)
+                    r.decr(inside)
+        except BaseException as e:
+            failed.append(e)
+    ts = [threading.Thread(target=work) for _ in range(int(threads))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    sys.exit(1 if failed or sem.held else 0)
+    """
+)
+
+
+def test_at_most_permits_holders_across_processes(redis_url: str, r: redis.Redis, name: str) -> None:
+    inside, samples = name + ":inside", name + ":samples"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", HOLDERS_WORKER, redis_url, admin(redis_url), name, inside, samples, "3", "4"])
+        for _ in range(4)
+    ]
+    for p in procs:
+        assert p.wait(90) == 0
+    seen = [int(v) for v in r.lrange(samples, 0, -1)]
+    assert len(seen) == 4 * 3 * 4
+    assert max(seen) <= 3, f"more than 3 holders at once: {max(seen)}"
+    assert max(seen) >= 2  # they did run concurrently
+    assert int(r.get(name) or 0) == 3  # every permit back
+
+
+def test_semaphore_basics(client: redlatch.Client, r: redis.Redis, name: str) -> None:
+    sem = client.semaphore(name)
+    assert sem.available() == 0
+    assert sem.try_set_permits(2) is True
+    assert sem.try_set_permits(5) is False
+    assert sem.available() == 2
+    assert sem.acquire(2) is True and sem.held == 2
+    assert sem.acquire(blocking=False) is False
+    assert sem.acquire(timeout=0.1) is False
+    sem.release(1)
+    with sem:  # one permit, released at the end
+        assert sem.held == 2 and sem.available() == 0
+    assert sem.held == 1
+    sem.release()
+    assert sem.available() == 2 and sem.held == 0
+    with pytest.raises(redlatch.NotOwnedError) as info:
+        sem.release()  # more than this handle holds: refused, nothing sent
+    assert info.value.reason == "never_held"
+    assert sem.available() == 2
+    # permits= sets the count for a semaphore that does not exist yet, on first use.
+    assert client.semaphore(name + ":new", permits=4).available() == 4
+    assert client.semaphore(name, permits=9).available() == 2
+    assert "Semaphore" in repr(sem)
+
+
+def test_a_release_wakes_another_threads_waiter(client: redlatch.Client, name: str) -> None:
+    sem = client.semaphore(name, permits=1)
+    assert sem.acquire()
+    got = []
+    t = threading.Thread(target=lambda: got.append(sem.acquire(timeout=10)))
+    t.start()
+    sem.release()  # any thread may release what the object holds, as with threading.Semaphore
+    t.join(15)
+    assert got == [True]
+    sem.release()
+
+
+@pytest.mark.parametrize(
+    "value, exc",
+    [(0, ValueError), (-1, ValueError), (2**31, ValueError), (True, TypeError), (1.5, TypeError), ("1", TypeError)],
+)
+def test_bad_counts_are_refused(client: redlatch.Client, r: redis.Redis, name: str, value: object, exc: type) -> None:
+    sem = client.semaphore(name)
+    with pytest.raises(exc):
+        sem.try_set_permits(value)  # type: ignore[arg-type]
+    with pytest.raises(exc):
+        sem.acquire(value)  # type: ignore[arg-type]
+    with pytest.raises(exc):
+        client.semaphore(name, permits=value)  # type: ignore[arg-type]
+    with pytest.raises(exc):
+        client.permit_semaphore(name).try_set_permits(value)  # type: ignore[arg-type]
+    assert not r.exists(name)
+
+
+def test_bad_names_and_waits_are_refused(client: redlatch.Client) -> None:
+    for make in (client.semaphore, client.permit_semaphore, client.count_down_latch):
+        with pytest.raises(ValueError):
+            make("")
+        with pytest.raises(TypeError):
+            make(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        client.semaphore("x", wait=-1)
+
+
+KILLED_HOLDER = textwrap.dedent(
+    """
+    import sys, time, redlatch
+    sem = redlatch.Client(sys.argv[1], watchdog_timeout=1.0).permit_semaphore(sys.argv[2])
+    renewed = sem.acquire()            # the watchdog renews it while this process lives
+    fixed = sem.acquire(lease=1.0)     # comes back one second after the acquire
+    print("held", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_no_permit_leaked_after_holders_are_killed(client: redlatch.Client, redis_url: str, name: str) -> None:
+    sem = client.permit_semaphore(name, permits=6)
+    assert sem.available() == 6
+    procs = [subprocess.Popen([sys.executable, "-c", KILLED_HOLDER, redis_url, name], stdout=subprocess.PIPE) for _ in range(3)]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == b"held"
+        assert sem.try_acquire(lease=5.0) is None  # all six taken
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert wait_until(lambda: sem.available() == 6, timeout=10), sem.available()
+
+
+def test_permits(client: redlatch.Client, redis_url: str, name: str) -> None:
+    sem = client.permit_semaphore(name, permits=2)
+    first = sem.acquire(lease=5.0)
+    assert re.fullmatch(r"[0-9a-f]{32}", first.id)
+    assert first.lease == 5.0
+    assert first.id not in repr(first)
+    with sem.acquire() as second:  # watchdog mode
+        assert second.lease is None
+        assert sem.available() == 0
+        with pytest.raises(redlatch.NotAcquiredError):
+            sem.acquire(timeout=0.1)
+    assert sem.available() == 1
+    # Released by id through another handle (another process or a Java client does the same).
+    redlatch.Client(redis_url).permit_semaphore(name).release(first.id)
+    assert sem.available() == 2
+    with pytest.raises(redlatch.NotOwnedError):
+        first.release()  # its id is gone
+    with pytest.raises(redlatch.NotOwnedError) as info:
+        sem.release("0" * 32)
+    assert "0" * 32 not in str(info.value)  # ids are never echoed
+    with pytest.raises(ValueError):
+        sem.release("not-an-id")
+    with pytest.raises(ValueError):
+        sem.acquire(lease=0)
+
+
+@pytest.mark.asyncio
+async def test_async_semaphores(redis_url: str, r: redis.Redis, name: str) -> None:
+    aclient = redlatch.asyncio.Client(redis_url)
+    sem = aclient.semaphore(name, permits=2, wait=5.0)
+    inside = 0
+    most = 0
+
+    async def work() -> None:
+        nonlocal inside, most
+        async with sem:
+            inside += 1
+            most = max(most, inside)
+            await asyncio.sleep(0.02)
+            inside -= 1
+
+    await asyncio.gather(*(work() for _ in range(6)))
+    assert most == 2 and await sem.available() == 2 and sem.held == 0
+    # A cancelled waiter takes nothing.
+    assert await sem.acquire(2)
+    waiter = asyncio.create_task(sem.acquire())
+    await asyncio.sleep(0.2)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    await sem.release(2)
+    await asyncio.sleep(0.3)
+    assert await sem.available() == 2 and sem.held == 0
+
+    psem = aclient.permit_semaphore(name + ":p", permits=1)
+    async with await psem.acquire(lease=5.0) as permit:
+        assert len(permit.id) == 32
+        assert await psem.try_acquire() is None
+    assert await psem.available() == 1
