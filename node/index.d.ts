@@ -46,9 +46,9 @@ export declare class NativeClient {
    */
   cancel(ticket: number): void
   /**
-   * Closes the client: pending acquires reject, live holds are released (call `id`
-   * settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
-   * Idempotent.
+   * Closes the client: pending acquires reject, live holds, permits and multi-lock members
+   * are released by the core's `Client::close` (call `id` settles when Redis confirmed or
+   * failed), later calls reject with `ERR_CONNECTION`. Idempotent.
    */
   close(id: number, out: Scratch): string | null
   /**
@@ -57,6 +57,39 @@ export declare class NativeClient {
    * `ERR_CONNECTION` / `ERR_QUORUM` when too few nodes answer.
    */
   connect(id: number, out: Scratch): string | null
+  /**
+   * A semaphore handle on key `name`. Throws `ERR_INVALID_ARGUMENT` for a bad name,
+   * `ERR_CONNECTION` on a closed client.
+   */
+  semaphore(name: string): NativeSemaphore
+  /** A permit-expirable semaphore handle on key `name`. */
+  permitSemaphore(name: string): NativePermitSemaphore
+  /**
+   * The id of permit `permit` (32 lower-case hex digits), `renewed` and `ended`: the
+   * string `"<id>:<renewed 0|1>:<ended 0|1>"`; `ended` also for a number not in the table.
+   */
+  permitState(permit: number): string
+  /**
+   * Releases permit `permit` at most once; settles call `id`. A failure of Redis leaves
+   * it releasable (call again).
+   */
+  permitRelease(permit: number, id: number, out: Scratch): string | null
+  /**
+   * Forgets permit `permit` (its JavaScript object was garbage-collected): a permit never
+   * released is released in the background (the core's `Permit` drop).
+   */
+  dropPermit(permit: number): void
+  /** Sets latch `name`'s count if none is set; settles call `id` with `true` when it did. */
+  latchTrySetCount(name: string, n: number, id: number, out: Scratch): string | null
+  /** Counts latch `name` down (it opens at zero). */
+  latchCountDown(name: string, id: number, out: Scratch): string | null
+  /** Settles call `id` with latch `name`'s count. */
+  latchCount(name: string, id: number, out: Scratch): string | null
+  /**
+   * Waits until latch `name` is open (`true`) or `timeoutMs` ran out (`false`; `null`: no
+   * limit, 0: one look).
+   */
+  latchWait(name: string, timeoutMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
   /**
    * Releases hold `hold` (decrements the hold count of a reentrant lock), at most once,
    * and settles call `id`. Rejects with `ERR_NOT_OWNED` (reason `deleted`, `taken` or
@@ -102,7 +135,7 @@ export declare class NativeClient {
    * after the last fenced acquire (absent: it persists; see `Lock::fence_ttl` in the core
    * for the hazard).
    */
-  checkLock(name: string, leaseMs: number | undefined | null, waitMs: number | undefined | null, fenced: boolean, fenceTtlMs?: number | undefined | null): void
+  checkLock(name: string, kind: number, leaseMs: number | undefined | null, waitMs: number | undefined | null, fenced: boolean, fenceTtlMs?: number | undefined | null): void
   /**
    * Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
    * settles call `id` with the hold. `owner` is the reentrant owner number (`null` for
@@ -113,27 +146,81 @@ export declare class NativeClient {
    * bad wait or owner, `ERR_CONNECTION` / `ERR_QUORUM` / `ERR_REDIS` when Redis fails or
    * the client was closed meanwhile, and `ERR_NOT_ACQUIRED` ("aborted") when cancelled.
    */
-  acquire(name: string, reentrant: boolean, leaseMs: number | undefined | null, fenced: boolean, fenceTtlMs: number | undefined | null, waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  acquire(name: string, kind: number, leaseMs: number | undefined | null, fenced: boolean, fenceTtlMs: number | undefined | null, waitMs: number | undefined | null, owner: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
   /**
    * Settles call `id` with `true` when anyone holds lock `name` (a majority of nodes in
    * quorum mode).
    */
-  locked(name: string, reentrant: boolean, id: number, out: Scratch): string | null
+  locked(name: string, kind: number, id: number, out: Scratch): string | null
   /**
    * Settles call `id` with the remaining lease in ms of whoever holds lock `name`; `null`
    * when free.
    */
-  ttl(name: string, reentrant: boolean, id: number, out: Scratch): string | null
+  ttl(name: string, kind: number, id: number, out: Scratch): string | null
   /**
-   * Settles call `id` with how many times `owner` holds reentrant lock `name` (asks
-   * Redis).
+   * Settles call `id` with how many times `owner` holds lock `name` of reentrant `kind`
+   * (asks Redis).
    */
-  holdCount(name: string, owner: number, id: number, out: Scratch): string | null
+  holdCount(name: string, kind: number, owner: number, id: number, out: Scratch): string | null
   /**
    * Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
    * with `true` when a lock was deleted (on a majority of nodes).
    */
   forceUnlock(name: string, id: number, out: Scratch): string | null
+  /**
+   * Checks a multi-lock (`client.multiLock` throws what this throws): `ERR_INVALID_ARGUMENT`
+   * for an empty set, a name given twice, a bad member or lease.
+   */
+  checkMulti(members: Array<MultiMember>, leaseMs?: number | undefined | null): void
+  /**
+   * Acquires every member or none, waiting up to `waitMs` for the whole set (`null` =
+   * forever, 0 = one try); settles call `id` with the acquisition's number.
+   */
+  multiAcquire(members: Array<MultiMember>, owners: Array<number | undefined | null>, leaseMs: number | undefined | null, waitMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  /** The members' names of acquisition `multi`, in the order taken. */
+  multiNames(multi: number): Array<string>
+  /** Acquisition `multi`'s state: bit 1 = a member is known lost, bit 2 = no member held. */
+  multiState(multi: number): number
+  /** Releases every member of acquisition `multi` still held; settles call `id`. */
+  multiRelease(multi: number, id: number, out: Scratch): string | null
+  /**
+   * Forgets acquisition `multi` (its JavaScript object was garbage-collected): members
+   * still held are released in the background (dropped guards).
+   */
+  dropMulti(multi: number): void
+}
+
+/** A permit-expirable semaphore handle (`client.permitSemaphore(name)`). */
+export declare class NativePermitSemaphore {
+  /** Sets the permits if none are set; settles call `id` with `true` when it did. */
+  trySetPermits(permits: number, id: number, out: Scratch): string | null
+  /**
+   * Acquires one permit with `leaseMs` (`null`: renewed by the watchdog), waiting up to
+   * `waitMs`; settles call `id` with the permit's number in the client's table.
+   */
+  acquire(leaseMs: number | undefined | null, waitMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  /** One try: settles call `id` with the permit's number, or `null` when none is available. */
+  tryAcquire(leaseMs: number | undefined | null, id: number, out: Scratch): string | null
+  /** Releases the permit with id `permitId` (from any client). */
+  release(permitId: string, id: number, out: Scratch): string | null
+  /** Settles call `id` with the permits available. */
+  available(id: number, out: Scratch): string | null
+}
+
+/** A semaphore handle (`client.semaphore(name)`): counts the permits it acquired. */
+export declare class NativeSemaphore {
+  /** Permits this handle acquired and did not release. */
+  get held(): number
+  /** Sets the permits if none are set; settles call `id` with `true` when it did. */
+  trySetPermits(permits: number, id: number, out: Scratch): string | null
+  /** Acquires `permits`, waiting up to `waitMs` (`null` = forever, 0 = one try). */
+  acquire(permits: number, waitMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
+  /** One try: settles call `id` with `true` when `permits` were acquired. */
+  tryAcquire(permits: number, id: number, out: Scratch): string | null
+  /** Gives back `permits` of those this handle holds (`ERR_NOT_OWNED` beyond that). */
+  release(permits: number, id: number, out: Scratch): string | null
+  /** Settles call `id` with the permits available. */
+  available(id: number, out: Scratch): string | null
 }
 
 /**
@@ -212,6 +299,20 @@ export declare function localSocketOpen(socket: number, out: Scratch): string | 
 
 /** The timer record `4, ms` asked for fired. */
 export declare function localTimer(out: Scratch): string | null
+
+/** One member of a multi-lock: a `Lock`'s name, kind and options. */
+export interface MultiMember {
+  /** The member lock's name. */
+  name: string
+  /** Its kind, as `lib/engine.mjs` numbers kinds (`KIND`). */
+  kind: number
+  /** Its own fixed lease in ms (absent: watchdog mode, unless the multi-lock sets one). */
+  leaseMs?: number
+  /** Fenced member (taken through its own script, not the multi-lock's one script). */
+  fenced: boolean
+  /** Fenced members: the fencing counter key's TTL in ms (absent: it persists). */
+  fenceTtlMs?: number
+}
 
 /**
  * TLS settings of `rediss://` URLs (`options.tls`). Without them a `rediss://` URL is

@@ -836,6 +836,8 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.NativeClient = nativeBinding.NativeClient
+module.exports.NativePermitSemaphore = nativeBinding.NativePermitSemaphore
+module.exports.NativeSemaphore = nativeBinding.NativeSemaphore
 module.exports.installLocal = nativeBinding.installLocal
 module.exports.localDrain = nativeBinding.localDrain
 module.exports.localSocketData = nativeBinding.localSocketData

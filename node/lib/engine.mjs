@@ -15,8 +15,14 @@
 import net from 'node:net'
 import tls from 'node:tls'
 import { createRequire } from 'node:module'
-import { toLockError } from './facade/errors.mjs'
+import { InvalidArgumentError, toLockError } from './facade/errors.mjs'
 import { emitWarning } from './deployment.mjs'
+import {
+  NativeEngineLatch,
+  NativeEngineMultiLock,
+  NativeEnginePermitSemaphore,
+  NativeEngineSemaphore,
+} from './family-engine.mjs'
 
 const native = createRequire(import.meta.url)('../index.js')
 
@@ -208,15 +214,25 @@ export function connectEngine(urls, options, local, cluster) {
   )
 }
 
+/** `call` for the family's engine classes: `start(id, out)` (family-engine.mjs). */
+function run(start, wrap) {
+  return call((id) => start(id, out), wrap)
+}
+
 /** A `NativeClient` as the facade's engine client. */
 class NativeEngine {
   #raw
   /** Drops the table entry of a hold whose object was collected (released in the background if need be). */
   #holds
+  /** The same for permits and multi-lock acquisitions. */
+  #permits
+  #multis
 
   constructor(raw) {
     this.#raw = raw
     this.#holds = new FinalizationRegistry((hold) => raw.dropHold(hold))
+    this.#permits = new FinalizationRegistry((permit) => raw.dropPermit(permit))
+    this.#multis = new FinalizationRegistry((multi) => raw.dropMulti(multi))
   }
 
   get id() {
@@ -232,15 +248,39 @@ class NativeEngine {
   }
 
   lock(name, options) {
+    const kind = KIND[options.kind]
     const leaseMs = options.leaseMs ?? null
     const fenced = options.fenced === true
     const fenceTtlMs = options.fenceTtlMs ?? null
-    this.#raw.checkLock(name, leaseMs, null, fenced, fenceTtlMs)
-    return new NativeEngineLock(this.#raw, this.#holds, name, options.reentrant, leaseMs, fenced, fenceTtlMs)
+    this.#raw.checkLock(name, kind, leaseMs, null, fenced, fenceTtlMs)
+    return new NativeEngineLock(this.#raw, this.#holds, name, kind, leaseMs, fenced, fenceTtlMs)
   }
 
   forceUnlock(name) {
     return call((id) => this.#raw.forceUnlock(name, id, out))
+  }
+
+  semaphore(name) {
+    return new NativeEngineSemaphore(this.#raw.semaphore(name), run)
+  }
+
+  permitSemaphore(name) {
+    return new NativeEnginePermitSemaphore(this.#raw, this.#raw.permitSemaphore(name), run, this.#permits)
+  }
+
+  countDownLatch(name) {
+    this.#raw.checkLock(name, KIND.lease, null, null, false, null) // the name, and not closed
+    return new NativeEngineLatch(this.#raw, name, run)
+  }
+
+  multiLock(members, { leaseMs }) {
+    const specs = members.map((m) => {
+      if (!(m instanceof NativeEngineLock) || m.client !== this.#raw) {
+        throw new InvalidArgumentError('a multi-lock takes locks of one client only')
+      }
+      return m.member
+    })
+    return new NativeEngineMultiLock(this.#raw, specs, leaseMs ?? null, run, this.#multis)
   }
 
   cancel(ticket) {
@@ -252,23 +292,37 @@ class NativeEngine {
   }
 }
 
+/** Lock kinds as the addon numbers them (../src/lock.rs `Kind`). */
+const KIND = { lease: 0, reentrant: 1, fair: 2, read: 3, write: 4 }
+
 class NativeEngineLock {
   #raw
   #holds
   #name
-  #reentrant
+  #kind
   #leaseMs
   #fenced
   #fenceTtlMs
 
-  constructor(raw, holds, name, reentrant, leaseMs, fenced, fenceTtlMs) {
+  constructor(raw, holds, name, kind, leaseMs, fenced, fenceTtlMs) {
     this.#raw = raw
     this.#holds = holds
     this.#name = name
-    this.#reentrant = reentrant
+    this.#kind = kind
     this.#leaseMs = leaseMs
     this.#fenced = fenced
     this.#fenceTtlMs = fenceTtlMs
+  }
+
+  get client() {
+    return this.#raw
+  }
+
+  /** This lock as a multi-lock member (../src/multi.rs `MultiMember`). */
+  get member() {
+    // napi-rs objects take `undefined`, not `null`, for absent optional fields.
+    const [leaseMs, fenceTtlMs] = [this.#leaseMs ?? undefined, this.#fenceTtlMs ?? undefined]
+    return { name: this.#name, kind: this.#kind, leaseMs, fenced: this.#fenced, fenceTtlMs }
   }
 
   acquire(waitMs, owner, ticket) {
@@ -276,7 +330,7 @@ class NativeEngineLock {
     const holds = this.#holds
     return call(
       (id) =>
-        raw.acquire(this.#name, this.#reentrant, this.#leaseMs, this.#fenced, this.#fenceTtlMs, waitMs, owner, ticket, id, out),
+        raw.acquire(this.#name, this.#kind, this.#leaseMs, this.#fenced, this.#fenceTtlMs, waitMs, owner, ticket, id, out),
       (hold, token, leaseMs) => {
         const engineHold = new NativeEngineHold(raw, hold, Number.isNaN(token) ? null : token, leaseMs)
         holds.register(engineHold, hold)
@@ -286,15 +340,15 @@ class NativeEngineLock {
   }
 
   locked() {
-    return call((id) => this.#raw.locked(this.#name, this.#reentrant, id, out))
+    return call((id) => this.#raw.locked(this.#name, this.#kind, id, out))
   }
 
   ttl() {
-    return call((id) => this.#raw.ttl(this.#name, this.#reentrant, id, out))
+    return call((id) => this.#raw.ttl(this.#name, this.#kind, id, out))
   }
 
   holdCount(owner) {
-    return call((id) => this.#raw.holdCount(this.#name, owner, id, out))
+    return call((id) => this.#raw.holdCount(this.#name, this.#kind, owner, id, out))
   }
 }
 

@@ -58,6 +58,13 @@ export class Client extends FacadeClient {
 
 export {
   Lock,
+  RwLock,
+  Semaphore,
+  PermitSemaphore,
+  Permit,
+  CountDownLatch,
+  MultiLock,
+  MultiHeld,
   Held,
   Owner,
   STATUS,
@@ -71,4 +78,5 @@ export {
   NoPermissionError,
   OutOfMemoryError,
   KeyConflictError,
+  WouldDeadlockError,
 } from './facade/index.mjs'

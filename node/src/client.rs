@@ -17,11 +17,13 @@ use crate::calls::{Driver, Value};
 use crate::connect::Plan;
 use crate::deployment::WarningCallback;
 use crate::error::closed;
+use crate::family::PermitSlot;
 use crate::held::HoldSlot;
 use crate::local::Scratch;
 use crate::options::ClientOptions;
 use futures::channel::oneshot;
 use napi_derive::napi;
+use redlatch::{MultiGuard, Permit};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -47,6 +49,10 @@ pub(crate) struct Shared {
     closed: std::sync::atomic::AtomicBool,
     pending: Mutex<HashMap<u32, oneshot::Sender<Stop>>>,
     pub(crate) holds: Mutex<HashMap<u64, Arc<HoldSlot>>>,
+    /// Permits of permit semaphores (family.rs), by the numbers JavaScript holds.
+    pub(crate) permits: Mutex<HashMap<u64, Arc<PermitSlot>>>,
+    /// Multi-lock acquisitions (multi.rs), by the numbers JavaScript holds.
+    pub(crate) multis: Mutex<HashMap<u64, Arc<MultiGuard>>>,
     next_hold: Mutex<u64>,
     pub(crate) meta: OnceLock<Meta>,
     /// Runs this client's core futures and settles its calls (calls.rs).
@@ -108,13 +114,44 @@ impl Shared {
         if locked(&self.client).is_none() {
             return None;
         }
-        let id = {
-            let mut n = locked(&self.next_hold);
-            *n += 1;
-            *n
-        };
+        let id = self.next_number();
         holds.insert(id, slot);
         Some(id)
+    }
+
+    fn next_number(&self) -> u64 {
+        let mut n = locked(&self.next_hold);
+        *n += 1;
+        *n
+    }
+
+    /// Adds a permit to the permit table (as `track` does for holds); `None` when the client
+    /// was closed meanwhile (the permit is then dropped: released in the background).
+    pub(crate) fn track_permit(&self, permit: Permit) -> Option<u64> {
+        let mut permits = locked(&self.permits);
+        locked(&self.client).as_ref()?;
+        let id = self.next_number();
+        permits.insert(id, Arc::new(Mutex::new(Some(Arc::new(permit)))));
+        Some(id)
+    }
+
+    /// The permit numbered `permit`, if its entry is still there.
+    pub(crate) fn permit(&self, permit: f64) -> Option<Arc<PermitSlot>> {
+        locked(&self.permits).get(&(permit as u64)).cloned()
+    }
+
+    /// Adds a multi-lock acquisition to its table; `None` when the client was closed meanwhile.
+    pub(crate) fn track_multi(&self, guard: MultiGuard) -> Option<u64> {
+        let mut multis = locked(&self.multis);
+        locked(&self.client).as_ref()?;
+        let id = self.next_number();
+        multis.insert(id, Arc::new(guard));
+        Some(id)
+    }
+
+    /// The multi-lock acquisition numbered `multi`, if its entry is still there.
+    pub(crate) fn multi(&self, multi: f64) -> Option<Arc<MultiGuard>> {
+        locked(&self.multis).get(&(multi as u64)).cloned()
     }
 
     /// The hold with id `hold`, if its entry is still there.
@@ -179,6 +216,8 @@ impl NativeClient {
                 closed: std::sync::atomic::AtomicBool::new(false),
                 pending: Mutex::new(HashMap::new()),
                 holds: Mutex::new(HashMap::new()),
+                permits: Mutex::new(HashMap::new()),
+                multis: Mutex::new(HashMap::new()),
                 next_hold: Mutex::new(0),
                 meta: OnceLock::new(),
                 driver: Driver::current(local)?,
@@ -222,9 +261,9 @@ impl NativeClient {
         }
     }
 
-    /// Closes the client: pending acquires reject, live holds are released (call `id`
-    /// settles when Redis confirmed or failed), later calls reject with `ERR_CONNECTION`.
-    /// Idempotent.
+    /// Closes the client: pending acquires reject, live holds, permits and multi-lock members
+    /// are released by the core's `Client::close` (call `id` settles when Redis confirmed or
+    /// failed), later calls reject with `ERR_CONNECTION`. Idempotent.
     #[napi]
     pub fn close(&self, id: u32, out: Scratch<'_>) -> Option<String> {
         let shared = self.shared.clone();
@@ -242,11 +281,22 @@ impl NativeClient {
             let Some(client) = client else {
                 return Ok(Value::Unit);
             };
-            drop(client);
             // The entries stay (until their JavaScript objects are collected), so a later
             // release or state query of these holds still finds them, released by close().
+            // Their holders are told "closed" (held.rs), so they are marked before the core's
+            // close releases every guard still held, permit and multi-lock member.
             let holds: Vec<Arc<HoldSlot>> = locked(&shared.holds).values().cloned().collect();
-            futures::future::join_all(holds.iter().map(|h| h.release_on_close())).await;
+            futures::future::join_all(holds.iter().map(|h| h.mark_closing())).await;
+            client.close().await;
+            // Then the table entries let go of the guards, permits and multi-lock members
+            // (settled by now): each holds the core client, whose connections close only
+            // once the last reference is gone.
+            futures::future::join_all(holds.iter().map(|h| h.forget_after_close())).await;
+            let permits: Vec<Arc<PermitSlot>> = locked(&shared.permits).values().cloned().collect();
+            for permit in permits {
+                locked(&permit).take();
+            }
+            locked(&shared.multis).clear();
             Ok(Value::Unit)
         })
     }

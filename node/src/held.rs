@@ -76,6 +76,20 @@ impl HoldSlot {
         }
     }
 
+    /// `client.close()` is about to release every hold: one still held now (after a release
+    /// under way has finished) is released by it.
+    pub(crate) async fn mark_closing(&self) {
+        if self.guard.read().await.as_ref().is_some_and(Guard::is_held) {
+            self.closed.store(true, Ordering::Release);
+        }
+    }
+
+    /// After `client.close()`: drops the guard (settled by the core's close), so that no
+    /// reference to the closed client's connections is left in the table.
+    pub(crate) async fn forget_after_close(&self) {
+        self.guard.write().await.take();
+    }
+
     fn already_released(&self) -> Error {
         if self.closed.load(Ordering::Acquire) {
             return closed_error();

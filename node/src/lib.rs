@@ -21,16 +21,20 @@ mod client;
 mod connect;
 mod deployment;
 mod error;
+mod family;
 mod held;
 mod local;
 mod lock;
+mod multi;
 mod options;
 
 pub use client::NativeClient;
 pub use deployment::{DeploymentWarning, TlsOptions};
+pub use family::{NativePermitSemaphore, NativeSemaphore};
 pub use local::{
     install_local, local_drain, local_socket_data, local_socket_end, local_socket_open, local_timer,
 };
+pub use multi::MultiMember;
 pub use options::ClientOptions;
 
 /// Gives napi-rs a tokio runtime with one worker thread (`REDLATCH_WORKER_THREADS`, 1..=16,

@@ -1,7 +1,9 @@
-//! The lock operations of `NativeClient`: a lock is its name and options, passed with each
-//! call (the facade's engine keeps them), so no object is made per `client.lock(name)`.
-//! Reentrant locks take the owner number from the caller: the facade decides who the owner
-//! is (lib/facade/owner.mjs), so holds of one owner re-enter through any `rlock` handle.
+//! The lock operations of `NativeClient`: a lock is its name, kind and options, passed with
+//! each call (the facade's engine keeps them), so no object is made per `client.lock(name)`.
+//! The reentrant kinds (rlock, fair, read, write) take the owner number from the caller: the
+//! facade decides who the owner is (lib/facade/owner.mjs), so holds of one owner re-enter
+//! through any handle, and the read and write locks of one name and owner number are one
+//! Redisson owner (the core appends `:write` to the writer's id).
 
 use crate::calls::Value;
 use crate::client::{NativeClient, Stop};
@@ -15,18 +17,78 @@ use redlatch::protocol::keys;
 use redlatch::{Error, ErrorKind};
 use std::sync::Arc;
 
+/// The lock kinds as `lib/engine.mjs` numbers them (`KIND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Lease,
+    Reentrant,
+    Fair,
+    Read,
+    Write,
+}
+
+impl Kind {
+    pub(crate) fn from_js(kind: u32) -> napi::Result<Kind> {
+        Ok(match kind {
+            0 => Kind::Lease,
+            1 => Kind::Reentrant,
+            2 => Kind::Fair,
+            3 => Kind::Read,
+            4 => Kind::Write,
+            _ => return Err(invalid(format!("unknown lock kind {kind}"))),
+        })
+    }
+}
+
+/// The core lock `name` of `kind` for `owner` (an owner number, checked; reentrant kinds
+/// only): `None` keeps the core's fresh owner.
+pub(crate) fn kind_lock(
+    client: &redlatch::Client,
+    name: &str,
+    kind: Kind,
+    owner: Option<f64>,
+) -> napi::Result<redlatch::Lock> {
+    let owner = owner.map(options::owner).transpose()?;
+    let with_owner = |lock: redlatch::Lock| match owner {
+        Some(n) => lock.owner(n),
+        None => lock,
+    };
+    Ok(match kind {
+        Kind::Lease => {
+            if owner.is_some() {
+                return Err(invalid("owner applies to reentrant locks (rlock) only"));
+            }
+            client.lock(name)
+        }
+        Kind::Reentrant => with_owner(client.rlock(name)),
+        Kind::Fair => with_owner(client.fair_lock(name)),
+        Kind::Read | Kind::Write => {
+            let mut rw = client.rw_lock(name);
+            if let Some(n) = owner {
+                rw = rw.owner(n);
+            }
+            if kind == Kind::Read {
+                rw.read()
+            } else {
+                rw.write()
+            }
+        }
+    })
+}
+
 impl NativeClient {
-    /// The core lock `name` for `owner` (reentrant locks only). Checks the name, lease and
-    /// fence TTL (`fence`: `None` = not fenced, `Some(ttl)` = fenced, the counter key's TTL
-    /// in ms or `None` to keep it).
+    /// The core lock `name` of `kind` for `owner` (reentrant kinds only). Checks the name,
+    /// lease and fence TTL (`fence`: `None` = not fenced, `Some(ttl)` = fenced, the counter
+    /// key's TTL in ms or `None` to keep it).
     fn core(
         &self,
         name: &str,
-        reentrant: bool,
+        kind: u32,
         lease_ms: Option<f64>,
         fence: Option<Option<f64>>,
         owner: Option<f64>,
     ) -> napi::Result<redlatch::Lock> {
+        let kind = Kind::from_js(kind)?;
         let lease = opt_millis("leaseMs", lease_ms, false)?;
         let fence_ttl = match fence {
             Some(ttl) => opt_millis("fenceTtlMs", ttl, false)?,
@@ -34,18 +96,7 @@ impl NativeClient {
         };
         keys::validate_name(name).js()?;
         let client = self.shared.client()?;
-        let mut lock = if reentrant {
-            let mut lock = client.rlock(name);
-            if let Some(n) = owner {
-                lock = lock.owner(options::owner(n)?);
-            }
-            lock
-        } else {
-            if owner.is_some() {
-                return Err(invalid("owner applies to reentrant locks (rlock) only"));
-            }
-            client.lock(name)
-        };
+        let mut lock = kind_lock(&client, name, kind, owner)?;
         if let Some(lease) = lease {
             lock = lock.lease(lease);
         }
@@ -71,11 +122,13 @@ impl NativeClient {
     pub fn check_lock(
         &self,
         name: String,
+        kind: u32,
         lease_ms: Option<f64>,
         wait_ms: Option<f64>,
         fenced: bool,
         fence_ttl_ms: Option<f64>,
     ) -> napi::Result<()> {
+        Kind::from_js(kind)?;
         keys::validate_name(&name).js()?;
         opt_millis("leaseMs", lease_ms, false)?;
         opt_millis("waitMs", wait_ms, true)?;
@@ -100,7 +153,7 @@ impl NativeClient {
     pub fn acquire(
         &self,
         name: String,
-        reentrant: bool,
+        kind: u32,
         lease_ms: Option<f64>,
         fenced: bool,
         fence_ttl_ms: Option<f64>,
@@ -112,7 +165,7 @@ impl NativeClient {
     ) -> napi::Result<Option<String>> {
         let wait = opt_millis("waitMs", wait_ms, true)?;
         let fence = fenced.then_some(fence_ttl_ms);
-        let lock = self.core(&name, reentrant, lease_ms, fence, owner)?;
+        let lock = self.core(&name, kind, lease_ms, fence, owner)?;
         let stop = self.shared.start_pending(ticket)?;
         let shared = self.shared.clone();
         Ok(self.shared.driver.call(out, id, async move {
@@ -143,14 +196,8 @@ impl NativeClient {
     /// Settles call `id` with `true` when anyone holds lock `name` (a majority of nodes in
     /// quorum mode).
     #[napi]
-    pub fn locked(
-        &self,
-        name: String,
-        reentrant: bool,
-        id: u32,
-        out: Scratch<'_>,
-    ) -> napi::Result<Option<String>> {
-        let lock = self.core(&name, reentrant, None, None, None)?;
+    pub fn locked(&self, name: String, kind: u32, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+        let lock = self.core(&name, kind, None, None, None)?;
         Ok(self
             .shared
             .driver
@@ -160,31 +207,26 @@ impl NativeClient {
     /// Settles call `id` with the remaining lease in ms of whoever holds lock `name`; `null`
     /// when free.
     #[napi]
-    pub fn ttl(
-        &self,
-        name: String,
-        reentrant: bool,
-        id: u32,
-        out: Scratch<'_>,
-    ) -> napi::Result<Option<String>> {
-        let lock = self.core(&name, reentrant, None, None, None)?;
+    pub fn ttl(&self, name: String, kind: u32, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+        let lock = self.core(&name, kind, None, None, None)?;
         Ok(self.shared.driver.call(out, id, async move {
             let ttl = lock.ttl().await?;
             Ok(Value::MaybeNumber(ttl.map(|d| d.as_millis() as f64)))
         }))
     }
 
-    /// Settles call `id` with how many times `owner` holds reentrant lock `name` (asks
-    /// Redis).
+    /// Settles call `id` with how many times `owner` holds lock `name` of reentrant `kind`
+    /// (asks Redis).
     #[napi]
     pub fn hold_count(
         &self,
         name: String,
+        kind: u32,
         owner: f64,
         id: u32,
         out: Scratch<'_>,
     ) -> napi::Result<Option<String>> {
-        let lock = self.core(&name, true, None, None, Some(owner))?;
+        let lock = self.core(&name, kind, None, None, Some(owner))?;
         Ok(self.shared.driver.call(out, id, async move {
             let n = lock.hold_count().await?;
             Ok(Value::Number(n.min(u64::from(u32::MAX)) as f64))
@@ -205,7 +247,7 @@ impl NativeClient {
 
 /// The rejection of an acquire cancelled through its ticket (the facade rejects with the
 /// AbortSignal's reason instead).
-fn aborted() -> Error {
+pub(crate) fn aborted() -> Error {
     Error::new(ErrorKind::NotAcquired, "aborted")
 }
 

@@ -17,6 +17,7 @@ for (const entry of ENTRIES) {
     NoPermissionError,
     OutOfMemoryError,
     KeyConflictError,
+    WouldDeadlockError,
     Owner,
     STATUS,
   } = entry.api
@@ -38,6 +39,7 @@ for (const entry of ENTRIES) {
         [NoPermissionError, 'NoPermissionError', 'ERR_NO_PERMISSION', 9],
         [OutOfMemoryError, 'OutOfMemoryError', 'ERR_OUT_OF_MEMORY', 10],
         [KeyConflictError, 'KeyConflictError', 'ERR_KEY_CONFLICT', 11],
+        [WouldDeadlockError, 'WouldDeadlockError', 'ERR_WOULD_DEADLOCK', 12],
       ]
       for (const [cls, name, code, status] of cases) {
         const e = new cls('x')

@@ -71,6 +71,14 @@ export const ENTRIES = [
   },
 ]
 
+/**
+ * ENTRIES for the suites of the lock family: on the second run of the suites
+ * (REDLATCH_NODE_IO=local, tools/test-packed.sh) only the native entry, the one that run
+ * changes.
+ */
+export const FAMILY_ENTRIES =
+  process.env.REDLATCH_NODE_IO === 'local' ? ENTRIES.filter((e) => e.name === 'native') : ENTRIES
+
 /** Redisson's unlock channel of lock `name` (shared/WIRE.md), where waiters subscribe. */
 export function channel(name) {
   return `redisson_lock__channel:{${name}}`

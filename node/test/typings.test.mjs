@@ -55,6 +55,10 @@ test('the typings compile a strict program, and await using releases', async () 
       'owner 2',
       'NotAcquiredError ERR_NOT_ACQUIRED true true',
       'lost-code true',
+      'fair null',
+      'ERR_WOULD_DEADLOCK true',
+      'permit 32 2 0',
+      'multi 2 true',
     ])
   } finally {
     rmSync(outDir, { recursive: true, force: true })

@@ -28,4 +28,5 @@ echo "node-test: running test/ against $tarball in $work"
 # the suites of the lock surface again.
 echo "node-test: again with REDLATCH_NODE_IO=local"
 REDLATCH_NODE_IO=local "$@" node --test test/basic.test.mjs test/lost.test.mjs test/wait.test.mjs \
-  test/cancel.test.mjs test/reentrancy.test.mjs test/native.test.mjs test/args.test.mjs test/faults.test.mjs
+  test/cancel.test.mjs test/reentrancy.test.mjs test/native.test.mjs test/args.test.mjs test/faults.test.mjs \
+  test/fair.test.mjs test/rwlock.test.mjs test/semaphore.test.mjs test/latch.test.mjs

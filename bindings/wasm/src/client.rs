@@ -5,7 +5,9 @@
 //! in [`JsTransport`], [`JsRuntime`] and the checks of the random source.
 
 use crate::error::{invalid, to_js, IntoJs};
-use crate::lock::WasmLock;
+use crate::family::{WasmLatch, WasmPermitSemaphore, WasmSemaphore};
+use crate::lock::{Kind, Spec, WasmLock};
+use crate::multi::{specs, WasmMultiLock};
 use crate::options;
 use crate::runtime::JsRuntime;
 use crate::transport::JsTransport;
@@ -95,19 +97,22 @@ impl WasmClient {
         self.client.config().watchdog_timeout.as_millis() as f64
     }
 
-    /// A lock handle: `reentrant` false = lease lock (redis-py / node-redlock format), true =
-    /// reentrant (Redisson RLock layout). `leaseMs` absent = watchdog mode; `waitMs` is the
+    /// A lock handle of `kind` (`js/src/engine.mjs` `KIND`): 0 = lease lock (redis-py /
+    /// node-redlock format), 1 = reentrant (Redisson RLock layout), 2 = fair (RFairLock),
+    /// 3 / 4 = the read / write lock of a Redisson RReadWriteLock. `leaseMs` absent =
+    /// watchdog mode; `waitMs` is the
     /// default wait of `acquire` (absent or `Infinity` = forever, 0 = one try). `fenceTtlMs`
     /// (fenced locks): the counter key expires that long after the last fenced acquire
     /// (absent: it persists; see `Lock::fence_ttl` in the core for the hazard).
     ///
     /// # Errors
-    /// Throws `InvalidArgumentError` for an empty or too long name, a bad duration, or
-    /// `fenced` on a quorum client (checked here, as the native entry does, not at acquire).
+    /// Throws `InvalidArgumentError` for an empty or too long name, an unknown kind, a bad
+    /// duration, or `fenced` on a quorum client (checked here, as the native entry does,
+    /// not at acquire).
     pub fn lock(
         &self,
         name: String,
-        reentrant: bool,
+        kind: u32,
         #[wasm_bindgen(js_name = leaseMs)] lease_ms: Option<f64>,
         #[wasm_bindgen(js_name = waitMs)] wait_ms: Option<f64>,
         fenced: Option<bool>,
@@ -119,24 +124,78 @@ impl WasmClient {
                 "fencing tokens are not offered in quorum mode (independent nodes share no counter)",
             ));
         }
-        let mut lock = if reentrant {
-            self.client.rlock(name)
-        } else {
-            self.client.lock(name)
+        let kind = Kind::from_js(kind)?;
+        let lease = lease_ms.map(options::lease).transpose()?;
+        let wait = options::wait(wait_ms)?;
+        let fence_ttl = match fence_ttl_ms {
+            Some(ms) => Some(Duration::from_millis(options::millis("fenceTtlMs", ms, false)?)),
+            None => None,
         };
-        if let Some(ms) = lease_ms {
-            lock = lock.lease(options::lease(ms)?);
-        }
-        if let Some(wait) = options::wait(wait_ms)? {
-            lock = lock.wait(wait);
-        }
-        if fenced == Some(true) {
-            lock = lock.fenced();
-        }
-        if let Some(ms) = fence_ttl_ms {
-            lock = lock.fence_ttl(Duration::from_millis(options::millis("fenceTtlMs", ms, false)?));
-        }
-        Ok(WasmLock::new(lock))
+        let spec = Spec {
+            client: self.client.clone(),
+            name,
+            kind,
+            lease,
+            wait,
+            fenced: fenced == Some(true),
+            fence_ttl,
+        };
+        Ok(WasmLock::new(spec))
+    }
+
+    /// A semaphore handle (Redisson RSemaphore) on key `name`.
+    ///
+    /// # Errors
+    /// `InvalidArgumentError` for a bad name.
+    pub fn semaphore(&self, name: String) -> Result<WasmSemaphore, JsValue> {
+        keys::validate_name(&name).js()?;
+        Ok(WasmSemaphore::new(self.client.semaphore(name)))
+    }
+
+    /// A permit-expirable semaphore handle (Redisson RPermitExpirableSemaphore).
+    ///
+    /// # Errors
+    /// `InvalidArgumentError` for a bad name.
+    #[wasm_bindgen(js_name = permitSemaphore)]
+    pub fn permit_semaphore(&self, name: String) -> Result<WasmPermitSemaphore, JsValue> {
+        keys::validate_name(&name).js()?;
+        Ok(WasmPermitSemaphore::new(self.client.permit_semaphore(name)))
+    }
+
+    /// A count-down latch handle (Redisson RCountDownLatch).
+    ///
+    /// # Errors
+    /// `InvalidArgumentError` for a bad name.
+    #[wasm_bindgen(js_name = countDownLatch)]
+    pub fn count_down_latch(&self, name: String) -> Result<WasmLatch, JsValue> {
+        keys::validate_name(&name).js()?;
+        Ok(WasmLatch::new(self.client.count_down_latch(name)))
+    }
+
+    /// A multi-lock over `members` (copies of this client's locks, from `WasmLock.member()`;
+    /// consumed), with `leaseMs` for every member (absent: each member's own).
+    ///
+    /// # Errors
+    /// `InvalidArgumentError` for an empty set, a name given twice or a bad lease.
+    #[wasm_bindgen(js_name = multiLock)]
+    pub fn multi_lock(
+        &self,
+        members: Vec<WasmLock>,
+        #[wasm_bindgen(js_name = leaseMs)] lease_ms: Option<f64>,
+    ) -> Result<WasmMultiLock, JsValue> {
+        let lease = lease_ms.map(options::lease).transpose()?;
+        WasmMultiLock::new(self.client.clone(), specs(&members), lease)
+    }
+
+    /// Closes the core client: every guard still held, permit and multi-lock member is
+    /// released (resolves when Redis answered or failed), pending waits stop, later calls
+    /// reject with `RedisConnectionError`. The transports stay open (they are the host's).
+    pub fn close(&self) -> Promise {
+        let client = self.client.clone();
+        future_to_promise(async move {
+            client.close().await;
+            Ok(JsValue::UNDEFINED)
+        })
     }
 
     /// Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted

@@ -28,6 +28,7 @@ pub fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::NoPermission => "NoPermissionError",
         ErrorKind::OutOfMemory => "OutOfMemoryError",
         ErrorKind::KeyConflict => "KeyConflictError",
+        ErrorKind::WouldDeadlock => "WouldDeadlockError",
         _ => "LockError",
     }
 }

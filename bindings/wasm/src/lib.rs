@@ -12,7 +12,8 @@
 //! | random tokens | [`client`] (probe) | Web Crypto, through getrandom's `wasm_js` backend |
 //! | errors | [`error`] | `Error` objects with `name`, `code`, `status` |
 //!
-//! The exported classes ([`WasmClient`], [`WasmLock`], [`WasmHeld`]) are the low-level layer;
+//! The exported classes ([`WasmClient`], [`WasmLock`], [`WasmHeld`], and for the rest of the
+//! family [`family`] and [`multi`]) are the low-level layer;
 //! the npm entry `redlatch/wasm` wraps them in the same `Client`/`Lock`/`Held` API as the
 //! native addon (`js/src/`), adding AbortSignal wiring and the error classes.
 //!
@@ -27,9 +28,13 @@ pub mod client;
 #[cfg(target_arch = "wasm32")]
 pub mod error;
 #[cfg(target_arch = "wasm32")]
+pub mod family;
+#[cfg(target_arch = "wasm32")]
 pub mod held;
 #[cfg(target_arch = "wasm32")]
 pub mod lock;
+#[cfg(target_arch = "wasm32")]
+pub mod multi;
 #[cfg(target_arch = "wasm32")]
 pub mod options;
 #[cfg(target_arch = "wasm32")]

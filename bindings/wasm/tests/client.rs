@@ -174,7 +174,7 @@ async fn lock(client: &JsValue, name: &str, lease: JsValue) -> JsValue {
         "lock",
         &[
             name.into(),
-            false.into(),
+            0.into(), // the kind: a lease lock (src/lock.rs `Kind`)
             lease,
             JsValue::UNDEFINED,
             JsValue::UNDEFINED,
@@ -305,9 +305,9 @@ async fn bad_input_is_refused_before_redis() {
     let _alive = KeepAlive::new();
     let fake = Rc::new(RefCell::new(Fake::default()));
     let c = client(std::slice::from_ref(&fake), "{}");
-    let empty = call(&c, "lock", &["".into(), false.into()]).await.unwrap_err();
+    let empty = call(&c, "lock", &["".into(), 0.into()]).await.unwrap_err();
     assert_eq!(code(&empty), "ERR_INVALID_ARGUMENT");
-    let bad_lease = call(&c, "lock", &["x".into(), false.into(), 1.5.into()])
+    let bad_lease = call(&c, "lock", &["x".into(), 0.into(), 1.5.into()])
         .await
         .unwrap_err();
     assert_eq!(code(&bad_lease), "ERR_INVALID_ARGUMENT");
@@ -315,7 +315,7 @@ async fn bad_input_is_refused_before_redis() {
         .err()
         .unwrap();
     assert_eq!(code(&none), "ERR_INVALID_ARGUMENT");
-    let too_long = call(&c, "lock", &["x".repeat(4097).into(), false.into()])
+    let too_long = call(&c, "lock", &["x".repeat(4097).into(), 0.into()])
         .await
         .unwrap_err();
     assert_eq!(code(&too_long), "ERR_INVALID_ARGUMENT");
@@ -324,13 +324,7 @@ async fn bad_input_is_refused_before_redis() {
     let err = call(
         &fenced_quorum,
         "lock",
-        &[
-            "f".into(),
-            false.into(),
-            100.into(),
-            JsValue::UNDEFINED,
-            true.into(),
-        ],
+        &["f".into(), 0.into(), 100.into(), JsValue::UNDEFINED, true.into()],
     )
     .await
     .unwrap_err();
@@ -346,13 +340,7 @@ async fn fenced_locks_return_increasing_tokens() {
     let l = call(
         &c,
         "lock",
-        &[
-            "f".into(),
-            false.into(),
-            1000.into(),
-            JsValue::UNDEFINED,
-            true.into(),
-        ],
+        &["f".into(), 0.into(), 1000.into(), JsValue::UNDEFINED, true.into()],
     )
     .await
     .unwrap();

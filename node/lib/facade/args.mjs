@@ -149,6 +149,61 @@ export function withLockOptions(options) {
   }
 }
 
+const MAX_COUNT = 2 ** 31 - 1 // Redisson counts permits in Java ints (docs/family-protocol.md)
+
+/** A count of permits (or a latch count): an integer in 1 ..= 2^31 - 1. */
+export function count(what, value) {
+  if (typeof value !== 'number') throw new InvalidArgumentError(`${what} must be a number, not ${typeOf(value)}`)
+  if (!Number.isInteger(value) || value < 1 || value > MAX_COUNT) {
+    throw new InvalidArgumentError(`${what} must be an integer from 1 to ${MAX_COUNT} (got ${value})`)
+  }
+  return value
+}
+
+const SEMAPHORE_OPTIONS = ['permits', 'waitMs']
+const PERMIT_ACQUIRE_OPTIONS = ['leaseMs', 'waitMs', 'signal']
+const LATCH_WAIT_OPTIONS = ['timeoutMs', 'signal']
+const MULTI_OPTIONS = ['leaseMs', 'waitMs']
+const SEMAPHORE_USING_OPTIONS = ['permits', 'waitMs', 'signal']
+
+/** Semaphore options: `{ permits, waitMs }` (permits: set when the semaphore does not exist yet). */
+export function semaphoreOptions(options) {
+  const o = optionsObject('semaphore options', options, SEMAPHORE_OPTIONS)
+  return {
+    permits: o.permits === undefined ? undefined : count('permits', o.permits),
+    waitMs: wait(o.waitMs),
+  }
+}
+
+/** `semaphore.using` options: `{ permits, waitMs, signal }` (permits: how many, default 1). */
+export function semaphoreUsingOptions(options) {
+  const o = optionsObject('semaphore using options', options, SEMAPHORE_USING_OPTIONS)
+  return {
+    permits: o.permits === undefined ? 1 : count('permits', o.permits),
+    waitMs: wait(o.waitMs),
+    signal: signal(o.signal),
+  }
+}
+
+/** Permit acquire options: `{ leaseMs, waitMs, signal }` (leaseMs absent: renewed by the watchdog). */
+export function permitAcquireOptions(options) {
+  const o = optionsObject('permit acquire options', options, PERMIT_ACQUIRE_OPTIONS)
+  return { leaseMs: millis('leaseMs', o.leaseMs), waitMs: wait(o.waitMs), signal: signal(o.signal) }
+}
+
+/** Latch wait options: `{ timeoutMs, signal }` (timeoutMs absent or Infinity: no limit; 0: one look). */
+export function latchWaitOptions(options) {
+  const o = optionsObject('latch wait options', options, LATCH_WAIT_OPTIONS)
+  const timeoutMs = o.timeoutMs === null ? undefined : millis('timeoutMs', o.timeoutMs, true, true)
+  return { timeoutMs, signal: signal(o.signal) }
+}
+
+/** Multi-lock options: `{ leaseMs, waitMs }`. */
+export function multiOptions(options) {
+  const o = optionsObject('multi-lock options', options, MULTI_OPTIONS)
+  return { leaseMs: millis('leaseMs', o.leaseMs), waitMs: wait(o.waitMs) }
+}
+
 /** A Redis URL (native entry; the addon parses it). */
 export function url(value) {
   if (typeof value !== 'string' || value.length === 0) {

@@ -11,8 +11,15 @@
 // @property {string} id                the client id (UUID; first half of every reentrant owner id)
 // @property {number} nodeCount         1 = single node, more = quorum
 // @property {boolean} closed           true once close() was called
-// @property {(name: string, options: { reentrant: boolean, leaseMs?: number, fenced?: boolean, fenceTtlMs?: number }) => EngineLock} lock
-//           throws for bad names/options and on a closed client
+// @property {(name: string, options: { kind: 'lease' | 'reentrant' | 'fair' | 'read' | 'write', leaseMs?: number, fenced?: boolean, fenceTtlMs?: number }) => EngineLock} lock
+//           throws for bad names/options (a fair or read/write lock on a quorum client) and
+//           on a closed client
+// @property {(name: string) => EngineSemaphore} semaphore            throws for a bad name / closed client
+// @property {(name: string) => EnginePermitSemaphore} permitSemaphore
+// @property {(name: string) => EngineLatch} countDownLatch
+// @property {(members: EngineLock[], options: { leaseMs?: number }) => EngineMultiLock} multiLock
+//           members: engine locks this client made; throws for an empty set, a name given
+//           twice, a lock of another client
 // @property {(name: string) => Promise<boolean>} forceUnlock
 // @property {(ticket: number) => void} cancel
 //           stops the pending acquire started with `ticket` (it rejects; the engine undoes
@@ -24,7 +31,9 @@
 // @typedef {object} EngineLock
 // @property {(waitMs: number | null, owner: number | null, ticket: number) => Promise<EngineHold>} acquire
 //           waitMs null = until acquired, 0 = one try; owner: the reentrant owner number
-//           (null for lease locks); ticket: a number unique among this client's pending acquires
+//           (null for lease locks; read and write locks of one name and owner number are one
+//           Redisson owner, `:write` appended by the core); ticket: a number unique among
+//           this client's pending acquires
 // @property {() => Promise<boolean>} locked
 // @property {() => Promise<number | null>} ttl
 // @property {(owner: number | null) => Promise<number>} holdCount
@@ -48,6 +57,48 @@
 //           calls `onEnd` once if the hold is lost (with its reason: 'expired', 'taken',
 //           'deleted') or released by close() ('closed'), never after a release; asked for
 //           only when a program reads `held.signal`, so holds nobody watches cost nothing
+//
+// The rest of the family (counts are integers 1 ..= 2^31 - 1, checked by args.mjs; every
+// wait takes `waitMs` as EngineLock.acquire does and a ticket for `cancel`):
+//
+// @typedef {object} EngineSemaphore     one handle (it counts what it acquired)
+// @property {number} held
+// @property {(n: number) => Promise<boolean>} trySetPermits
+// @property {(n: number, waitMs: number | null, ticket: number) => Promise<void>} acquire
+// @property {(n: number) => Promise<boolean>} tryAcquire
+// @property {(n: number) => Promise<void>} release
+// @property {() => Promise<number>} available
+//
+// @typedef {object} EnginePermitSemaphore
+// @property {(n: number) => Promise<boolean>} trySetPermits
+// @property {(leaseMs: number | null, waitMs: number | null, ticket: number) => Promise<EnginePermit>} acquire
+//           leaseMs null: renewed by the watchdog while the permit is not released
+// @property {(leaseMs: number | null) => Promise<EnginePermit | null>} tryAcquire
+// @property {(id: string) => Promise<void>} release
+// @property {() => Promise<number>} available
+//
+// @typedef {object} EnginePermit
+// @property {string} id                32 lower-case hex digits
+// @property {number} leaseMs
+// @property {boolean} renewed
+// @property {boolean} ended            released (or a release is under way)
+// @property {() => Promise<void>} release
+//
+// @typedef {object} EngineLatch
+// @property {(n: number) => Promise<boolean>} trySetCount
+// @property {() => Promise<void>} countDown
+// @property {() => Promise<number>} count
+// @property {(timeoutMs: number | null, ticket: number) => Promise<boolean>} wait
+//
+// @typedef {object} EngineMultiLock
+// @property {(waitMs: number | null, owners: Array<number | null>, ticket: number) => Promise<EngineMultiHold>} acquire
+//           owners: per member (in the order given), the owner number of reentrant kinds
+//
+// @typedef {object} EngineMultiHold
+// @property {string[]} names
+// @property {boolean} lost
+// @property {boolean} ended
+// @property {() => Promise<void>} release
 
 /** Token for constructors that programs must not call directly. */
 export const INTERNAL = Symbol('redlatch internal')

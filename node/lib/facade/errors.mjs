@@ -20,6 +20,7 @@ export const STATUS = Object.freeze({
   ERR_NO_PERMISSION: 9,
   ERR_OUT_OF_MEMORY: 10,
   ERR_KEY_CONFLICT: 11,
+  ERR_WOULD_DEADLOCK: 12,
 })
 
 /** Base class of every redlatch error. Used as such for `ERR_REDIS` and `ERR_PANIC`. */
@@ -87,6 +88,14 @@ OutOfMemoryError.defaultCode = 'ERR_OUT_OF_MEMORY'
 export class KeyConflictError extends LockError {}
 KeyConflictError.defaultCode = 'ERR_KEY_CONFLICT'
 
+/**
+ * The acquire could only wait forever, so it was refused at once and nothing changed in
+ * Redis: a write lock asked for by an owner that holds a read hold of the same rw lock
+ * (Redisson would wait forever there). Release the read holds first.
+ */
+export class WouldDeadlockError extends LockError {}
+WouldDeadlockError.defaultCode = 'ERR_WOULD_DEADLOCK'
+
 const CLASSES = [
   LockError,
   NotAcquiredError,
@@ -98,6 +107,7 @@ const CLASSES = [
   NoPermissionError,
   OutOfMemoryError,
   KeyConflictError,
+  WouldDeadlockError,
 ]
 for (const cls of CLASSES) {
   Object.defineProperty(cls.prototype, 'name', { value: cls.name, writable: true, configurable: true })
@@ -113,6 +123,7 @@ const CLASS_BY_CODE = {
   ERR_NO_PERMISSION: NoPermissionError,
   ERR_OUT_OF_MEMORY: OutOfMemoryError,
   ERR_KEY_CONFLICT: KeyConflictError,
+  ERR_WOULD_DEADLOCK: WouldDeadlockError,
 }
 
 // Fields of the native addon's JSON that are not copied onto the error as they are.

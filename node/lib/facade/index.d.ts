@@ -17,7 +17,7 @@ export interface LockOptions {
    */
   fenceTtlMs?: number
   /**
-   * `rlock` only: the owner its holds belong to, shared on purpose. Holds of one `Owner`
+   * Reentrant kinds (`rlock`, `fairLock`, `rwLock`) only: the owner its holds belong to, shared on purpose. Holds of one `Owner`
    * re-enter, wherever they are acquired; without one, an rlock re-enters only inside a
    * `using` scope of its owner (a bare `acquire()` is an owner of its own).
    */
@@ -68,6 +68,40 @@ export declare class Client {
    * `acquire()` outside one is an owner of its own.
    */
   rlock(name: string, options?: LockOptions): Lock
+  /**
+   * A fair lock (Redisson RFairLock): reentrant with the owners of `rlock`, granted strictly in
+   * the order waiters queued, across processes and languages. A waiter that gives up or is
+   * aborted leaves the queue at once; one that dies is dropped once its slot passes (its
+   * `waitMs`, or 5 minutes when it waits forever, Redisson's `fairLockWaitTimeout`).
+   * `waitMs: 0` never queues. Not on quorum clients (`InvalidArgumentError` at acquire).
+   */
+  fairLock(name: string, options?: LockOptions): Lock
+  /**
+   * A read/write lock (Redisson RReadWriteLock): `.read()` / `.write()` are locks whose
+   * options default to these. Many readers or one writer; an owner holding the write lock
+   * may take the read lock; a write acquire by an owner holding a read hold rejects at once
+   * with `WouldDeadlockError`. Not on quorum clients (`InvalidArgumentError` at acquire).
+   */
+  rwLock(name: string, options?: LockOptions): RwLock
+  /**
+   * A semaphore (Redisson RSemaphore). `permits`: set when the semaphore has none yet, before
+   * the first call that needs them. Permits are not owned in Redis; this handle releases only
+   * what it acquired. Not on quorum clients (`InvalidArgumentError` from the first call).
+   */
+  semaphore(name: string, options?: SemaphoreOptions): Semaphore
+  /**
+   * A permit-expirable semaphore (Redisson RPermitExpirableSemaphore): each acquire returns a
+   * `Permit` (id, lease), released by id, back by itself when its lease ends. Not on quorum clients.
+   */
+  permitSemaphore(name: string, options?: SemaphoreOptions): PermitSemaphore
+  /** A count-down latch (Redisson RCountDownLatch). Not on quorum clients. */
+  countDownLatch(name: string): CountDownLatch
+  /**
+   * A multi-lock (Redisson RedissonMultiLock) over `members` (Locks of this client of any kind,
+   * or names of lease locks): all or nothing, taken in one order (sorted by name), rolled back
+   * on a failure part way. Throws `InvalidArgumentError` for an empty set or a name given twice.
+   */
+  multiLock(members: ReadonlyArray<Lock | string>, options?: MultiLockOptions): MultiLock
   /** `client.lock(name, { leaseMs, fenced, fenceTtlMs }).using(fn, { waitMs, signal })`. */
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: WithLockOptions): Promise<Awaited<T>>
   /** Admin: deletes lock `name` whatever its owner. Resolves `true` when a lock was deleted; rejects with `QuorumError` when fewer than a majority of nodes answer. */
@@ -76,13 +110,20 @@ export declare class Client {
   close(): Promise<void>
 }
 
+/** The kind of a lock (the core's `LockKind`). */
+export type LockKind = 'lease' | 'reentrant' | 'fair' | 'read' | 'write'
+
 /** A named lock. Each `acquire()` returns its own `Held`. */
 export declare class Lock {
   private constructor()
   /** The lock's name (its Redis key). */
   readonly name: string
-  /** `true` for `client.rlock` locks. */
+  /** `true` for the reentrant kinds (`rlock`, `fairLock`, `rwLock(...).read()` / `.write()`). */
   readonly reentrant: boolean
+  /** The lock's kind. */
+  readonly kind: LockKind
+  /** E.g. `Lock(fair "orders")`. */
+  toString(): string
   /** Acquires the lock. Rejects with `NotAcquiredError` when the wait runs out, `signal.reason` when aborted. */
   acquire(options?: AcquireOptions): Promise<Held>
   /**
@@ -96,6 +137,22 @@ export declare class Lock {
   ttl(): Promise<number | null>
   /** `rlock`: how many holds the current owner has: the `owner` option's, else the enclosing scope's (0 without one, and for lease locks). */
   holdCount(): Promise<number>
+}
+
+/**
+ * The two locks of a Redisson RReadWriteLock name. Owners are those of `rlock`: inside a
+ * `write().using()` scope (or with one `owner`), `read()` acquires are the writer's and are
+ * granted; bare acquires are owners of their own and contend.
+ */
+export declare class RwLock {
+  private constructor()
+  /** The lock's name (its Redis hash). */
+  readonly name: string
+  /** The read lock (shared among readers); options over the rwLock's. */
+  read(options?: LockOptions): Lock
+  /** The write lock (exclusive); rejects with `WouldDeadlockError` when its owner holds a read hold. */
+  write(options?: LockOptions): Lock
+  toString(): string
 }
 
 /** One acquisition; `await using held = await lock.acquire()` releases it at the end of the block. */
@@ -126,6 +183,135 @@ export declare class Held implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** Options of `client.semaphore` / `client.permitSemaphore`. */
+export interface SemaphoreOptions {
+  /** Permits to set when the semaphore has none yet (Redisson `trySetPermits`), 1 ..= 2^31 - 1. */
+  permits?: number
+  /** Default wait of `acquire` in ms (0 = one try). Absent or `Infinity`: until acquired. */
+  waitMs?: number
+}
+
+/** A counting semaphore (Redisson RSemaphore). Counts are integers 1 ..= 2^31 - 1. */
+export declare class Semaphore {
+  private constructor()
+  /** Its Redis key (a string holding the permits available). */
+  readonly name: string
+  /** Permits this handle acquired and did not release (counted locally). */
+  readonly held: number
+  /** Sets the permits if none are set; `true` when it did. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Acquires `permits` (default 1). Rejects with `NotAcquiredError` when the wait runs out, `signal.reason` when aborted. */
+  acquire(permits?: number, options?: AcquireOptions): Promise<void>
+  /** One try: `true` when `permits` (default 1) were acquired. */
+  tryAcquire(permits?: number): Promise<boolean>
+  /** Gives back `permits` (default 1) this handle holds; more than `held` is `NotOwnedError` (reason `never_held`). */
+  release(permits?: number): Promise<void>
+  /** Permits available now. */
+  available(): Promise<number>
+  /** Acquires `options.permits` (default 1), runs `fn`, releases them however it ends. */
+  using<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions & { permits?: number }): Promise<Awaited<T>>
+  toString(): string
+}
+
+/** Options of one permit acquisition. */
+export interface PermitAcquireOptions extends AcquireOptions {
+  /** Lease in ms: the permit comes back by itself after it. Absent: renewed by the watchdog while the permit is held. */
+  leaseMs?: number
+}
+
+/** A permit-expirable semaphore (Redisson RPermitExpirableSemaphore). */
+export declare class PermitSemaphore {
+  private constructor()
+  /** Its Redis key (the leases are in the zset `{name}:timeout`). */
+  readonly name: string
+  /** Sets the permits if none are set; `true` when it did. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Acquires one permit. Rejects with `NotAcquiredError` when the wait runs out, `signal.reason` when aborted. */
+  acquire(options?: PermitAcquireOptions): Promise<Permit>
+  /** One try: a `Permit`, or `null` when none is available. */
+  tryAcquire(options?: { leaseMs?: number }): Promise<Permit | null>
+  /** Releases the permit with this id (from any client, Java too); `NotOwnedError` for an unknown or expired id. */
+  release(id: string): Promise<void>
+  /** Permits available now (expired ones come back first). */
+  available(): Promise<number>
+  /** Acquires a permit, runs `fn(permit)`, releases it however it ends. */
+  using<T>(fn: (permit: Permit) => T | PromiseLike<T>, options?: PermitAcquireOptions): Promise<Awaited<T>>
+  toString(): string
+}
+
+/** One permit held; `await using permit = await sem.acquire()` releases it at the end of the block. */
+export declare class Permit implements AsyncDisposable {
+  private constructor()
+  /** The semaphore's name. */
+  readonly name: string
+  /** The permit id: 32 lower-case hex digits (Redisson's format). A credential: do not log it. */
+  readonly id: string
+  /** The lease in ms (the watchdog timeout when renewed). */
+  readonly leaseMs: number
+  /** `true` when the watchdog renews it (acquired without `leaseMs`). */
+  readonly renewed: boolean
+  /** Gives it back, at most once; `NotOwnedError` (reason `never_held` or `expired`) when no longer held. */
+  release(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+  toString(): string
+}
+
+/** Options of `latch.wait`. */
+export interface LatchWaitOptions {
+  /** How long to wait in ms (0 = one look). Absent or `Infinity`: no limit. */
+  timeoutMs?: number
+  /** Cancels the wait: it rejects with `signal.reason`. */
+  signal?: AbortSignal
+}
+
+/** A count-down latch (Redisson RCountDownLatch). */
+export declare class CountDownLatch {
+  private constructor()
+  /** Its Redis key (a string holding the count). */
+  readonly name: string
+  /** Sets the count if no latch is set; `true` when it did. */
+  trySetCount(count: number): Promise<boolean>
+  /** Decrements the count; at zero every waiter wakes. A no-op when no latch is set. */
+  countDown(): Promise<void>
+  /** The count now (0 when open or not set). */
+  count(): Promise<number>
+  /** `true` when the count reached zero, `false` when `timeoutMs` ran out first. */
+  wait(options?: LatchWaitOptions): Promise<boolean>
+  toString(): string
+}
+
+/** Options of `client.multiLock`. */
+export interface MultiLockOptions {
+  /** Fixed lease in ms for every member (absent: each member's own, else watchdog mode). */
+  leaseMs?: number
+  /** Default wait of `acquire` for the whole set, in ms (0 = one try). Absent or `Infinity`: until acquired. */
+  waitMs?: number
+}
+
+/** Several locks taken together, all or nothing. */
+export declare class MultiLock {
+  private constructor()
+  /** The members' names, sorted (the order they are taken in). */
+  readonly names: string[]
+  /** Acquires every member or none. Rejects with `NotAcquiredError` when the wait runs out, `signal.reason` when aborted. */
+  acquire(options?: AcquireOptions): Promise<MultiHeld>
+  /** Acquires every member, runs `fn`, releases them however it ends. */
+  using<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
+  toString(): string
+}
+
+/** The members of one multi-lock acquisition; `await using` releases them. */
+export declare class MultiHeld implements AsyncDisposable {
+  private constructor()
+  /** The members' names, in the order taken. */
+  readonly names: string[]
+  /** `true` once any member is known lost. */
+  readonly lost: boolean
+  /** Releases every member, at most once (the first member's error, the others released regardless). */
+  release(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
 /** Stable error codes (`ERR_<X>`, the C `REDLATCH_<X>`) and their numeric statuses. */
 export type ErrorCode =
   | 'ERR_NOT_ACQUIRED'
@@ -139,6 +325,7 @@ export type ErrorCode =
   | 'ERR_NO_PERMISSION'
   | 'ERR_OUT_OF_MEMORY'
   | 'ERR_KEY_CONFLICT'
+  | 'ERR_WOULD_DEADLOCK'
 
 /** Why a hold is not ours, the same word in every redlatch language. */
 export type Reason = 'expired' | 'taken' | 'deleted' | 'never_held'
@@ -174,3 +361,8 @@ export declare class NoPermissionError extends LockError {}
 export declare class OutOfMemoryError extends LockError {}
 /** The lock's name holds application data (`ERR_KEY_CONFLICT`); rejected at once. */
 export declare class KeyConflictError extends LockError {}
+/**
+ * Refused at once because it could only wait forever (`ERR_WOULD_DEADLOCK`, status 12): a
+ * write acquire by an owner holding a read hold of the same rw lock. Nothing changed in Redis.
+ */
+export declare class WouldDeadlockError extends LockError {}

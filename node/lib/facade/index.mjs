@@ -3,6 +3,11 @@
 
 export { Client } from './client.mjs'
 export { Lock } from './lock.mjs'
+export { RwLock } from './rwlock.mjs'
+export { Semaphore } from './semaphore.mjs'
+export { PermitSemaphore, Permit } from './permits.mjs'
+export { CountDownLatch } from './latch.mjs'
+export { MultiLock, MultiHeld } from './multilock.mjs'
 export { Held } from './held.mjs'
 export { Owner } from './owner.mjs'
 export {
@@ -17,4 +22,5 @@ export {
   NoPermissionError,
   OutOfMemoryError,
   KeyConflictError,
+  WouldDeadlockError,
 } from './errors.mjs'

@@ -1,37 +1,49 @@
 // `Lock`: a named lock with its options, over an engine lock (engine.mjs). Each `acquire()`
-// returns its own `Held`; the hold belongs to that handle, never to the lock object (for
-// `rlock`, owner.mjs says who the owner is: an explicit Owner, the enclosing scope, or the
-// acquisition itself).
+// returns its own `Held`; the hold belongs to that handle, never to the lock object (for the
+// reentrant kinds - rlock, fair lock, read and write locks - owner.mjs says who the owner is:
+// an explicit Owner, the enclosing scope, or the acquisition itself).
 
 import * as args from './args.mjs'
-import { INTERNAL, nextTicket } from './engine.mjs'
+import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
 import { giveBack, Held, releaseAtScopeEnd } from './held.mjs'
+import { cancellable, engineWait } from './wait.mjs'
 import * as owners from './owner.mjs'
 
+/** Key of a Lock's engine lock, for the facade's own modules (multi-lock). */
+export const engineLock = Symbol('engineLock')
+const ownerFrame = Symbol('ownerFrame')
+
+/** The kinds of lock (`lock.kind`), as the core's `LockKind`. */
+export const KINDS = Object.freeze(['lease', 'reentrant', 'fair', 'read', 'write'])
+
 /**
- * A named lock. Acquisitions through one lock object contend like separate clients (for
- * `rlock`: unless they have the same owner: the lock's explicit `Owner`, or the `using`
- * scope they run in).
+ * A named lock. Acquisitions through one lock object contend like separate clients (for the
+ * reentrant kinds: unless they have the same owner: the lock's explicit `Owner`, or the
+ * `using` scope they run in).
  */
 export class Lock {
   #engine
   #raw
   #name
+  #kind
   #reentrant
   #waitMs
   /** The explicit owner's frame (`rlock(name, { owner })`), else null. */
   #frame
 
-  /** @internal Use `client.lock(name)` or `client.rlock(name)`. */
-  constructor(token, engine, raw, name, reentrant, waitMs, owner) {
+  /** @internal Use `client.lock(name)`, `client.rlock(name)`, `client.fairLock(name)` or `client.rwLock(name).read()` / `.write()`. */
+  constructor(token, engine, raw, name, kind, waitMs, owner) {
     if (token !== INTERNAL) {
-      throw new InvalidArgumentError('use client.lock(name) or client.rlock(name) to create a lock')
+      throw new InvalidArgumentError(
+        'use client.lock(name), client.rlock(name), client.fairLock(name) or client.rwLock(name) to create a lock',
+      )
     }
     this.#engine = engine
     this.#raw = raw
     this.#name = name
-    this.#reentrant = reentrant
+    this.#kind = kind
+    this.#reentrant = kind !== 'lease'
     this.#waitMs = waitMs
     this.#frame = owner === undefined ? null : owners.frameOf(owner)
   }
@@ -41,9 +53,29 @@ export class Lock {
     return this.#name
   }
 
-  /** `true` for reentrant locks (`client.rlock`). */
+  /** `true` for the reentrant kinds (`rlock`, `fairLock`, `rwLock(...).read()` / `.write()`). */
   get reentrant() {
     return this.#reentrant
+  }
+
+  /** The kind: `'lease'`, `'reentrant'` (rlock), `'fair'`, `'read'` or `'write'` (core `LockKind`). */
+  get kind() {
+    return this.#kind
+  }
+
+  /** @internal The engine lock (multi-lock members). */
+  get [engineLock]() {
+    return this.#raw
+  }
+
+  /** @internal The explicit owner's frame, or null (multi-lock members). */
+  get [ownerFrame]() {
+    return this.#frame
+  }
+
+  /** E.g. `Lock(fair "orders")`. */
+  toString() {
+    return `Lock(${this.#kind} ${JSON.stringify(this.#name)})`
   }
 
   /**
@@ -82,20 +114,9 @@ export class Lock {
   }
 
   async #acquire({ waitMs, signal }, frame) {
-    if (signal?.aborted) throw signal.reason
-    const wait = waitMs === undefined ? this.#waitMs : waitMs
-    const engineWait = wait === undefined || wait === Infinity ? null : wait
-    const ticket = nextTicket()
-    const unwatch = signal === undefined ? undefined : watchSignal(signal, this.#engine, ticket)
-    let raw
-    try {
-      raw = await this.#raw.acquire(engineWait, this.#ownerNumber(frame), ticket)
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason
-      throw toLockError(err)
-    } finally {
-      unwatch?.()
-    }
+    const wait = engineWait(waitMs === undefined ? this.#waitMs : waitMs)
+    const owner = this.#ownerNumber(frame)
+    const raw = await cancellable(signal, this.#engine, (ticket) => this.#raw.acquire(wait, owner, ticket))
     // Counted once granted: a frame with acquires only in flight is not joinable (owner.mjs).
     if (frame !== null) frame.active++
     const held = new Held(INTERNAL, raw, this.#name, frame)
@@ -132,9 +153,9 @@ export class Lock {
   }
 
   /**
-   * `rlock`: how many holds the current owner has (asks Redis): the lock's explicit owner's,
-   * else the enclosing `using` scope's; 0 outside both (a bare `acquire()` is an owner only
-   * its own Held knows). Lease locks: 0.
+   * Reentrant kinds: how many holds the current owner has (asks Redis): the lock's explicit
+   * owner's, else the enclosing `using` scope's; 0 outside both (a bare `acquire()` is an
+   * owner only its own Held knows). Lease locks: 0.
    */
   async holdCount() {
     if (!this.#reentrant) return 0
@@ -148,24 +169,7 @@ export class Lock {
   }
 }
 
-// One 'abort' listener per signal, however many acquires share it (100 waiters on one
-// signal would otherwise add 100 listeners and trip Node's leak warning).
-const watched = new WeakMap()
-
-function watchSignal(signal, engine, ticket) {
-  let pending = watched.get(signal)
-  if (pending === undefined) {
-    pending = new Map()
-    watched.set(signal, pending)
-    signal.addEventListener(
-      'abort',
-      () => {
-        watched.delete(signal)
-        for (const [t, e] of pending) e.cancel(t)
-      },
-      { once: true },
-    )
-  }
-  pending.set(ticket, engine)
-  return () => pending.delete(ticket)
+/** The explicit owner number of reentrant lock `lock` (its `owner` option), else null. */
+export function memberOwner(lock) {
+  return lock[ownerFrame]?.owner ?? null
 }

@@ -7,8 +7,9 @@
 import * as args from '../lib/facade/args.mjs'
 import { Client } from '../lib/facade/client.mjs'
 import { INTERNAL } from '../lib/facade/engine.mjs'
-import { closedError, NotAcquiredError, toLockError } from '../lib/facade/errors.mjs'
+import { closedError, InvalidArgumentError, NotAcquiredError, toLockError } from '../lib/facade/errors.mjs'
 import { useAsyncLocalStorage } from '../lib/facade/owner.mjs'
+import { WasmEngineLatch, WasmEngineMultiLock, WasmEnginePermitSemaphore, WasmEngineSemaphore } from './family.mjs'
 
 /** The wasm-bindgen glue: `WasmClient`, `WasmLock`, `WasmHeld`. */
 let glue = null
@@ -50,6 +51,9 @@ async function keep(start) {
   }
 }
 
+/** Lock kinds as the wasm module numbers them (../src/lock.rs `Kind`). */
+const KIND = { lease: 0, reentrant: 1, fair: 2, read: 3, write: 4 }
+
 /** One client's engine: the `WasmClient`, its pending acquires and (weakly) its live holds. */
 class WasmEngine {
   #raw
@@ -71,14 +75,64 @@ class WasmEngine {
     return this.#raw.nodeCount
   }
 
-  lock(name, { reentrant, leaseMs, fenced, fenceTtlMs }) {
+  lock(name, { kind, leaseMs, fenced, fenceTtlMs }) {
     if (this.closed) throw closedError()
-    return new WasmEngineLock(this, this.#raw.lock(name, reentrant, leaseMs, undefined, fenced, fenceTtlMs))
+    return new WasmEngineLock(this, this.#raw.lock(name, KIND[kind], leaseMs, undefined, fenced, fenceTtlMs))
   }
 
   async forceUnlock(name) {
     if (this.closed) throw closedError()
     return keep(() => this.#raw.forceUnlock(name))
+  }
+
+  semaphore(name) {
+    if (this.closed) throw closedError()
+    return new WasmEngineSemaphore(this, this.#raw.semaphore(name))
+  }
+
+  permitSemaphore(name) {
+    if (this.closed) throw closedError()
+    return new WasmEnginePermitSemaphore(this, this.#raw.permitSemaphore(name))
+  }
+
+  countDownLatch(name) {
+    if (this.closed) throw closedError()
+    return new WasmEngineLatch(this, this.#raw.countDownLatch(name))
+  }
+
+  multiLock(members, { leaseMs }) {
+    if (this.closed) throw closedError()
+    const raws = members.map((m) => {
+      if (!(m instanceof WasmEngineLock) || m.engine !== this) {
+        throw new InvalidArgumentError('a multi-lock takes locks of one client only')
+      }
+      return m.member()
+    })
+    return new WasmEngineMultiLock(this, this.#raw.multiLock(raws, leaseMs))
+  }
+
+  /** Calls `this.#raw`-made `call()` unless closed, keeping the event loop alive meanwhile. */
+  async run(call) {
+    if (this.closed) throw closedError()
+    return keep(call)
+  }
+
+  /**
+   * `start(cancel)`'s promise, where `cancel` settles when the wait with `ticket` is
+   * cancelled or the client closes (the wasm side then drops its wait and rejects).
+   */
+  async wait(ticket, start) {
+    if (this.closed) throw closedError()
+    let cancelWith
+    const cancel = new Promise((resolve) => (cancelWith = resolve))
+    this.pending.set(ticket, cancelWith)
+    try {
+      return await keep(() => start(cancel))
+    } catch (err) {
+      throw this.closed ? closedError() : err
+    } finally {
+      this.pending.delete(ticket)
+    }
   }
 
   cancel(ticket) {
@@ -108,6 +162,8 @@ class WasmEngine {
     const live = [...this.holds].map((ref) => ref.deref()).filter((h) => h !== undefined && h.active)
     this.holds.clear()
     await Promise.allSettled(live.map((h) => h.closeByClient()))
+    // The core's close: permits, multi-lock members and anything else still held.
+    await keep(() => this.#raw.close())
   }
 }
 
@@ -118,6 +174,15 @@ class WasmEngineLock {
   constructor(engine, raw) {
     this.#engine = engine
     this.#raw = raw
+  }
+
+  get engine() {
+    return this.#engine
+  }
+
+  /** A copy of the wasm lock, for a multi-lock (which consumes it). */
+  member() {
+    return this.#raw.member()
   }
 
   async acquire(waitMs, owner, ticket) {

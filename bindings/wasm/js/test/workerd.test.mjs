@@ -35,7 +35,7 @@ function freePort() {
  */
 function prepare(dir, port) {
   // The workerd entry and what it imports: this entry's modules and the shared facade.
-  const files = ['workerd.mjs', 'engine.mjs', 'api.mjs', 'adapters.mjs', 'web/redlatch_wasm.js', 'web/redlatch_wasm_bg.wasm']
+  const files = ['workerd.mjs', 'engine.mjs', 'family.mjs', 'api.mjs', 'adapters.mjs', 'web/redlatch_wasm.js', 'web/redlatch_wasm_bg.wasm']
     .map((f) => `wasm/${f}`)
   for (const f of readdirSync(join(PKG_ROOT, 'lib', 'facade'))) if (f.endsWith('.mjs')) files.push(`lib/facade/${f}`)
   copyFileSync(WORKER, join(dir, 'worker.mjs'))

@@ -1,0 +1,172 @@
+// `PermitSemaphore` and `Permit`: Redisson's RPermitExpirableSemaphore, over an engine permit
+// semaphore (engine.mjs). Each acquire returns a Permit with an id (32 lower-case hex digits,
+// Redisson's format, usable from Java too) and a lease: the permit comes back by itself when
+// its lease ends, so a dead holder's permits return. Without `leaseMs` the core's watchdog
+// renews the permit while its Permit object lives.
+
+import * as args from './args.mjs'
+import { INTERNAL } from './engine.mjs'
+import { InvalidArgumentError, toLockError } from './errors.mjs'
+import { InitialPermits } from './semaphore.mjs'
+import { cancellable, engineWait } from './wait.mjs'
+
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+const PERMIT_ID = /^[0-9a-fA-F]{32}$/
+
+async function engineCall(call) {
+  try {
+    return await call()
+  } catch (err) {
+    throw toLockError(err)
+  }
+}
+
+/** One permit held. Release it with `release()` or `await using`. */
+export class Permit {
+  #raw
+  #name
+
+  /** @internal Returned by `permitSemaphore.acquire()`. */
+  constructor(token, raw, name) {
+    if (token !== INTERNAL) throw new InvalidArgumentError('a Permit comes from permitSemaphore.acquire()')
+    this.#raw = raw
+    this.#name = name
+  }
+
+  /** The semaphore's name. */
+  get name() {
+    return this.#name
+  }
+
+  /** The permit id (32 lower-case hex digits; a credential: do not log it). */
+  get id() {
+    return this.#raw.id
+  }
+
+  /** The lease in ms (the watchdog timeout when renewed by the watchdog). */
+  get leaseMs() {
+    return this.#raw.leaseMs
+  }
+
+  /** `true` when the watchdog renews it (acquired without `leaseMs`). */
+  get renewed() {
+    return this.#raw.renewed
+  }
+
+  /**
+   * Gives the permit back, at most once. Rejects with NotOwnedError: reason 'never_held'
+   * when already released or no longer held (its lease ended and it came back), 'expired'
+   * when its lease had ended (it is given back now).
+   */
+  async release() {
+    return engineCall(() => this.#raw.release())
+  }
+
+  /** `await using permit = await sem.acquire()`: releases at the end of the block unless released. */
+  async [asyncDispose]() {
+    if (this.#raw.ended) return
+    await this.release()
+  }
+
+  toString() {
+    return `Permit(${JSON.stringify(this.#name)})`
+  }
+}
+
+/** A permit-expirable semaphore (Redisson RPermitExpirableSemaphore). Made by `client.permitSemaphore(name, options)`. */
+export class PermitSemaphore {
+  #engine
+  #raw
+  #name
+  #waitMs
+  #initial
+
+  /** @internal Use `client.permitSemaphore(name, options)`. */
+  constructor(token, engine, raw, name, options) {
+    if (token !== INTERNAL) throw new InvalidArgumentError('use client.permitSemaphore(name) to create a permit semaphore')
+    this.#engine = engine
+    this.#raw = raw
+    this.#name = name
+    this.#waitMs = options.waitMs
+    this.#initial = new InitialPermits(raw, options.permits)
+  }
+
+  /** The semaphore's name (its Redis key; the leases are in the zset `{name}:timeout`). */
+  get name() {
+    return this.#name
+  }
+
+  /** Sets the number of permits if none are set yet. Resolves `true` when it set them. */
+  async trySetPermits(permits) {
+    args.count('permits', permits)
+    return engineCall(() => this.#raw.trySetPermits(permits))
+  }
+
+  /**
+   * Acquires one permit with `leaseMs` (absent: renewed by the watchdog while the Permit
+   * lives), waiting up to `waitMs` (default: the semaphore's, else forever; 0 = one try).
+   * Rejects with NotAcquiredError when the wait runs out, `signal.reason` when aborted (a
+   * permit taken in flight is given back).
+   * @returns {Promise<Permit>}
+   */
+  async acquire(options) {
+    const o = args.permitAcquireOptions(options)
+    await this.#initial.ready()
+    const wait = engineWait(o.waitMs === undefined ? this.#waitMs : o.waitMs)
+    const lease = o.leaseMs ?? null
+    const raw = await cancellable(o.signal, this.#engine, (ticket) => this.#raw.acquire(lease, wait, ticket))
+    const permit = new Permit(INTERNAL, raw, this.#name)
+    if (o.signal?.aborted) {
+      await permit.release().catch(() => {})
+      throw o.signal.reason
+    }
+    return permit
+  }
+
+  /** One try, no waiting: a Permit, or `null` when none is available. */
+  async tryAcquire(options) {
+    const o = args.permitAcquireOptions(options)
+    if (o.waitMs !== undefined || o.signal !== undefined) {
+      throw new InvalidArgumentError('tryAcquire takes only leaseMs (it never waits)')
+    }
+    await this.#initial.ready()
+    const raw = await engineCall(() => this.#raw.tryAcquire(o.leaseMs ?? null))
+    return raw === null ? null : new Permit(INTERNAL, raw, this.#name)
+  }
+
+  /**
+   * Releases the permit with id `id` (from this or any client, Java included). Rejects with
+   * NotOwnedError: reason 'never_held' for an unknown id, 'expired' when its lease had ended.
+   */
+  async release(id) {
+    if (typeof id !== 'string' || !PERMIT_ID.test(id)) {
+      throw new InvalidArgumentError('a permit id is 32 hexadecimal digits')
+    }
+    return engineCall(() => this.#raw.release(id))
+  }
+
+  /** Permits available now (asks Redis; expired ones come back first). */
+  async available() {
+    await this.#initial.ready()
+    return engineCall(() => this.#raw.available())
+  }
+
+  /** Acquires a permit, runs `fn(permit)`, and releases it however `fn` ends. */
+  async using(fn, options) {
+    args.fn(fn)
+    const permit = await this.acquire(options)
+    let result
+    try {
+      result = await fn(permit)
+    } catch (err) {
+      await permit.release().catch(() => {})
+      throw err
+    }
+    await permit.release()
+    return result
+  }
+
+  toString() {
+    return `PermitSemaphore(${JSON.stringify(this.#name)})`
+  }
+}

@@ -1,0 +1,175 @@
+// Semaphores (Redisson RSemaphore) and permit-expirable semaphores (RPermitExpirableSemaphore),
+// for both entries (issue #13 items 2, 3): at most `permits` holders at any moment across
+// processes, a handle releases only what it holds, permits of killed holders come back
+// (permit semaphore), abort gives a pending grant back, bad input is refused untouched.
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { FAMILY_ENTRIES as ENTRIES, QUORUM_URLS, key, redis, eventually } from './helpers.mjs'
+import { workers } from './workers.mjs'
+
+const r = redis()
+after(() => r.quit())
+
+/** The most intervals `[start, end]` open at one moment (a sweep over their ends). */
+function mostAtOnce(intervals) {
+  const events = intervals.flatMap(([s, e]) => [[s, 1], [e, -1]]).sort((a, b) => a[0] - b[0] || a[1] - b[1])
+  let open = 0
+  let most = 0
+  for (const [, d] of events) most = Math.max(most, (open += d))
+  return most
+}
+
+test('the sweep counts overlapping intervals', () => {
+  assert.equal(mostAtOnce([[0, 10], [5, 15], [6, 7]]), 3)
+  assert.equal(mostAtOnce([[0, 10], [10, 20]]), 1)
+})
+
+for (const entry of ENTRIES) {
+  const { NotAcquiredError, NotOwnedError, InvalidArgumentError, Semaphore, PermitSemaphore, Permit } = entry.api
+
+  describe(`${entry.name} entry`, () => {
+    let client, close
+    before(async () => ({ client, close } = await entry.connect()))
+    after(async () => {
+      await close()
+    })
+
+    test('acquire, tryAcquire, release and available; a handle releases only what it holds', async () => {
+      const name = key('sem')
+      const sem = client.semaphore(name, { permits: 3 })
+      assert.ok(sem instanceof Semaphore)
+      assert.equal(await sem.available(), 3, 'the permits option set the count')
+      assert.equal(await sem.trySetPermits(10), false, 'already set')
+      await sem.acquire(2)
+      assert.equal(sem.held, 2)
+      assert.equal(await r.get(name), '1')
+      assert.equal(await sem.tryAcquire(2), false)
+      await assert.rejects(sem.acquire(2, { waitMs: 50 }), NotAcquiredError)
+      const other = client.semaphore(name)
+      await assert.rejects(other.release(), (e) => e instanceof NotOwnedError && e.reason === 'never_held')
+      await assert.rejects(sem.release(3), (e) => e instanceof NotOwnedError && e.reason === 'never_held')
+      assert.equal(await r.get(name), '1', 'the refused releases changed nothing')
+      const waiter = other.acquire(2, { waitMs: 5000 })
+      await sem.release(2)
+      await waiter
+      assert.deepEqual([sem.held, other.held, await other.available()], [0, 2, 1])
+      const result = await other.using(async () => 'inside', { permits: 1 })
+      assert.equal(result, 'inside')
+      await other.release(2)
+      assert.equal(await sem.available(), 3)
+    })
+
+    test('an aborted acquire rejects with the reason and takes nothing', async () => {
+      const name = key('sem')
+      const sem = client.semaphore(name, { permits: 1 })
+      await sem.acquire()
+      const ac = new AbortController()
+      const pending = client.semaphore(name).acquire(1, { signal: ac.signal })
+      setTimeout(() => ac.abort(new Error('stop')), 50)
+      await assert.rejects(pending, /stop/)
+      await sem.release()
+      assert.ok(await eventually(async () => (await sem.available()) === 1), 'the permit is back')
+    })
+
+    test('bad input is refused before anything reaches Redis', async () => {
+      const name = key('sem-bad')
+      const sem = client.semaphore(name)
+      for (const n of [0, -1, 1.5, 2 ** 31, NaN, '1']) {
+        await assert.rejects(sem.trySetPermits(n), InvalidArgumentError, String(n))
+        await assert.rejects(sem.acquire(n), InvalidArgumentError, String(n))
+        await assert.rejects(sem.release(n), InvalidArgumentError, String(n))
+      }
+      assert.throws(() => client.semaphore(''), InvalidArgumentError)
+      assert.throws(() => client.semaphore(name, { permits: 0 }), InvalidArgumentError)
+      assert.throws(() => client.semaphore(name, { permit: 1 }), InvalidArgumentError)
+      const ps = client.permitSemaphore(name)
+      await assert.rejects(ps.release('not-an-id'), InvalidArgumentError)
+      await assert.rejects(ps.acquire({ leaseMs: 0 }), InvalidArgumentError)
+      assert.equal(await r.exists(name), 0, 'nothing was written')
+    })
+
+    test('4 processes on 2 permits: never more than 2 holders at once', async () => {
+      const name = key('sem-pool')
+      const log = key('sem-log')
+      const ws = await workers(entry.name, 4)
+      try {
+        const held = await Promise.all(ws.map((w) => w.call('semIntervals', { name, permits: 2, rounds: 8, holdMs: 10, log })))
+        assert.deepEqual(held, [0, 0, 0, 0])
+        const intervals = (await r.lrange(log, 0, -1)).map((x) => JSON.parse(x))
+        assert.equal(intervals.length, 32)
+        assert.ok(mostAtOnce(intervals) <= 2, `${mostAtOnce(intervals)} holders at once`)
+        assert.equal(await client.semaphore(name).available(), 2)
+      } finally {
+        await Promise.all(ws.map((w) => w.stop()))
+        await r.del(log)
+      }
+    })
+
+    test('permit semaphore: ids, release by id, leases; a dead holder\'s permit comes back', async () => {
+      const name = key('permits')
+      const ps = client.permitSemaphore(name, { permits: 2 })
+      assert.ok(ps instanceof PermitSemaphore)
+      const p = await ps.acquire({ leaseMs: 5000 })
+      assert.ok(p instanceof Permit)
+      assert.match(p.id, /^[0-9a-f]{32}$/)
+      assert.deepEqual([p.leaseMs, p.renewed], [5000, false])
+      assert.equal(await ps.available(), 1)
+      await ps.release(p.id)
+      await assert.rejects(p.release(), (e) => e instanceof NotOwnedError && e.reason === 'never_held')
+      await assert.rejects(ps.release('0'.repeat(32)), (e) => e instanceof NotOwnedError)
+      assert.equal(await ps.available(), 2)
+      {
+        const w = await ps.acquire()
+        assert.equal(w.renewed, true, 'no lease: renewed by the watchdog')
+        await w[Symbol.asyncDispose]()
+      }
+      assert.equal(await ps.available(), 2, 'asyncDispose released it')
+      assert.equal(await ps.tryAcquire({ leaseMs: 1 }).then((x) => x !== null), true)
+      assert.ok(await eventually(async () => (await ps.available()) === 2, 3000), 'a 1 ms lease came back by itself')
+
+      // Two holders in other processes, in watchdog mode (1500 ms), killed.
+      const ws = await workers(entry.name, 2, { watchdogTimeoutMs: 1500 })
+      try {
+        await Promise.all(ws.map((w) => w.call('permitHold', { name, as: 'p' })))
+        assert.equal(await ps.available(), 0)
+        assert.equal(await ps.tryAcquire(), null)
+        await Promise.all(ws.map((w) => w.kill()))
+        assert.ok(await eventually(async () => (await ps.available()) === 2, 6000), 'the dead holders\' permits came back')
+        const both = await Promise.all([ps.acquire({ waitMs: 0 }), ps.acquire({ waitMs: 0 })])
+        await Promise.all(both.map((x) => x.release()))
+      } finally {
+        await Promise.all(ws.map((w) => w.stop()))
+      }
+    })
+
+    test('client.close() gives back held permits and multi-lock members; later calls reject', async () => {
+      const { RedisConnectionError } = entry.api
+      const name = key('close-permits')
+      const [a, b] = [key('close-a'), key('close-b')]
+      const own = await entry.connect({ watchdogTimeoutMs: 30_000 })
+      const ps = own.client.permitSemaphore(name, { permits: 1 })
+      const permit = await ps.acquire()
+      const multi = await own.client.multiLock([a, b]).acquire()
+      assert.equal(await client.permitSemaphore(name).available(), 0)
+      assert.equal(await r.exists(a), 1)
+      await own.close()
+      // Released by close(), not left to their watchdog-renewed leases (30 s).
+      assert.equal(await client.permitSemaphore(name).available(), 1)
+      assert.deepEqual([await r.exists(a), await r.exists(b)], [0, 0])
+      await assert.rejects(permit.release(), RedisConnectionError)
+      await assert.rejects(multi.release(), RedisConnectionError)
+      await assert.rejects(ps.available(), RedisConnectionError)
+    })
+
+    test('semaphores are refused on a quorum client', { skip: QUORUM_URLS.length < 3 }, async () => {
+      const q = await entry.quorum(QUORUM_URLS)
+      try {
+        await assert.rejects(q.client.semaphore(key()).available(), InvalidArgumentError)
+        await assert.rejects(q.client.permitSemaphore(key()).available(), InvalidArgumentError)
+        await assert.rejects(q.client.countDownLatch(key()).count(), InvalidArgumentError)
+      } finally {
+        await q.close()
+      }
+    })
+  })
+}
