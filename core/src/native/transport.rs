@@ -147,9 +147,13 @@ impl RedisTransport {
     /// it may wait a network timeout).
     async fn eval_local(&self, request: &Request) -> Option<Result<Reply>> {
         let local = self.local.as_ref()?;
+        let follows_a_timeout = is_undo(request) && local.has_suspect_for(request);
+        if !follows_a_timeout && !local_io::active() {
+            return None; // checked first: the async path pays one thread-local read
+        }
         let live = self.conn.existing()?;
         let node = live.node;
-        if is_undo(request) && local.has_suspect_for(request) {
+        if follows_a_timeout {
             let sent = if local_io::active() {
                 local.follow_up(request)?
             } else {
@@ -160,7 +164,7 @@ impl RedisTransport {
             };
             return Some(sent.map_err(|e| describe(&node, &e, &request.args)));
         }
-        if !local_io::active() || live.facts.ifeq {
+        if live.facts.ifeq {
             return None;
         }
         match local.send(request) {

@@ -54,22 +54,54 @@ impl LocalConnections {
     }
 
     /// Sends `request` on an idle connection (or a new one) and reads its reply, on the
-    /// calling thread. A connection that errors is not put back; one that timed out is kept
-    /// for the undo of this attempt ([`Self::follow_up`]).
+    /// calling thread, within the time [`super::budget`] leaves. A connection that errors is
+    /// not put back; one that timed out is kept for the undo of this attempt
+    /// ([`Self::follow_up`]).
     pub(crate) fn send(&self, request: &Request) -> Sent {
-        let mut local = match self.take_idle() {
-            Some(local) => local,
-            None => match self.connect() {
-                Ok(local) => local,
-                Err(error) => {
-                    let timed_out = error.is_timeout();
-                    return Sent::Failed { error, timed_out };
+        let started = Instant::now();
+        let sent = self.send_within(request, started);
+        match &sent {
+            Sent::Reply(_) => super::replied(),
+            Sent::Failed { .. } => super::failed(started),
+        }
+        sent
+    }
+
+    fn send_within(&self, request: &Request, started: Instant) -> Sent {
+        let Some(budget) = super::budget(self.network_timeout) else {
+            return timed_out(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+        };
+        let (mut local, shortened) = match self.take_idle() {
+            Some(local) if budget == self.network_timeout => (local, false),
+            idle => {
+                let made = match idle {
+                    Some(local) => Ok(local),
+                    None => self.connect(budget),
+                };
+                let left = budget.saturating_sub(started.elapsed());
+                let shortened = made.and_then(|local| {
+                    let left = Some(left.max(Duration::from_millis(1)));
+                    local.conn.set_read_timeout(left)?;
+                    local.conn.set_write_timeout(left)?;
+                    Ok(local)
+                });
+                match shortened {
+                    Ok(local) => (local, true),
+                    Err(e) if e.is_timeout() => return timed_out(e),
+                    Err(error) => {
+                        return Sent::Failed {
+                            error,
+                            timed_out: false,
+                        }
+                    }
                 }
-            },
+            }
         };
         match run(&mut local.conn, request) {
             Ok(value) => {
-                self.put_idle(local);
+                if !shortened || self.restore_timeouts(&local).is_ok() {
+                    self.put_idle(local);
+                }
                 Sent::Reply(convert(value))
             }
             Err(error) if error.is_timeout() => {
@@ -78,16 +110,18 @@ impl LocalConnections {
                     keys: request.keys.clone(),
                     since: Instant::now(),
                 });
-                Sent::Failed {
-                    error,
-                    timed_out: true,
-                }
+                timed_out(error)
             }
             Err(error) => Sent::Failed {
                 error,
                 timed_out: false,
             },
         }
+    }
+
+    fn restore_timeouts(&self, local: &Local) -> redis::RedisResult<()> {
+        local.conn.set_read_timeout(Some(self.network_timeout))?;
+        local.conn.set_write_timeout(Some(self.network_timeout))
     }
 
     /// `true` when `request` (an undo) must follow a timed-out attempt on the same keys onto
@@ -137,15 +171,22 @@ impl LocalConnections {
         self.suspect.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn connect(&self) -> redis::RedisResult<Local> {
+    /// A new connection within `timeout` (TCP, TLS and the AUTH/SELECT set-up); its read
+    /// and write timeouts are set by the caller.
+    fn connect(&self, timeout: Duration) -> redis::RedisResult<Local> {
         let client = redis::Client::open(self.info.clone())?;
-        let conn = client.get_connection_with_timeout(self.network_timeout)?;
-        conn.set_read_timeout(Some(self.network_timeout))?;
-        conn.set_write_timeout(Some(self.network_timeout))?;
+        let conn = client.get_connection_with_timeout(timeout)?;
         Ok(Local {
             conn,
             pid: std::process::id(),
         })
+    }
+}
+
+fn timed_out(error: redis::RedisError) -> Sent {
+    Sent::Failed {
+        error,
+        timed_out: true,
     }
 }
 

@@ -22,7 +22,8 @@
 //!   with read and write timeouts equal to the client's network timeout.
 //!
 //! Faults follow the transport's rules: a connection that errors is dropped and never
-//! reused, so the driver's one retry after a connection error goes out on a new one; a
+//! reused, so the driver's one retry after a connection error goes out on a new one (the
+//! attempt and its retry share one network timeout, connects included); a
 //! connection made in another process (after `fork()`) is never used (leaked, not closed, so
 //! the parent's socket is untouched). A reply timeout cannot be cut short by the driver's
 //! timer on this path (the thread is blocked in `read`), so it ends the I/O scope for the
@@ -44,13 +45,16 @@ use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Scope {
     /// Not inside [`poll_here`]: requests go to the multiplexed connection.
     Off,
-    /// Inside [`poll_here`]: requests are sent from this thread.
-    On,
+    /// Inside [`poll_here`]: requests are sent from this thread. `failing_since` is when the
+    /// first of a run of failed sends began (an attempt and its retry share one network
+    /// timeout, as the driver's timer makes them do on the multiplexed path).
+    On { failing_since: Option<Instant> },
     /// Inside [`poll_here`] after a reply timeout: the rest of the call leaves this thread.
     Ended,
 }
@@ -61,13 +65,49 @@ thread_local! {
 
 /// `true` when the current thread may do a request's I/O itself (see the module docs).
 pub(crate) fn active() -> bool {
-    SCOPE.with(|s| s.get() == Scope::On)
+    SCOPE.with(|s| matches!(s.get(), Scope::On { .. }))
+}
+
+/// The time a send starting now may take: `network_timeout`, less what failed sends since
+/// the last reply took. `None` when nothing is left.
+pub(crate) fn budget(network_timeout: Duration) -> Option<Duration> {
+    SCOPE.with(|s| match s.get() {
+        Scope::On {
+            failing_since: Some(since),
+        } => network_timeout
+            .checked_sub(since.elapsed())
+            .filter(|d| !d.is_zero()),
+        _ => Some(network_timeout),
+    })
+}
+
+/// A send started at `started` failed (after a reply timeout, also call [`end_scope`]).
+pub(crate) fn failed(started: Instant) {
+    SCOPE.with(|s| {
+        if let Scope::On { failing_since: None } = s.get() {
+            s.set(Scope::On {
+                failing_since: Some(started),
+            });
+        }
+    });
+}
+
+/// A reply came: the next send has a whole network timeout again.
+pub(crate) fn replied() {
+    SCOPE.with(|s| {
+        if let Scope::On {
+            failing_since: Some(_),
+        } = s.get()
+        {
+            s.set(Scope::On { failing_since: None });
+        }
+    });
 }
 
 /// After a reply timeout on this thread: no more calling-thread I/O in this scope.
 pub(crate) fn end_scope() {
     SCOPE.with(|s| {
-        if s.get() == Scope::On {
+        if active() {
             s.set(Scope::Ended);
         }
     });
@@ -96,6 +136,6 @@ impl Drop for Restore {
 /// When `fut` panics (the panic propagates).
 pub fn poll_here<F: Future + ?Sized>(fut: Pin<&mut F>, handle: &tokio::runtime::Handle) -> Poll<F::Output> {
     let _runtime = handle.enter();
-    let _restore = Restore(SCOPE.with(|s| s.replace(Scope::On)));
+    let _restore = Restore(SCOPE.with(|s| s.replace(Scope::On { failing_since: None })));
     fut.poll(&mut Context::from_waker(Waker::noop()))
 }
