@@ -1,8 +1,10 @@
 //! The same API without async, for synchronous Rust, the C ABI and sync Python.
 //!
 //! A [`Client`] owns a small multi-thread tokio runtime (one worker thread) that runs the
-//! network I/O, the watchdog and background releases; each call runs as a task on it while the
-//! calling thread waits (see `run` in the source for why). Do not call these from inside an
+//! watchdog, background releases, pub/sub and waits. Each call first runs on the calling
+//! thread, which for a single-node client also does the call's socket I/O itself (see
+//! [`poll_here`]); a call that must wait (a held lock, a sleep) goes on as a task on the
+//! runtime while the calling thread waits (see `run` in the source for why). Do not call these from inside an
 //! async runtime (tokio forbids nested `block_on`); dropping them there is fine.
 //!
 //! A guard dropped without [`Guard::release`] is released by a task on that runtime, which
@@ -11,11 +13,13 @@
 //! before dropping the client.
 
 mod family;
+mod runtime;
 
+pub use crate::native::poll_here;
 pub use family::{CountDownLatch, MultiGuard, MultiLock, Permit, PermitSemaphore, Semaphore};
 
 use crate::error::Result;
-use std::future::Future;
+use runtime::{new_runtime, run, OwnedRuntime};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,62 +28,6 @@ use std::time::Duration;
 pub struct Client {
     inner: crate::Client,
     runtime: Arc<OwnedRuntime>,
-}
-
-/// The runtime a blocking client and its locks and guards share. Dropping the last of them
-/// inside an async context, where tokio forbids the blocking shutdown of a runtime (it
-/// panics), shuts it down in the background instead.
-#[derive(Debug)]
-struct OwnedRuntime(Option<tokio::runtime::Runtime>);
-
-impl std::ops::Deref for OwnedRuntime {
-    type Target = tokio::runtime::Runtime;
-    fn deref(&self) -> &tokio::runtime::Runtime {
-        self.0.as_ref().expect("present until dropped")
-    }
-}
-
-impl Drop for OwnedRuntime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            if tokio::runtime::Handle::try_current().is_ok() {
-                runtime.shutdown_background();
-            }
-        }
-    }
-}
-
-/// One worker: lock traffic is light and I/O-bound, and with two workers a call's task, the
-/// connection's task and the timers bounce between them (measured for issue 15: about 10
-/// context switches per C acquire + release with two workers and `block_on`, 6-6.5 with one worker
-/// and [`run`]).
-fn new_runtime() -> Result<OwnedRuntime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("redlatch")
-        .enable_all()
-        .build()
-        .map(|runtime| OwnedRuntime(Some(runtime)))
-        .map_err(|e| crate::Error::new(crate::ErrorKind::Panic, format!("cannot start the runtime: {e}")))
-}
-
-/// Runs `fut` as a task on `runtime` and blocks the calling thread until it is done.
-///
-/// Why not `runtime.block_on(fut)`: that polls `fut` on the calling thread while the
-/// connection's I/O runs on the worker, so every step of a call crosses threads, and the
-/// timers a call sets (its network timeout) are registered from outside the runtime, which
-/// wakes the worker to re-arm its deadline. As a task, the call runs next to its I/O and the
-/// calling thread only waits for its join handle: it is woken once, with the result.
-///
-/// # Panics
-/// Where `block_on` panics (inside an async runtime), and again on this thread if the task
-/// panicked.
-fn run<T: Send + 'static>(runtime: &OwnedRuntime, fut: impl Future<Output = T> + Send + 'static) -> T {
-    match runtime.block_on(runtime.spawn(fut)) {
-        Ok(out) => out,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => panic!("redlatch: the runtime stopped during a blocking call"),
-    }
 }
 
 impl Client {

@@ -22,6 +22,7 @@ use pyo3::PyResult;
 use std::future::Future;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Mutex;
+use std::task::Poll;
 use std::time::Duration;
 
 struct Slot {
@@ -110,13 +111,21 @@ pub(crate) fn shutdown_runtime(py: pyo3::Python<'_>) {
 /// How often a blocking wait wakes up to let Python handle signals (Ctrl-C).
 const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 
-/// Runs `fut` as a task on the runtime and waits for it with the GIL released.
+/// Runs `fut` with the GIL released: polled once on the calling thread, which for a
+/// single-node client sends the call's requests itself (`redlatch::blocking::poll_here`), so
+/// an uncontended acquire or release crosses no thread; what is left after that (a wait on
+/// pub/sub or a timer) runs as a task on the runtime while this thread waits.
 ///
-/// Why a task rather than `block_on(fut)` on the calling thread: the connections' I/O runs on
-/// the runtime's worker, so a future polled on the calling thread bounces between the two
-/// threads on every step (send, reply, pub/sub wake-up, retry). As a task it runs on the
-/// worker next to its I/O, and the calling thread is woken once, with the result. Under
-/// contention (each release wakes waiters that then retry) this saves most of a waiter's CPU.
+/// Why the rest as a task rather than `block_on(fut)` on the calling thread: after the first
+/// poll, the I/O runs on the runtime's worker (pub/sub, the multiplexed connection), so a
+/// future polled on the calling thread would bounce between the two threads on every step. As
+/// a task it runs on the worker next to its I/O, and the calling thread is woken once, with
+/// the result. Under contention (each release wakes waiters that then retry) this saves most
+/// of a waiter's CPU. The first poll cannot be interrupted by Ctrl-C; it is bounded by the
+/// client's network timeout (a reply timeout there moves the rest of the call to the task).
+///
+/// Fork safety: the synchronous connections belong to the core client, which the child never
+/// uses (see `client.rs`); the core also refuses connections made under another pid.
 ///
 /// Why a std channel rather than `block_on(join handle)` with a tokio timeout: waiting on a
 /// channel with `recv_timeout` is one futex wait with a deadline, while a tokio timer made on
@@ -138,6 +147,12 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    // First on this thread, with the GIL released: an uncontended call does its socket I/O
+    // here and is done without waking any thread (see `redlatch::blocking::poll_here`).
+    let mut fut = Box::pin(fut);
+    if let Poll::Ready(out) = py.detach(|| redlatch::blocking::poll_here(fut.as_mut(), rt)) {
+        return Ok(out);
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let task = rt.spawn(async move {
         // The receiver is gone only when the caller gave up (Ctrl-C): the output is dropped.

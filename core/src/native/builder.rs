@@ -262,12 +262,15 @@ impl ClientBuilder {
                 Deployment::Node(_) => {}
             }
         }
+        // Calling-thread I/O for one node only: a quorum's nodes are asked concurrently.
+        let single = parsed.len() == 1;
         parsed
             .into_iter()
             .map(|d| match d {
                 Deployment::Node(url) => {
                     let spec = node_spec(&url, &self.tls)?;
-                    Ok(Native::Node(Arc::new(RedisTransport::fixed(spec, options.clone()))))
+                    let t = RedisTransport::fixed(spec, options.clone());
+                    Ok(Native::Node(Arc::new(if single { t.with_local_io() } else { t })))
                 }
                 _ => Err(Error::invalid(
                     "a quorum is made of independent single nodes (redis:// or rediss:// URLs), not Cluster or Sentinel URLs",

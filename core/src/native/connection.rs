@@ -193,6 +193,11 @@ impl Reconnecting {
         }
     }
 
+    /// Where the node is.
+    pub(crate) fn source(&self) -> &Source {
+        &self.source
+    }
+
     /// The connection if one is live (no connecting).
     pub(crate) fn existing(&self) -> Option<Live> {
         self.current()

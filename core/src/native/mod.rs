@@ -9,6 +9,7 @@ mod cluster_pubsub;
 mod connection;
 mod deployment;
 mod ifeq;
+mod local_io;
 mod node;
 mod options;
 mod probe;
@@ -23,6 +24,7 @@ mod warnings;
 
 pub use builder::{ClientBuilder, DEFAULT_SYNC_TIMEOUT};
 pub use cluster::ClusterTransport;
+pub use local_io::poll_here;
 pub use options::DeploymentOptions;
 pub use replication::SyncReplicas;
 pub use runtime::TokioRuntime;

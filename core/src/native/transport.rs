@@ -13,6 +13,7 @@
 //! since no retry can help.
 
 use super::connection::{Live, Reconnecting, Settings, Source};
+use super::local_io::{self, LocalConnections, Sent};
 use super::node::{node_spec, NodeSpec};
 use super::pubsub::Subscriber;
 use super::replication::{self, SyncReplicas};
@@ -61,6 +62,8 @@ pub struct RedisTransport {
     conn: Reconnecting,
     subscriber: Subscriber,
     options: TransportOptions,
+    /// Synchronous connections for calling-thread I/O (single-node clients; see `local_io`).
+    local: Option<Arc<LocalConnections>>,
 }
 
 impl std::fmt::Debug for RedisTransport {
@@ -94,7 +97,20 @@ impl RedisTransport {
             subscriber: Subscriber::new(source, options.network_timeout),
             label,
             options,
+            local: None,
         }
+    }
+
+    /// Turns on calling-thread I/O for blocking calls (see `local_io`) where it applies: a
+    /// fixed address without a TLS server-name override, and no `WAIT` for replicas.
+    pub(crate) fn with_local_io(mut self) -> Self {
+        if let (Source::Fixed(spec), None) = (self.conn.source(), self.options.sync_replicas) {
+            if spec.resolver.is_none() {
+                let local = LocalConnections::new(spec.info.clone(), self.options.network_timeout);
+                self.local = Some(Arc::new(local));
+            }
+        }
+        self
     }
 
     /// Connects now (if not yet) and checks the node answers `PING`.
@@ -112,8 +128,7 @@ impl RedisTransport {
 
     /// Maps `e` and drops the connection when it cannot be trusted any more.
     fn failed(&self, live: &Live, e: &redis::RedisError, args: &[String]) -> Error {
-        use redis::ServerErrorKind as S;
-        let readonly = e.kind() == redis::ErrorKind::Server(S::ReadOnly);
+        let readonly = e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly);
         if e.is_timeout() {
             // Maybe only slow: the next call gets a new connection, an undo still this one.
             // (Checked first: redis-rs' reply timeout is also an I/O error.)
@@ -122,19 +137,47 @@ impl RedisTransport {
             tracing::debug!(node = %live.node, error = %redact::server_error(&e.to_string(), args), "dropping the connection");
             self.conn.invalidate(live.id);
         }
-        if e.kind() == redis::ErrorKind::Server(S::Moved) {
-            return Error::invalid(format!(
-                "{} is a Redis Cluster node (it answered MOVED): connect with a Cluster client (Client::cluster, or a redis+cluster:// URL)",
-                live.node
-            ));
+        describe(&live.node, e, args)
+    }
+
+    /// The request sent from the calling thread, when this is a blocking call's first poll
+    /// on a single-node client (see `local_io`); `None` sends it on the multiplexed
+    /// connection. The undo of an attempt that timed out there follows it onto its
+    /// connection wherever it runs (off the calling thread on a blocking-pool thread, since
+    /// it may wait a network timeout).
+    async fn eval_local(&self, request: &Request) -> Option<Result<Reply>> {
+        let local = self.local.as_ref()?;
+        let follows_a_timeout = is_undo(request) && local.has_suspect_for(request);
+        if !follows_a_timeout && !local_io::active() {
+            return None; // checked first: the async path pays one thread-local read
         }
-        if readonly {
-            return Error::connection(format!(
-                "{} is a replica now (READONLY); the next call looks for the master again",
-                live.node
-            ));
+        let live = self.conn.existing()?;
+        let node = live.node;
+        if follows_a_timeout {
+            let sent = if local_io::active() {
+                local.follow_up(request)?
+            } else {
+                let (local, undo) = (local.clone(), request.clone());
+                tokio::task::spawn_blocking(move || local.follow_up(&undo))
+                    .await
+                    .ok()??
+            };
+            return Some(sent.map_err(|e| describe(&node, &e, &request.args)));
         }
-        map_error(e, args)
+        if live.facts.ifeq {
+            return None;
+        }
+        match local.send(request) {
+            Sent::Reply(reply) => Some(Ok(reply)),
+            Sent::Failed { error, timed_out } => {
+                if timed_out {
+                    // The driver's timer cannot interrupt a blocking read: the retry and the
+                    // rest of the call go to the multiplexed connection, under that timer.
+                    local_io::end_scope();
+                }
+                Some(Err(describe(&node, &error, &request.args)))
+            }
+        }
     }
 
     async fn run(
@@ -153,6 +196,23 @@ impl RedisTransport {
         }
         eval_script(conn, request).await
     }
+}
+
+/// The error for `e` from `node`: a `MOVED` or `READONLY` answer named for what it means,
+/// the rest as [`map_error`] maps them.
+fn describe(node: &str, e: &redis::RedisError, args: &[String]) -> Error {
+    use redis::ServerErrorKind as S;
+    if e.kind() == redis::ErrorKind::Server(S::Moved) {
+        return Error::invalid(format!(
+            "{node} is a Redis Cluster node (it answered MOVED): connect with a Cluster client (Client::cluster, or a redis+cluster:// URL)"
+        ));
+    }
+    if e.kind() == redis::ErrorKind::Server(S::ReadOnly) {
+        return Error::connection(format!(
+            "{node} is a replica now (READONLY); the next call looks for the master again"
+        ));
+    }
+    map_error(e, args)
 }
 
 /// The undo of an acquire attempt ([`crate::protocol::request::Holder::abort`]: sent by
@@ -189,6 +249,9 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
 impl Transport for RedisTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
+            if let Some(reply) = self.eval_local(request).await {
+                return reply;
+            }
             let live = self.conn.get_for(is_undo(request)).await?;
             let mut conn = live.conn.clone();
             let in_flight = self.conn.in_flight(&live);

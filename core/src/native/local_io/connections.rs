@@ -1,0 +1,224 @@
+//! [`LocalConnections`]: one node's pool of synchronous redis-rs connections for
+//! calling-thread I/O (see the module docs of `local_io`).
+
+use crate::protocol::reply::Reply;
+use crate::protocol::request::Request;
+use redis::{ConnectionInfo, Value};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::super::transport::convert;
+
+/// Idle connections kept beyond this many are closed (one per calling thread is typical).
+const MAX_IDLE: usize = 8;
+
+/// A synchronous connection and the process that made it.
+struct Local {
+    conn: redis::Connection,
+    pid: u32,
+}
+
+/// A connection whose reply timed out, kept for the undo of that attempt only.
+struct Suspect {
+    local: Local,
+    keys: Vec<String>,
+    since: Instant,
+}
+
+/// See the module docs.
+pub(crate) struct LocalConnections {
+    info: ConnectionInfo,
+    network_timeout: Duration,
+    idle: Mutex<Vec<Local>>,
+    suspect: Mutex<Option<Suspect>>,
+}
+
+/// The outcome of a request sent from the calling thread.
+pub(crate) enum Sent {
+    Reply(Reply),
+    /// A redis-rs error; `timed_out` when no reply came within the network timeout.
+    Failed {
+        error: redis::RedisError,
+        timed_out: bool,
+    },
+}
+
+impl LocalConnections {
+    pub(crate) fn new(info: ConnectionInfo, network_timeout: Duration) -> Self {
+        LocalConnections {
+            info,
+            network_timeout,
+            idle: Mutex::new(Vec::new()),
+            suspect: Mutex::new(None),
+        }
+    }
+
+    /// Sends `request` on an idle connection (or a new one) and reads its reply, on the
+    /// calling thread, within the time [`super::budget`] leaves. A connection that errors is
+    /// not put back; one that timed out is kept for the undo of this attempt
+    /// ([`Self::follow_up`]).
+    pub(crate) fn send(&self, request: &Request) -> Sent {
+        let started = Instant::now();
+        let sent = self.send_within(request, started);
+        match &sent {
+            Sent::Reply(_) => super::replied(),
+            Sent::Failed { .. } => super::failed(started),
+        }
+        sent
+    }
+
+    fn send_within(&self, request: &Request, started: Instant) -> Sent {
+        let Some(budget) = super::budget(self.network_timeout) else {
+            return timed_out(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+        };
+        let (mut local, shortened) = match self.take_idle() {
+            Some(local) if budget == self.network_timeout => (local, false),
+            idle => {
+                let made = match idle {
+                    Some(local) => Ok(local),
+                    None => self.connect(budget),
+                };
+                let left = budget.saturating_sub(started.elapsed());
+                let shortened = made.and_then(|local| {
+                    let left = Some(left.max(Duration::from_millis(1)));
+                    local.conn.set_read_timeout(left)?;
+                    local.conn.set_write_timeout(left)?;
+                    Ok(local)
+                });
+                match shortened {
+                    Ok(local) => (local, true),
+                    Err(e) if e.is_timeout() => return timed_out(e),
+                    Err(error) => {
+                        return Sent::Failed {
+                            error,
+                            timed_out: false,
+                        }
+                    }
+                }
+            }
+        };
+        match run(&mut local.conn, request) {
+            Ok(value) => {
+                if !shortened || self.restore_timeouts(&local).is_ok() {
+                    self.put_idle(local);
+                }
+                Sent::Reply(convert(value))
+            }
+            Err(error) if error.is_timeout() => {
+                *self.lock_suspect() = Some(Suspect {
+                    local,
+                    keys: request.keys.clone(),
+                    since: Instant::now(),
+                });
+                timed_out(error)
+            }
+            Err(error) => Sent::Failed {
+                error,
+                timed_out: false,
+            },
+        }
+    }
+
+    fn restore_timeouts(&self, local: &Local) -> redis::RedisResult<()> {
+        local.conn.set_read_timeout(Some(self.network_timeout))?;
+        local.conn.set_write_timeout(Some(self.network_timeout))
+    }
+
+    /// `true` when `request` (an undo) must follow a timed-out attempt on the same keys onto
+    /// its connection; [`Self::follow_up`] then sends it there.
+    pub(crate) fn has_suspect_for(&self, request: &Request) -> bool {
+        let mut suspect = self.lock_suspect();
+        if suspect
+            .as_ref()
+            .is_some_and(|s| s.since.elapsed() >= self.network_timeout || s.local.pid != std::process::id())
+        {
+            if let Some(stale) = suspect.take() {
+                forget_if_foreign(stale.local);
+            }
+        }
+        suspect.as_ref().is_some_and(|s| s.keys == request.keys)
+    }
+
+    /// Sends the undo `request` on the connection its attempt timed out on (queued behind the
+    /// attempt; redis-rs skips the attempt's late reply), then drops that connection. `None`
+    /// when there is no such connection any more.
+    pub(crate) fn follow_up(&self, request: &Request) -> Option<redis::RedisResult<Reply>> {
+        let mut suspect = self.lock_suspect().take_if(|s| s.keys == request.keys)?;
+        Some(run(&mut suspect.local.conn, request).map(convert))
+    }
+
+    fn take_idle(&self) -> Option<Local> {
+        let pid = std::process::id();
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(local) = idle.pop() {
+            if local.pid == pid {
+                return Some(local);
+            }
+            // Made before a fork: its socket is the parent's, so it is neither used nor closed.
+            std::mem::forget(local);
+        }
+        None
+    }
+
+    fn put_idle(&self, local: Local) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(local);
+        }
+    }
+
+    fn lock_suspect(&self) -> std::sync::MutexGuard<'_, Option<Suspect>> {
+        self.suspect.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new connection within `timeout` (TCP, TLS and the AUTH/SELECT set-up); its read
+    /// and write timeouts are set by the caller.
+    fn connect(&self, timeout: Duration) -> redis::RedisResult<Local> {
+        let client = redis::Client::open(self.info.clone())?;
+        let conn = client.get_connection_with_timeout(timeout)?;
+        Ok(Local {
+            conn,
+            pid: std::process::id(),
+        })
+    }
+}
+
+fn timed_out(error: redis::RedisError) -> Sent {
+    Sent::Failed {
+        error,
+        timed_out: true,
+    }
+}
+
+fn forget_if_foreign(local: Local) {
+    if local.pid != std::process::id() {
+        std::mem::forget(local);
+    }
+}
+
+/// The request's plain form when it has one, else its script: `EVAL` by source, or `EVALSHA`
+/// repeated as `EVAL` after a `NOSCRIPT` (as the multiplexed path does).
+fn run(conn: &mut redis::Connection, request: &Request) -> redis::RedisResult<Value> {
+    if let Some(plain) = &request.plain {
+        return redis::cmd(&plain[0]).arg(&plain[1..]).query(conn);
+    }
+    let script = request.script;
+    let invoke = |conn: &mut redis::Connection, command: &str, body: &str| {
+        redis::cmd(command)
+            .arg(body)
+            .arg(request.keys.len())
+            .arg(&request.keys)
+            .arg(&request.args)
+            .query(conn)
+    };
+    if request.by_source {
+        return invoke(conn, "EVAL", script.source());
+    }
+    match invoke(conn, "EVALSHA", script.sha1()) {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
+            invoke(conn, "EVAL", script.source())
+        }
+        other => other,
+    }
+}
