@@ -242,6 +242,10 @@ impl Lock {
     async fn acquire_spec(&self, spec: &LockSpec, wait: Option<Duration>) -> Result<Guard> {
         let registry = &self.engine.registry;
         registry.check_open()?;
+        // Keeps the connections open until the acquire future is dropped (declared first,
+        // dropped last): a `close()` meanwhile lets go of them, and what the attempt took is
+        // undone in the background through them.
+        let _connections = self.engine.nodes.keep();
         let acquiring = std::pin::pin!(driver::acquire(&self.engine, spec, wait));
         let closed = std::pin::pin!(registry.until_closed());
         match futures::future::select(acquiring, closed).await {
