@@ -177,7 +177,7 @@ impl NativeClient {
                 Either::Right((Ok(Stop::Aborted), _)) => return Err(aborted()),
                 Either::Right((Ok(Stop::Closed) | Err(_), _)) => return Err(closed_error()),
             };
-            let slot = Arc::new(HoldSlot::new(&shared, guard));
+            let slot = Arc::new(HoldSlot::new(guard));
             let (token, lease_ms) = (slot.fencing_token, slot.lease_ms);
             match shared.track(slot.clone()) {
                 Some(hold) => Ok(Value::Hold {
@@ -186,7 +186,7 @@ impl NativeClient {
                     lease_ms,
                 }),
                 None => {
-                    slot.release_on_close().await;
+                    slot.release_after_close().await;
                     Err(closed_error())
                 }
             }
