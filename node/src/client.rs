@@ -158,10 +158,6 @@ impl Shared {
     pub(crate) fn hold(&self, hold: f64) -> Option<Arc<HoldSlot>> {
         locked(&self.holds).get(&(hold as u64)).cloned()
     }
-
-    pub(crate) fn is_quorum(&self) -> bool {
-        self.meta.get().is_some_and(|m| m.node_count > 1)
-    }
 }
 
 /// Connection(s) to Redis: one node (or a Sentinel master), a Redlock quorum of independent
