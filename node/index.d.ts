@@ -96,9 +96,9 @@ export declare class NativeClient {
    * `never_held`) or `ERR_LOCK_LOST` (the loss was known before: its reason, or
    * `expired`); with `ERR_CONNECTION`/`ERR_QUORUM`/`ERR_NO_PERMISSION`/`ERR_OUT_OF_MEMORY`
    * the hold stays (`holdState` bit 4) and `release` may be called again once Redis is
-   * back; `ERR_CONNECTION` too when `close()` released it. `scopeEnd` (the end of
-   * `using`, `await using`): nobody can call again, so a hold still held after the attempt
-   * is handed to the core, which retries in the background while it is valid.
+   * back; `ERR_CONNECTION` ("the client is closed") after `close()`. `scopeEnd` (the end
+   * of `using`, `await using`): nobody can call again, so a hold still held after the
+   * attempt is handed to the core, which retries in the background while it is valid.
    */
   release(hold: number, scopeEnd: boolean, id: number, out: Scratch): string | null
   /**
@@ -107,7 +107,10 @@ export declare class NativeClient {
    * `ERR_INVALID_ARGUMENT` for a bad lease.
    */
   extend(hold: number, leaseMs: number, id: number, out: Scratch): string | null
-  /** Settles call `id` with whether Redis still has hold `hold` as this owner's. */
+  /**
+   * Settles call `id` with whether Redis still has hold `hold` as this owner's (`false`
+   * after `close()`).
+   */
   owned(hold: number, id: number, out: Scratch): string | null
   /**
    * Hold `hold`'s state, read locally (never blocks): bit 1 = known lost (or released by
@@ -164,7 +167,8 @@ export declare class NativeClient {
   holdCount(name: string, kind: number, owner: number, id: number, out: Scratch): string | null
   /**
    * Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
-   * with `true` when a lock was deleted (on a majority of nodes).
+   * with `true` when a lock was deleted (on a majority of nodes). The core checks the name
+   * (`ERR_INVALID_ARGUMENT`).
    */
   forceUnlock(name: string, id: number, out: Scratch): string | null
   /**
@@ -313,6 +317,14 @@ export interface MultiMember {
   /** Fenced members: the fencing counter key's TTL in ms (absent: it persists). */
   fenceTtlMs?: number
 }
+
+/**
+ * A fresh reentrant owner number from the core's one process-wide owner space
+ * (`redlatch::new_owner`: 1 ..= 2^53 - 1, exact as a JavaScript number), shared with the
+ * owners the core picks itself, so none collide. The facade numbers its owners with it
+ * (`lib/facade/owner.mjs`).
+ */
+export declare function newOwner(): number
 
 /**
  * TLS settings of `rediss://` URLs (`options.tls`). Without them a `rediss://` URL is

@@ -844,3 +844,4 @@ module.exports.localSocketData = nativeBinding.localSocketData
 module.exports.localSocketEnd = nativeBinding.localSocketEnd
 module.exports.localSocketOpen = nativeBinding.localSocketOpen
 module.exports.localTimer = nativeBinding.localTimer
+module.exports.newOwner = nativeBinding.newOwner

@@ -156,13 +156,20 @@ impl Client {
     /// still held is released (resolves when Redis answered or failed; a release whose outcome
     /// stays unknown is retried in the background while the hold is valid, else its key
     /// expires with its lease), and every later call of the client, its locks and its guards
-    /// fails with that `Connection` error (`Guard::owned` is `false`). Idempotent; connections
-    /// close when the last clone is dropped.
+    /// fails with that `Connection` error (`Guard::owned` is `false`). Idempotent. The
+    /// connections close when that background work is done, although the client, its locks
+    /// or its guards may still be alive (else when the last of them is dropped).
     pub async fn close(&self) {
         let Some(holds) = self.engine.registry.close() else {
             return;
         };
+        let registry = &self.engine.registry;
         let releases = holds.iter().map(|hold| async move {
+            // Later calls on its guard cannot start (the client is closed); one in flight
+            // finishes first, so a hold its holder released meanwhile is not counted.
+            if hold.held_when_idle().await {
+                registry.note_released_by_close(hold.id);
+            }
             if let Err(e) = hold.release().await {
                 tracing::debug!(lock = %hold.name, error = %e, "release at close failed");
             }
@@ -174,6 +181,12 @@ impl Client {
         // Permits and the like: their renewal stops and they are released.
         let others = self.engine.registry.take_others().into_iter().map(|o| o.close());
         futures::future::join_all(others).await;
+        // Nothing is renewed any more, and the connections close once the background work
+        // still using them (retried releases, roll-backs of stopped acquires) is done, even
+        // while locks and guards of this client live on (bindings keep theirs until their
+        // garbage collector runs).
+        self.engine.watchdog.close();
+        self.engine.nodes.close();
     }
 
     /// `true` once [`close`](Self::close) was called.

@@ -69,6 +69,14 @@ impl Guard {
         self.hold.engine.registry.is_closed()
     }
 
+    /// `true` when [`Client::close`](crate::Client::close) found this hold still held (not
+    /// released, not lost) and released it: bindings tell its holder that the hold ended
+    /// because the client was closed (a lost-lock callback with "closed"). `false` for a hold
+    /// released or lost before the close, and while the client is open.
+    pub fn released_by_close(&self) -> bool {
+        self.hold.engine.registry.was_released_by_close(self.hold.id)
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
         &self.hold.name

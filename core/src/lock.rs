@@ -166,13 +166,19 @@ impl Lock {
     }
 
     pub(crate) fn spec(&self) -> Result<LockSpec> {
+        self.checked(true)
+    }
+
+    /// The spec, checked; `at_acquire` adds the refusal of the kinds a quorum client does
+    /// not offer (documented as an acquire's error, not the lock's).
+    fn checked(&self, at_acquire: bool) -> Result<LockSpec> {
         keys::validate_name(&self.name)?;
         if self.owner_on_lease_lock {
             return Err(Error::invalid(
                 "owner() applies to reentrant, fair and read/write locks only",
             ));
         }
-        if self.kind.needs_single_node() && self.engine.is_quorum() {
+        if at_acquire && self.kind.needs_single_node() && self.engine.is_quorum() {
             return Err(Error::invalid(QUORUM_REFUSED));
         }
         if self.fenced && self.kind == LockKind::Read {
@@ -209,6 +215,18 @@ impl Lock {
         })
     }
 
+    /// Checks the lock's name and options now, as every acquire does: bindings call it when
+    /// their lock is built, so a bad option throws there, from this one implementation. A
+    /// fair or read/write lock on a quorum client passes: its acquire refuses it.
+    ///
+    /// # Errors
+    /// `InvalidArgument` as [`Self::acquire`] would return it for bad options (an empty or
+    /// too long name, a zero or too large lease, wait or fence TTL, `owner()` on a lease
+    /// lock, a fenced read lock, a fenced lock on a quorum client).
+    pub fn check(&self) -> Result<()> {
+        self.checked(false).map(drop)
+    }
+
     /// Acquires the lock, waiting up to the lock's wait (forever when none was set).
     ///
     /// A fair-lock waiter whose wait runs out has left the queue when `NotAcquired` returns; a
@@ -242,6 +260,10 @@ impl Lock {
     async fn acquire_spec(&self, spec: &LockSpec, wait: Option<Duration>) -> Result<Guard> {
         let registry = &self.engine.registry;
         registry.check_open()?;
+        // Keeps the connections open until the acquire future is dropped (declared first,
+        // dropped last): a `close()` meanwhile lets go of them, and what the attempt took is
+        // undone in the background through them.
+        let _connections = self.engine.nodes.keep();
         let acquiring = std::pin::pin!(driver::acquire(&self.engine, spec, wait));
         let closed = std::pin::pin!(registry.until_closed());
         match futures::future::select(acquiring, closed).await {

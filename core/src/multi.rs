@@ -157,6 +157,8 @@ impl MultiLock {
         }
         let registry = &self.engine.registry;
         registry.check_open()?;
+        // Open until the acquire is dropped, for its undo after a close (see Lock::acquire_spec).
+        let _connections = self.engine.nodes.keep();
         let one_script = members.iter().all(Lock::joins_one_script)
             && specs.windows(2).all(|w| w[0].lease == w[1].lease)
             && {

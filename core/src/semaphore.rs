@@ -162,6 +162,8 @@ impl Semaphore {
             timing::to_millis("wait", w, true)?;
         }
         let registry = &self.engine.registry;
+        // Open until the acquire is dropped, for its undo after a close (see Lock::acquire_spec).
+        let _connections = self.engine.nodes.keep();
         let acquiring = std::pin::pin!(self.acquire_loop(permits, wait));
         let closed = std::pin::pin!(registry.until_closed());
         match select(acquiring, closed).await {

@@ -18,6 +18,8 @@ async fn close_releases_every_hold_and_later_calls_fail() {
     let mut conn = raw(&s).await;
     let lease = client.lock("close:a").acquire().await.unwrap();
     let reentrant = client.rlock("close:b").acquire().await.unwrap();
+    let released_before = client.lock("close:f").acquire().await.unwrap();
+    released_before.release().await.unwrap();
     let dropped = client
         .lock("close:c")
         .lease(Duration::from_secs(60))
@@ -57,6 +59,11 @@ async fn close_releases_every_hold_and_later_calls_fail() {
     }
     assert!(!lease.owned().await.unwrap() && !lease.is_held() && lease.is_closed());
     assert!(lease.loss().await.is_none(), "released by close, not lost");
+    assert!(lease.released_by_close() && reentrant.released_by_close());
+    assert!(
+        !released_before.released_by_close(),
+        "released by its holder before the close"
+    );
     // close is idempotent, and another client of the same server is untouched.
     client.close().await;
     assert!(busy.release().await.is_ok());
@@ -134,4 +141,103 @@ async fn a_final_release_with_an_unknown_outcome_goes_on_in_the_background() {
     released.await;
     // ...while another reference to the guard was still alive.
     assert!(!keep.is_held());
+}
+
+/// The connections of a Redis server (`CLIENT LIST`: one line each, pub/sub ones included).
+async fn connections(conn: &mut redis::aio::MultiplexedConnection) -> usize {
+    cmd::<String>(conn, &["CLIENT", "LIST"]).await.lines().count()
+}
+
+/// `close()` lets go of the connections at once, although the client, a lock and guards made
+/// from it are still alive (a binding keeps them until its garbage collector runs): before,
+/// every guard and lock kept the client's connections open until the last of them was dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_closes_the_connections_while_guards_and_locks_live() {
+    let s = server();
+    let mut conn = raw(&s).await;
+    let baseline = connections(&mut conn).await;
+    let client = client(&s).await;
+    let other = common::client(&s).await;
+    let lease = client.lock("conn:a").acquire().await.unwrap();
+    let lock = client.rlock("conn:b");
+    let reentrant = lock.acquire().await.unwrap();
+    // A wait subscribes (a pub/sub connection).
+    let busy = other.lock("conn:c").acquire().await.unwrap();
+    let refused = client
+        .lock("conn:c")
+        .wait(Duration::from_millis(200))
+        .acquire()
+        .await;
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::NotAcquired);
+    busy.release().await.unwrap();
+    other.close().await;
+    drop(other);
+    assert!(connections(&mut conn).await > baseline, "the client is connected");
+    within(Duration::from_secs(10), client.close()).await;
+    within(Duration::from_secs(5), async {
+        while connections(&mut conn).await > baseline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    // Still alive, and every call on them says the client is closed.
+    for err in [
+        lease.release().await.unwrap_err(),
+        reentrant.extend(Duration::from_secs(5)).await.unwrap_err(),
+        lock.locked().await.unwrap_err(),
+        lock.acquire().await.unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+        assert_eq!(err.message(), "the client is closed");
+    }
+    assert_eq!(
+        cmd::<i64>(&mut conn, &["EXISTS", "conn:a", "conn:b"]).await,
+        0,
+        "released by close"
+    );
+    drop(client);
+}
+
+/// An acquire in flight when the client closes is undone through connections the close has
+/// given up: they stay open for that roll-back, and close after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_in_flight_at_close_is_undone_then_the_connections_close() {
+    let s = server();
+    let mut conn = raw(&s).await;
+    let baseline = connections(&mut conn).await;
+    let client = redlatch::Client::builder(&s.url())
+        .network_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("conn:flight").lease(Duration::from_secs(30));
+    // Warm the script so the paused server holds a complete EVALSHA in its socket buffer.
+    lock.acquire().await.unwrap().release().await.unwrap();
+    s.pause().unwrap();
+    let attempt = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    within(Duration::from_secs(10), client.close()).await;
+    let stopped = within(Duration::from_secs(10), attempt)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(stopped.message(), "the client is closed");
+    s.resume().unwrap();
+    // The queued acquire applies when the server resumes; the undo sent after it removes it.
+    within(Duration::from_secs(10), async {
+        while cmd::<i64>(&mut conn, &["EXISTS", "conn:flight"]).await == 1 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    within(Duration::from_secs(10), async {
+        while connections(&mut conn).await > baseline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    drop(lock);
 }

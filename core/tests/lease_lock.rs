@@ -374,3 +374,39 @@ async fn blocking_objects_dropped_in_async_code_do_not_panic() {
     drop(lock);
     drop(client); // the last reference: the runtime goes here, inside this async test
 }
+
+/// `Lock::check` is the acquire's own option check, run when a binding builds its lock:
+/// bad options are `InvalidArgument` there, and nothing is sent; a fair lock on a quorum
+/// client passes it (its acquire refuses it, as documented).
+#[tokio::test]
+async fn check_refuses_bad_options_as_acquire_does() {
+    let nodes = servers(3);
+    let single = client(&nodes[0]).await;
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    let quorum = redlatch::Client::quorum(&urls).await.unwrap();
+    assert!(single
+        .lock("check:a")
+        .lease(Duration::from_secs(5))
+        .check()
+        .is_ok());
+    for lock in [
+        single.lock(""),
+        single.lock("check:a").lease(Duration::ZERO),
+        single.lock("check:a").owner(7),
+        single.rw_lock("check:a").read().fenced(),
+        quorum.lock("check:a").fenced(),
+    ] {
+        let checked = lock.check().unwrap_err();
+        let acquired = lock.try_acquire().await.unwrap_err();
+        assert_eq!(checked.kind(), ErrorKind::InvalidArgument, "{checked}");
+        assert_eq!(checked.message(), acquired.message(), "one check for both");
+    }
+    let fair = quorum.fair_lock("check:b");
+    assert!(fair.check().is_ok());
+    assert_eq!(
+        fair.try_acquire().await.unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let mut conn = raw(&nodes[0]).await;
+    assert!(keys_but_latches(&mut conn).await.is_empty(), "nothing was sent");
+}

@@ -16,6 +16,7 @@ import net from 'node:net'
 import tls from 'node:tls'
 import { createRequire } from 'node:module'
 import { InvalidArgumentError, toLockError } from './facade/errors.mjs'
+import { useOwnerNumbers } from './facade/owner.mjs'
 import { emitWarning } from './deployment.mjs'
 import {
   NativeEngineLatch,
@@ -25,6 +26,8 @@ import {
 } from './family-engine.mjs'
 
 const native = createRequire(import.meta.url)('../index.js')
+// Reentrant owners are numbered by the core (facade/owner.mjs).
+useOwnerNumbers(native.newOwner)
 
 /** The records an entry of the local engine writes (out[0] = slots used after it). */
 const out = new Float64Array(4096)

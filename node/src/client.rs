@@ -1,12 +1,12 @@
-//! `NativeClient`: the core client plus what `close()` needs to find: pending acquires (to
-//! cancel them) and holds (to release them). Its lock and hold operations are in lock.rs and
-//! held.rs; connecting is in connect.rs.
+//! `NativeClient`: the core client plus the tables JavaScript refers to by number: pending
+//! acquires (to cancel them by ticket), holds, permits and multi-lock acquisitions. Its lock
+//! and hold operations are in lock.rs and held.rs; connecting is in connect.rs.
 //!
-//! Why track them here rather than in the core: the core client is an `Arc` that holds and
-//! locks share, so it has no "closed" state; the binding adds one. After `close()` every
-//! call rejects with `ERR_CONNECTION` ("the client is closed"), pending acquires are
-//! cancelled (which the core undoes in Redis), holds still alive are released, and the
-//! connections close once the last core reference is gone.
+//! `close()` is the core's `Client::close`: pending acquires stop (the core undoes what
+//! they took), holds, permits and multi-lock members still held are released, the
+//! connections close, and every later call rejects with `ERR_CONNECTION` ("the client is
+//! closed"). The binding only keeps the state it needs before the core client exists (a
+//! client not connected yet is closed for every call).
 //!
 //! Holds are numbers for JavaScript: ids in this client's table (held.rs). The facade's
 //! engine drops a hold's entry when its JavaScript object is garbage-collected
@@ -158,10 +158,6 @@ impl Shared {
     pub(crate) fn hold(&self, hold: f64) -> Option<Arc<HoldSlot>> {
         locked(&self.holds).get(&(hold as u64)).cloned()
     }
-
-    pub(crate) fn is_quorum(&self) -> bool {
-        self.meta.get().is_some_and(|m| m.node_count > 1)
-    }
 }
 
 /// Connection(s) to Redis: one node (or a Sentinel master), a Redlock quorum of independent
@@ -281,17 +277,12 @@ impl NativeClient {
             let Some(client) = client else {
                 return Ok(Value::Unit);
             };
-            // The entries stay (until their JavaScript objects are collected), so a later
-            // release or state query of these holds still finds them, released by close().
-            // Their holders are told "closed" (held.rs), so they are marked before the core's
-            // close releases every guard still held, permit and multi-lock member.
-            let holds: Vec<Arc<HoldSlot>> = locked(&shared.holds).values().cloned().collect();
-            futures::future::join_all(holds.iter().map(|h| h.mark_closing())).await;
+            // The hold entries stay (until their JavaScript objects are collected): a later
+            // release or state query finds them, released by the core's close
+            // (`Guard::released_by_close`), which also lets go of the connections.
             client.close().await;
-            // Then the table entries let go of the guards, permits and multi-lock members
-            // (settled by now): each holds the core client, whose connections close only
-            // once the last reference is gone.
-            futures::future::join_all(holds.iter().map(|h| h.forget_after_close())).await;
+            // Permits and multi-lock acquisitions leave their tables (settled by now), so
+            // they read as ended.
             let permits: Vec<Arc<PermitSlot>> = locked(&shared.permits).values().cloned().collect();
             for permit in permits {
                 locked(&permit).take();

@@ -35,7 +35,7 @@ pub use local::{
     install_local, local_drain, local_socket_data, local_socket_end, local_socket_open, local_timer,
 };
 pub use multi::MultiMember;
-pub use options::ClientOptions;
+pub use options::{new_owner, ClientOptions};
 
 /// Gives napi-rs a tokio runtime with one worker thread (`REDLATCH_WORKER_THREADS`, 1..=16,
 /// changes it). Why one: every call hops from the JavaScript thread to a worker and back; with

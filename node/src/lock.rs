@@ -13,7 +13,6 @@ use crate::local::Scratch;
 use crate::options::{self, opt_millis};
 use futures::future::{select, Either};
 use napi_derive::napi;
-use redlatch::protocol::keys;
 use redlatch::{Error, ErrorKind};
 use std::sync::Arc;
 
@@ -54,12 +53,8 @@ pub(crate) fn kind_lock(
         None => lock,
     };
     Ok(match kind {
-        Kind::Lease => {
-            if owner.is_some() {
-                return Err(invalid("owner applies to reentrant locks (rlock) only"));
-            }
-            client.lock(name)
-        }
+        // The core refuses an owner on a lease lock (at check and acquire).
+        Kind::Lease => with_owner(client.lock(name)),
         Kind::Reentrant => with_owner(client.rlock(name)),
         Kind::Fair => with_owner(client.fair_lock(name)),
         Kind::Read | Kind::Write => {
@@ -77,9 +72,10 @@ pub(crate) fn kind_lock(
 }
 
 impl NativeClient {
-    /// The core lock `name` of `kind` for `owner` (reentrant kinds only). Checks the name,
-    /// lease and fence TTL (`fence`: `None` = not fenced, `Some(ttl)` = fenced, the counter
-    /// key's TTL in ms or `None` to keep it).
+    /// The core lock `name` of `kind` for `owner` (reentrant kinds only), from the facade's
+    /// numbers (`fence`: `None` = not fenced, `Some(ttl)` = fenced, the counter key's TTL in
+    /// ms or `None` to keep it). Converts them (integer ms); the core checks the name and
+    /// options (`checkLock` when the lock is made, and again at each acquire).
     fn core(
         &self,
         name: &str,
@@ -94,7 +90,6 @@ impl NativeClient {
             Some(ttl) => opt_millis("fenceTtlMs", ttl, false)?,
             None => None,
         };
-        keys::validate_name(name).js()?;
         let client = self.shared.client()?;
         let mut lock = kind_lock(&client, name, kind, owner)?;
         if let Some(lease) = lease {
@@ -128,16 +123,11 @@ impl NativeClient {
         fenced: bool,
         fence_ttl_ms: Option<f64>,
     ) -> napi::Result<()> {
-        Kind::from_js(kind)?;
-        keys::validate_name(&name).js()?;
-        opt_millis("leaseMs", lease_ms, false)?;
-        opt_millis("waitMs", wait_ms, true)?;
-        opt_millis("fenceTtlMs", fence_ttl_ms, false)?;
-        self.shared.client()?;
-        if fenced && self.shared.is_quorum() {
-            return Err(invalid("fencing tokens are not offered in quorum mode"));
+        let mut lock = self.core(&name, kind, lease_ms, fenced.then_some(fence_ttl_ms), None)?;
+        if let Some(wait) = opt_millis("waitMs", wait_ms, true)? {
+            lock = lock.wait(wait);
         }
-        Ok(())
+        lock.check().js()
     }
 
     /// Acquires lock `name`, waiting up to `waitMs` (`null` = forever; 0 = one try), and
@@ -177,7 +167,7 @@ impl NativeClient {
                 Either::Right((Ok(Stop::Aborted), _)) => return Err(aborted()),
                 Either::Right((Ok(Stop::Closed) | Err(_), _)) => return Err(closed_error()),
             };
-            let slot = Arc::new(HoldSlot::new(&shared, guard));
+            let slot = Arc::new(HoldSlot::new(guard));
             let (token, lease_ms) = (slot.fencing_token, slot.lease_ms);
             match shared.track(slot.clone()) {
                 Some(hold) => Ok(Value::Hold {
@@ -186,7 +176,7 @@ impl NativeClient {
                     lease_ms,
                 }),
                 None => {
-                    slot.release_on_close().await;
+                    slot.release_after_close().await;
                     Err(closed_error())
                 }
             }
@@ -234,10 +224,10 @@ impl NativeClient {
     }
 
     /// Admin: deletes lock `name` whatever its owner, waking its waiters; settles call `id`
-    /// with `true` when a lock was deleted (on a majority of nodes).
+    /// with `true` when a lock was deleted (on a majority of nodes). The core checks the name
+    /// (`ERR_INVALID_ARGUMENT`).
     #[napi]
     pub fn force_unlock(&self, name: String, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
-        keys::validate_name(&name).js()?;
         let client = self.shared.client().map_err(|_| closed())?;
         Ok(self.shared.driver.call(out, id, async move {
             client.force_unlock(&name).await.map(Value::Bool)

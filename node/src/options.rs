@@ -93,3 +93,12 @@ pub(crate) fn owner(n: f64) -> napi::Result<u64> {
     }
     Ok(n as u64)
 }
+
+/// A fresh reentrant owner number from the core's one process-wide owner space
+/// (`redlatch::new_owner`: 1 ..= 2^53 - 1, exact as a JavaScript number), shared with the
+/// owners the core picks itself, so none collide. The facade numbers its owners with it
+/// (`lib/facade/owner.mjs`).
+#[napi]
+pub fn new_owner() -> f64 {
+    redlatch::new_owner() as f64
+}

@@ -4,7 +4,17 @@
 // separate scopes contend.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import path from 'node:path'
 import { ENTRIES, key, redis, sleep } from './helpers.mjs'
+
+/** The entries' cores, as the entries loaded them (same module instances): their `newOwner`. */
+const require = createRequire(import.meta.url)
+const packageDir = path.dirname(require.resolve('redlatch/package.json'))
+const cores = {
+  native: () => require(path.join(packageDir, 'index.js')),
+  wasm: () => require(path.join(packageDir, 'wasm', 'nodejs', 'redlatch_wasm.js')),
+}
 
 const r = redis()
 after(() => r.quit())
@@ -210,6 +220,22 @@ for (const entry of ENTRIES) {
         assert.equal(await lock.holdCount(), 1)
       })
       assert.equal(await lock.locked(), false)
+    })
+
+    test("owner numbers are the core's: drawn from its one owner space", async () => {
+      // With both entries loaded (as here), the facade draws from the core installed first.
+      const spaces = Object.values(cores).map((core) => core())
+      const name = key()
+      const first = spaces.map((core) => core.newOwner())
+      const held = await client.rlock(name).acquire()
+      const next = spaces.map((core) => core.newOwner())
+      const [field] = Object.keys(await holders(name))
+      const owner = Number(field.slice(field.lastIndexOf(':') + 1))
+      assert.ok(
+        spaces.some((_, i) => first[i] < owner && owner < next[i]),
+        `owner ${owner} drawn between ${first} and ${next}`,
+      )
+      await held.release()
     })
   })
 }

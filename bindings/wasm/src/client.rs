@@ -107,8 +107,8 @@ impl WasmClient {
     ///
     /// # Errors
     /// Throws `InvalidArgumentError` for an empty or too long name, an unknown kind, a bad
-    /// duration, or `fenced` on a quorum client (checked here, as the native entry does,
-    /// not at acquire).
+    /// duration, or `fenced` on a quorum client: the core's checks (`Lock::check`), made
+    /// here, as the native entry does.
     pub fn lock(
         &self,
         name: String,
@@ -118,12 +118,6 @@ impl WasmClient {
         fenced: Option<bool>,
         #[wasm_bindgen(js_name = fenceTtlMs)] fence_ttl_ms: Option<f64>,
     ) -> Result<WasmLock, JsValue> {
-        keys::validate_name(&name).js()?;
-        if fenced == Some(true) && self.client.node_count() > 1 {
-            return Err(invalid(
-                "fencing tokens are not offered in quorum mode (independent nodes share no counter)",
-            ));
-        }
         let kind = Kind::from_js(kind)?;
         let lease = lease_ms.map(options::lease).transpose()?;
         let wait = options::wait(wait_ms)?;
@@ -140,6 +134,8 @@ impl WasmClient {
             fenced: fenced == Some(true),
             fence_ttl,
         };
+        // The core's checks of the name and options, once here (again at each acquire).
+        spec.build(None).check().js()?;
         Ok(WasmLock::new(spec))
     }
 

@@ -9,8 +9,11 @@
 //! and the core releases the hold in the background.
 //!
 //! `loss()` resolves to the loss reason (`"expired"`, `"taken"`, `"deleted"`) when the hold
-//! is lost and to `null` when it is released; it does not keep the guard alive, so the facade
-//! can wire it to an `AbortSignal` for every hold without preventing that garbage collection.
+//! is lost, to `"closed"` when `client.close()` released it (`Guard::released_by_close`) and
+//! to `null` when it is released; it does not keep the guard alive (it looks at it through a
+//! weak reference), so the facade can wire it to an `AbortSignal` for every hold without
+//! preventing that garbage collection. `client.close()` is the core's `Client::close`: it
+//! releases every hold still held, and later calls reject with "the client is closed".
 
 use crate::error::IntoJs;
 use crate::options;
@@ -67,6 +70,12 @@ impl WasmHeld {
         self.guard.lost_reason().map(|r| r.as_str().to_owned())
     }
 
+    /// `true` when `client.close()` found the hold still held and released it.
+    #[wasm_bindgen(getter, js_name = closedByClient)]
+    pub fn closed_by_client(&self) -> bool {
+        self.guard.released_by_close()
+    }
+
     /// `true` while the hold is still held as far as this client knows: not released, not
     /// lost (a release whose outcome was unknown leaves it held).
     #[wasm_bindgen(getter)]
@@ -75,12 +84,14 @@ impl WasmHeld {
     }
 
     /// Resolves to the loss reason (`"expired"`, `"taken"`, `"deleted"`) when the hold is
-    /// lost, `null` when it is released (never both).
+    /// lost, `"closed"` when `client.close()` released it, `null` when it is released (once).
     pub fn loss(&self) -> Promise {
         let loss = self.guard.loss();
+        let guard = Rc::downgrade(&self.guard);
         future_to_promise(async move {
             Ok(match loss.await {
                 Some(reason) => JsValue::from_str(reason.as_str()),
+                None if guard.upgrade().is_some_and(|g| g.released_by_close()) => JsValue::from_str("closed"),
                 None => JsValue::NULL,
             })
         })

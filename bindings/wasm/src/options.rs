@@ -110,3 +110,12 @@ pub fn client_config(options: &JsValue) -> Result<Config, JsValue> {
     }
     Ok(config)
 }
+
+/// A fresh reentrant owner number from the core's one process-wide owner space
+/// (`redlatch::new_owner`: 1 ..= 2^53 - 1, exact as a JavaScript number), shared with the
+/// owners the core picks itself, so none collide. The facade numbers its owners with it
+/// (`lib/facade/owner.mjs`).
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = newOwner)]
+pub fn new_owner() -> f64 {
+    redlatch::new_owner() as f64
+}

@@ -122,6 +122,13 @@ impl Hold {
         self.signal.is_lost_at(self.engine.now())
     }
 
+    /// `true` when the hold is still held once a release or extend in flight has finished
+    /// (`Client::close` asks, to tell the holders of the holds it releases).
+    pub(crate) async fn held_when_idle(&self) -> bool {
+        let _idle = self.releasing.lock().await;
+        !self.is_lost() && !self.signal.is_settled()
+    }
+
     /// Releases the hold on every node (at most once; retryable while the outcome is unknown).
     pub(crate) async fn release(&self) -> Result<()> {
         let mut pending = self.releasing.lock().await;

@@ -29,8 +29,8 @@ pub(crate) use watchdog::Watchdog;
 use crate::protocol::request::Holder;
 use crate::protocol::{quorum, timing, token};
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// Tunables shared by every lock of a client. All durations are wall durations measured on the
@@ -113,8 +113,13 @@ impl Engine {
         runtime: Arc<dyn Runtime>,
         config: Config,
     ) -> crate::error::Result<Arc<Self>> {
+        let nodes = Nodes::new(transports, runtime.clone());
+        let runtime: Arc<dyn Runtime> = Arc::new(KeepingRuntime {
+            connections: nodes.keep().as_ref().map_or_else(Weak::new, Arc::downgrade),
+            inner: runtime,
+        });
         Ok(Arc::new(Engine {
-            nodes: Nodes::new(transports, runtime.clone()),
+            nodes,
             runtime,
             config,
             client_id: token::new_client_id()?,
@@ -209,6 +214,37 @@ impl Engine {
         holder
             .shared_field()
             .map(|field| self.validities.begin(name, &field))
+    }
+}
+
+/// The runtime a client's engine spawns its background tasks with: each task keeps the
+/// client's connections open while it runs (a release retried in the background, a
+/// roll-back), also after `Client::close` gave up the client's own reference (see
+/// [`Nodes`]). Long-lived tasks (the watchdog, permit renewals) end at `close`.
+struct KeepingRuntime {
+    inner: Arc<dyn Runtime>,
+    connections: Weak<nodes::Connections>,
+}
+
+impl Runtime for KeepingRuntime {
+    fn now(&self) -> Duration {
+        self.inner.now()
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFut<'static, ()> {
+        self.inner.sleep(duration)
+    }
+
+    fn spawn(&self, task: BoxFut<'static, ()>) {
+        let keep = self.connections.upgrade();
+        self.inner.spawn(Box::pin(async move {
+            task.await;
+            drop(keep);
+        }));
+    }
+
+    fn wall_clock_ms(&self) -> u64 {
+        self.inner.wall_clock_ms()
     }
 }
 

@@ -8,51 +8,91 @@
 //! (token-checked, or by the release latch); extends and renewals (`PEXPIRE`); aborts (token-
 //! or latch-checked); force unlock (a repeat after an applied one reports "nothing deleted").
 
+use super::registry::CLOSED;
 use super::transport::{BoxFut, Runtime, Transport};
 use crate::error::{Error, ErrorKind, NodeOutcome, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
 use futures::future::{join_all, select, Either};
 use futures::stream::{FuturesUnordered, StreamExt};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+/// A client's transports, one per node: their connections close when the last reference
+/// goes.
+pub(crate) type Connections = Vec<Arc<dyn Transport>>;
+
+/// The nodes of one client.
+///
+/// Why the connections are not simply owned: locks, guards and background tasks all share
+/// the client's engine, and bindings keep their locks and guards until their garbage
+/// collector runs, so "close when the last reference goes" kept a closed client's
+/// connections open indefinitely. Instead the open client owns them (`open`), and every
+/// call borrows them for its duration (`live`, weak). [`close`](Self::close) gives the
+/// client's reference up: the connections close as soon as the calls and background tasks
+/// still using them finish ([`keep`](Self::keep), taken by the engine's `spawn` and by each
+/// acquire, covers the releases and roll-backs `Client::close` leaves running), and later
+/// calls fail with `Connection` ("the client is closed").
 pub(crate) struct Nodes {
-    transports: Vec<Arc<dyn Transport>>,
+    open: Mutex<Option<Arc<Connections>>>,
+    live: Weak<Connections>,
+    labels: Vec<String>,
     runtime: Arc<dyn Runtime>,
 }
 
 impl Nodes {
-    pub(crate) fn new(transports: Vec<Arc<dyn Transport>>, runtime: Arc<dyn Runtime>) -> Self {
-        Nodes { transports, runtime }
+    pub(crate) fn new(transports: Connections, runtime: Arc<dyn Runtime>) -> Self {
+        let labels = transports.iter().map(|t| t.label().to_owned()).collect();
+        let open = Arc::new(transports);
+        Nodes {
+            live: Arc::downgrade(&open),
+            open: Mutex::new(Some(open)),
+            labels,
+            runtime,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.transports.len()
+        self.labels.len()
     }
 
-    pub(crate) fn transports(&self) -> &[Arc<dyn Transport>] {
-        &self.transports
+    /// The transports while they are open (empty after `close` once nothing uses them).
+    pub(crate) fn transports(&self) -> Connections {
+        self.keep().map(|c| c.to_vec()).unwrap_or_default()
     }
 
     pub(crate) fn label(&self, i: usize) -> &str {
-        self.transports[i].label()
+        &self.labels[i]
+    }
+
+    /// A reference that keeps the connections open while it lives (`None` once they are
+    /// closed): for work that must reach Redis after `close`, such as a roll-back.
+    pub(crate) fn keep(&self) -> Option<Arc<Connections>> {
+        self.live.upgrade()
+    }
+
+    /// Gives up the client's reference to the connections (`Client::close`): they close once
+    /// the calls and tasks holding a [`keep`](Self::keep) are done.
+    pub(crate) fn close(&self) {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(open);
     }
 
     /// Sends `request` to node `i`, giving up after `timeout`.
     pub(crate) async fn call(&self, i: usize, request: &Request, timeout: Duration) -> Result<Reply> {
+        let Some(connections) = self.keep() else {
+            return Err(Error::connection(CLOSED));
+        };
         let sleep = self.runtime.sleep(timeout);
-        call_once_more(&*self.transports[i], request, sleep, timeout)
-            .await
-            .0
+        call_once_more(&*connections[i], request, sleep, timeout).await.0
     }
 
     /// Sends `request` to every node concurrently; one result per node, in node order.
     pub(crate) async fn broadcast(&self, request: &Request, timeout: Duration) -> Vec<Result<Reply>> {
-        if self.transports.len() == 1 {
+        if self.len() == 1 {
             return vec![self.call(0, request, timeout).await];
         }
-        join_all((0..self.transports.len()).map(|i| self.call(i, request, timeout))).await
+        join_all((0..self.len()).map(|i| self.call(i, request, timeout))).await
     }
 
     /// Sends `request` to every node concurrently, except those `skip` marks (empty: none),
@@ -70,15 +110,21 @@ impl Nodes {
         good: impl Fn(&Reply) -> bool,
     ) -> Vec<Option<(Result<Reply>, bool)>> {
         let skipped = |i: usize| skip.get(i).copied().unwrap_or(false);
-        if self.transports.len() == 1 && !skipped(0) {
+        let Some(connections) = self.keep() else {
+            let closed = || Some((Err(Error::connection(CLOSED)), false));
+            return (0..self.len())
+                .map(|i| if skipped(i) { None } else { closed() })
+                .collect();
+        };
+        if connections.len() == 1 && !skipped(0) {
             let sleep = self.runtime.sleep(timeout);
             return vec![Some(
-                call_once_more(&*self.transports[0], request, sleep, timeout).await,
+                call_once_more(&*connections[0], request, sleep, timeout).await,
             )];
         }
         let mut pending: FuturesUnordered<BoxFut<'static, (usize, Result<Reply>, bool)>> =
             FuturesUnordered::new();
-        for (i, transport) in self.transports.iter().enumerate() {
+        for (i, transport) in connections.iter().enumerate() {
             if skipped(i) {
                 continue;
             }
@@ -89,7 +135,7 @@ impl Nodes {
                 (i, result, retried)
             }));
         }
-        let mut out: Vec<Option<(Result<Reply>, bool)>> = (0..self.transports.len()).map(|_| None).collect();
+        let mut out: Vec<Option<(Result<Reply>, bool)>> = (0..self.len()).map(|_| None).collect();
         let mut good_count = 0;
         while let Some((i, result, retried)) = pending.next().await {
             if result.as_ref().is_ok_and(&good) {

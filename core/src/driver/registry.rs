@@ -8,7 +8,7 @@
 use super::hold::Hold;
 use crate::error::{Error, Result};
 use event_listener::Event;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -29,6 +29,8 @@ pub(crate) struct Registry {
     closing: Event,
     holds: Mutex<HashMap<u64, Weak<Hold>>>,
     others: Mutex<HashMap<u64, Weak<dyn OnClose>>>,
+    /// The holds `close()` found still held (and released): their holders are told so.
+    released_by_close: Mutex<HashSet<u64>>,
     seq: AtomicU64,
 }
 
@@ -93,6 +95,21 @@ impl Registry {
     /// Stops tracking hold `id` (its last reference is gone).
     pub(crate) fn untrack(&self, id: u64) {
         self.holds().remove(&id);
+        self.by_close().remove(&id);
+    }
+
+    fn by_close(&self) -> MutexGuard<'_, HashSet<u64>> {
+        self.released_by_close.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that `close()` found hold `id` still held and released it.
+    pub(crate) fn note_released_by_close(&self, id: u64) {
+        self.by_close().insert(id);
+    }
+
+    /// `true` when `close()` found hold `id` still held and released it.
+    pub(crate) fn was_released_by_close(&self, id: u64) -> bool {
+        self.by_close().contains(&id)
     }
 
     /// Number of tracked holds (diagnostics, tests).

@@ -17,11 +17,21 @@
 // Without AsyncLocalStorage (browsers, workerd without node compatibility) scopes cannot be
 // followed: re-entry needs an explicit Owner. The AsyncLocalStorage is created on first use,
 // so programs that use only lease locks pay nothing for async context tracking.
+//
+// Owner numbers are the core's (`redlatch::new_owner`: one process-wide space, 1 ..= 2^53 - 1,
+// the one the core's own rlock handles and the other bindings' threads and tasks draw from),
+// so an owner the facade picks never collides with one the core picked. Each entry installs
+// its core's allocator (`useOwnerNumbers`: the addon's or the wasm module's `newOwner`); a
+// frame draws its number when an acquire first needs it, by which time an entry has loaded
+// its core. With both entries in one program, the first installed serves both: numbers stay
+// distinct, and neither core holds a hold of an owner it numbered itself (the facade names
+// the owner of every reentrant acquire).
 
 let AsyncLocalStorageClass = null
 /** @type {{ run: Function, getStore: Function } | null} */
 let storage = null
-let nextOwner = 1
+/** @type {(() => number) | null} the core's owner allocator (`useOwnerNumbers`) */
+let ownerNumbers = null
 
 /**
  * Sets the AsyncLocalStorage class to follow scopes with (each entry passes its host's; once
@@ -36,17 +46,30 @@ export function followsChains() {
   return AsyncLocalStorageClass !== null
 }
 
-/** A fresh owner number (1 .. 2^53 - 1), unique in this module instance. */
+/**
+ * Sets the core's owner allocator (each entry passes its core's `newOwner`; the first one set
+ * stays, as for `useAsyncLocalStorage`).
+ */
+export function useOwnerNumbers(newOwner) {
+  if (typeof newOwner === 'function' && ownerNumbers === null) ownerNumbers = newOwner
+}
+
+/** A fresh owner number (1 .. 2^53 - 1) from the core's one owner space. */
 export function freshOwner() {
-  return nextOwner++
+  if (ownerNumbers === null) throw new Error('redlatch: no core is loaded to number owners')
+  return ownerNumbers()
 }
 
 /** The owner of a scope or an explicit `Owner`: its number and its granted holds. */
 export class Frame {
-  constructor() {
-    this.owner = freshOwner()
-    /** Granted holds of this owner not yet released (acquires in flight do not count). */
-    this.active = 0
+  #owner = 0
+  /** Granted holds of this owner not yet released (acquires in flight do not count). */
+  active = 0
+
+  /** Its owner number, drawn from the core on first use (an `Owner` may be made first). */
+  get owner() {
+    if (this.#owner === 0) this.#owner = freshOwner()
+    return this.#owner
   }
 }
 

@@ -1,14 +1,16 @@
 // The wasm module as the facade's engine (../lib/facade/engine.mjs): `WasmClient`, `WasmLock`
 // and `WasmHeld` (src/*.rs) run the core; this adapter adds what the engine interface asks
-// for and the module leaves to JavaScript: cancellation by ticket, `close()` (pending
-// acquires, live holds, the closed state) and keeping a Node event loop alive while a call
-// the program awaits is pending. Everything else is the shared facade.
+// for and the module leaves to JavaScript: cancellation by ticket (a promise the wasm side
+// races) and keeping a Node event loop alive while a call the program awaits is pending.
+// `close()` is the core's `Client::close` (it releases every hold still held and tells their
+// watchers 'closed'); the adapter only rejects its own pending waits. Everything else is the
+// shared facade.
 
 import * as args from '../lib/facade/args.mjs'
 import { Client } from '../lib/facade/client.mjs'
 import { INTERNAL } from '../lib/facade/engine.mjs'
 import { closedError, InvalidArgumentError, NotAcquiredError, toLockError } from '../lib/facade/errors.mjs'
-import { useAsyncLocalStorage } from '../lib/facade/owner.mjs'
+import { useAsyncLocalStorage, useOwnerNumbers } from '../lib/facade/owner.mjs'
 import { WasmEngineLatch, WasmEngineMultiLock, WasmEnginePermitSemaphore, WasmEngineSemaphore } from './family.mjs'
 
 /** The wasm-bindgen glue: `WasmClient`, `WasmLock`, `WasmHeld`. */
@@ -29,6 +31,8 @@ let keepAliveTimer = null
 export function install(module, options = {}) {
   glue = module
   useAsyncLocalStorage(options.AsyncLocalStorage ?? null)
+  // Reentrant owners are numbered by the core (../lib/facade/owner.mjs).
+  useOwnerNumbers(module.newOwner)
   keepAliveEnabled = options.keepAlive === true
 }
 
@@ -54,14 +58,12 @@ async function keep(start) {
 /** Lock kinds as the wasm module numbers them (../src/lock.rs `Kind`). */
 const KIND = { lease: 0, reentrant: 1, fair: 2, read: 3, write: 4 }
 
-/** One client's engine: the `WasmClient`, its pending acquires and (weakly) its live holds. */
+/** One client's engine: the `WasmClient` and its pending acquires. */
 class WasmEngine {
   #raw
   closed = false
   /** @type {Map<number, (reason: unknown) => void>} ticket -> settles that acquire's cancel promise */
   pending = new Map()
-  /** @type {Set<{ deref(): WasmEngineHold | undefined }>} */
-  holds = new Set()
 
   constructor(raw) {
     this.#raw = raw
@@ -140,29 +142,12 @@ class WasmEngine {
     this.pending.get(ticket)?.(new NotAcquiredError('aborted'))
   }
 
-  /**
-   * Tracks a live hold until its release. Weakly where the host has WeakRef (so an
-   * unreleased, unreachable hold can still be collected and released in the background);
-   * workerd has no WeakRef and never collects such holds anyway.
-   */
-  track(hold) {
-    if (this.holds.size >= 256) {
-      for (const ref of this.holds) if (ref.deref() === undefined) this.holds.delete(ref)
-    }
-    const ref = typeof WeakRef === 'function' ? new WeakRef(hold) : { deref: () => hold }
-    this.holds.add(ref)
-    return ref
-  }
-
   async close() {
     if (this.closed) return
     this.closed = true
     for (const cancel of this.pending.values()) cancel(closedError())
     this.pending.clear()
-    const live = [...this.holds].map((ref) => ref.deref()).filter((h) => h !== undefined && h.active)
-    this.holds.clear()
-    await Promise.allSettled(live.map((h) => h.closeByClient()))
-    // The core's close: permits, multi-lock members and anything else still held.
+    // The core's close: holds, permits and multi-lock members still held.
     await keep(() => this.#raw.close())
   }
 }
@@ -201,7 +186,7 @@ class WasmEngineLock {
     } finally {
       engine.pending.delete(ticket)
     }
-    const hold = new WasmEngineHold(engine, raw)
+    const hold = new WasmEngineHold(raw)
     if (engine.closed) {
       // Closed just as the acquire succeeded: give it back.
       await hold.release(true).catch(() => {})
@@ -228,16 +213,9 @@ class WasmEngineLock {
 
 class WasmEngineHold {
   #raw
-  #engine
-  #ref
-  #onEnd = null
-  active = true
-  closedByClient = false
 
-  constructor(engine, raw) {
+  constructor(raw) {
     this.#raw = raw
-    this.#engine = engine
-    this.#ref = engine.track(this)
   }
 
   get fencingToken() {
@@ -249,11 +227,15 @@ class WasmEngineHold {
   }
 
   get lost() {
-    return this.closedByClient || this.#raw.lost
+    return this.#raw.closedByClient || this.#raw.lost
+  }
+
+  get closedByClient() {
+    return this.#raw.closedByClient
   }
 
   get held() {
-    return this.active && this.#raw.held
+    return this.#raw.held
   }
 
   get lossReason() {
@@ -261,38 +243,20 @@ class WasmEngineHold {
   }
 
   watch(onEnd) {
-    if (!this.active) return
-    this.#onEnd = onEnd
+    // Resolves with the loss reason, 'closed' (released by client.close()) or null (released).
     this.#raw.loss().then(
-      (reason) => {
-        if (reason !== null) onEnd(reason)
+      (why) => {
+        if (why !== null) onEnd(why)
       },
       () => {},
     )
   }
 
-  /** `client.close()`: the holder's lock is gone, so its watcher is told; then releases. */
-  async closeByClient() {
-    this.closedByClient = true
-    this.#onEnd?.('closed')
-    await this.release(true)
-  }
-
   async release(scopeEnd) {
-    if (this.closedByClient && !this.active) throw closedError()
-    try {
-      return await keep(() => this.#raw.release(scopeEnd))
-    } finally {
-      // Settled, or handed to the core's background release: no longer this client's to close.
-      if (scopeEnd || !this.#raw.held) {
-        this.active = false
-        this.#engine.holds.delete(this.#ref)
-      }
-    }
+    return keep(() => this.#raw.release(scopeEnd))
   }
 
   async extend(leaseMs) {
-    if (this.closedByClient) throw closedError()
     return keep(() => this.#raw.extend(leaseMs))
   }
 
