@@ -5,6 +5,8 @@
 //! time and sleeps.
 
 mod acquire;
+mod attempt;
+mod grant;
 mod hold;
 pub(crate) mod multi;
 mod nodes;
