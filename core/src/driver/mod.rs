@@ -14,6 +14,8 @@ pub(crate) mod owner;
 mod registry;
 mod rollback;
 mod signal;
+#[cfg(all(test, feature = "native"))]
+mod testing;
 pub mod transport;
 pub(crate) mod waiting;
 mod waker;
