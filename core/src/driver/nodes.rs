@@ -202,7 +202,8 @@ mod tests {
 
         faulty.fail_next(1);
         let request = set_nx("n:1", "t1");
-        let (result, retried) = only(within(engine.nodes.broadcast_until(&request, timeout, &[], 1, |_| true)).await);
+        let (result, retried) =
+            only(within(engine.nodes.broadcast_until(&request, timeout, &[], 1, |_| true)).await);
         assert!(retried, "the answer came from the retry");
         let reply = lease("t1").decode_acquire(&result.unwrap()).unwrap();
         assert!(matches!(reply, AcquireReply::Acquired { .. }), "{reply:?}");
@@ -212,10 +213,20 @@ mod tests {
             Some(false),
             "the retry is the script form (a repeated SET NX would find its own key busy)"
         );
-        assert_eq!(cmd::<Option<String>>(&mut conn, &["GET", "n:1"]).await.as_deref(), Some("t1"));
+        assert_eq!(
+            cmd::<Option<String>>(&mut conn, &["GET", "n:1"]).await.as_deref(),
+            Some("t1")
+        );
 
         faulty.fail_next(2);
-        let (result, retried) = only(within(engine.nodes.broadcast_until(&set_nx("n:2", "t2"), timeout, &[], 1, |_| true)).await);
+        let (result, retried) = only(
+            within(
+                engine
+                    .nodes
+                    .broadcast_until(&set_nx("n:2", "t2"), timeout, &[], 1, |_| true),
+            )
+            .await,
+        );
         let e = result.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Connection);
         assert!(e.message().starts_with(&format!("{}: ", s_label(&engine))), "{e}");
@@ -247,15 +258,34 @@ mod tests {
         let granted = |r: &Reply| matches!(lease("t").decode_acquire(r), Ok(AcquireReply::Acquired { .. }));
 
         // Needing one grant: the paused node is not awaited (its slot is empty, not a timeout).
-        let out = within(engine.nodes.broadcast_until(&set_nx("q:1", "t"), Duration::from_secs(10), &[], 1, granted)).await;
-        assert!(out[0].as_ref().is_some_and(|(r, _)| r.as_ref().is_ok_and(granted)));
+        let out = within(engine.nodes.broadcast_until(
+            &set_nx("q:1", "t"),
+            Duration::from_secs(10),
+            &[],
+            1,
+            granted,
+        ))
+        .await;
+        assert!(out[0]
+            .as_ref()
+            .is_some_and(|(r, _)| r.as_ref().is_ok_and(granted)));
         assert!(out[1].is_none(), "not awaited");
 
         // Needing both: the paused node times out, named in the error.
-        let out = within(engine.nodes.broadcast_until(&set_nx("q:2", "t"), Duration::from_millis(300), &[], 2, granted)).await;
+        let out = within(engine.nodes.broadcast_until(
+            &set_nx("q:2", "t"),
+            Duration::from_millis(300),
+            &[],
+            2,
+            granted,
+        ))
+        .await;
         let e = out[1].as_ref().unwrap().0.as_ref().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Connection);
-        assert!(e.message().contains("no reply") && e.message().contains(engine.nodes.label(1)), "{e}");
+        assert!(
+            e.message().contains("no reply") && e.message().contains(engine.nodes.label(1)),
+            "{e}"
+        );
 
         // The request not awaited was still sent: it lands once the node runs again.
         b.resume().unwrap();
@@ -270,9 +300,21 @@ mod tests {
         assert_eq!(landed.as_deref(), Some("t"));
 
         // A skipped node is not asked at all.
-        let out = within(engine.nodes.broadcast_until(&set_nx("q:3", "t"), Duration::from_secs(5), &[true, false], 2, granted)).await;
+        let out = within(engine.nodes.broadcast_until(
+            &set_nx("q:3", "t"),
+            Duration::from_secs(5),
+            &[true, false],
+            2,
+            granted,
+        ))
+        .await;
         assert!(out[0].is_none() && out[1].is_some());
         assert_eq!(cmd::<Option<String>>(&mut conn_a, &["GET", "q:3"]).await, None);
-        assert_eq!(cmd::<Option<String>>(&mut conn_b, &["GET", "q:3"]).await.as_deref(), Some("t"));
+        assert_eq!(
+            cmd::<Option<String>>(&mut conn_b, &["GET", "q:3"])
+                .await
+                .as_deref(),
+            Some("t")
+        );
     }
 }

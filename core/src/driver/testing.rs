@@ -12,7 +12,7 @@ use crate::kind::LockKind;
 use crate::native::{RedisTransport, TokioRuntime};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
-use redlatch_fleet::RedisServer;
+use redlatch_fleet::{HoldingProxy, RedisServer};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -35,6 +35,17 @@ pub(crate) fn config() -> Config {
 /// A real node's transport, logged in as the client under test would be.
 pub(crate) fn transport(server: &RedisServer, config: &Config) -> Arc<RedisTransport> {
     Arc::new(RedisTransport::new(&server.url(), config.network_timeout).expect("transport"))
+}
+
+/// A real node's transport through a [`HoldingProxy`] (requests flow; replies can be held
+/// back, so a request applies while its reply is lost to the timeout).
+pub(crate) fn proxied(server: &RedisServer, config: &Config) -> (HoldingProxy, Arc<RedisTransport>) {
+    let proxy = HoldingProxy::start(server.port()).expect("proxy");
+    let url = server
+        .url()
+        .replace(&format!(":{}", server.port()), &format!(":{}", proxy.port()));
+    let transport = RedisTransport::new(&url, config.network_timeout).expect("transport");
+    (proxy, Arc::new(transport))
 }
 
 /// An engine over `servers` (one = single node, several = quorum), on the calling tokio
@@ -64,7 +75,10 @@ pub(crate) async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnecti
 }
 
 /// Runs one command on `conn`.
-pub(crate) async fn cmd<T: redis::FromRedisValue>(conn: &mut redis::aio::MultiplexedConnection, args: &[&str]) -> T {
+pub(crate) async fn cmd<T: redis::FromRedisValue>(
+    conn: &mut redis::aio::MultiplexedConnection,
+    args: &[&str],
+) -> T {
     let mut c = redis::cmd(args[0]);
     for a in &args[1..] {
         c.arg(*a);

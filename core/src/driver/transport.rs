@@ -112,7 +112,9 @@ mod tests {
         // The mean of 2,000 uniform draws is within 0.05 of 0.5 but for odds of about 1e-12;
         // a constant (the 0.5 fallback) or a skewed source fails the spread check below.
         assert!((mean - 0.5).abs() < 0.05, "mean {mean}");
-        let (lo, hi) = samples.iter().fold((1.0f64, 0.0f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        let (lo, hi) = samples
+            .iter()
+            .fold((1.0f64, 0.0f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
         assert!(lo < 0.01 && hi > 0.99, "spread {lo}..{hi}");
     }
 
@@ -127,6 +129,9 @@ mod tests {
         assert!(wall.abs_diff(system) < 60_000, "{wall} vs {system}");
         let before = rt.now();
         rt.sleep(Duration::from_millis(5)).await;
-        assert!(rt.now() >= before + Duration::from_millis(5), "monotonic and past the sleep");
+        assert!(
+            rt.now() >= before + Duration::from_millis(5),
+            "monotonic and past the sleep"
+        );
     }
 }

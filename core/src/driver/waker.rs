@@ -61,13 +61,21 @@ mod tests {
         b.pause().unwrap();
         // The paused node's subscription times out within the remaining wait: that node is
         // polled instead, the live one still wakes the waiter.
-        let mut waker = within(Waker::subscribe(&engine, "redisson_lock__channel:{w}", Some(Duration::from_millis(200)))).await;
+        let mut waker = within(Waker::subscribe(
+            &engine,
+            "redisson_lock__channel:{w}",
+            Some(Duration::from_millis(200)),
+        ))
+        .await;
         assert_eq!(waker.subs.len(), 1, "subscribed on the live node only");
         b.resume().unwrap();
         waker.mark_seen();
         let mut conn = raw(&a).await;
         let receivers: i64 = cmd(&mut conn, &["PUBLISH", "redisson_lock__channel:{w}", "0"]).await;
-        assert_eq!(receivers, 1, "the subscription was confirmed before subscribe returned");
+        assert_eq!(
+            receivers, 1,
+            "the subscription was confirmed before subscribe returned"
+        );
         within(waker.changed()).await;
     }
 
@@ -76,10 +84,18 @@ mod tests {
         let a = testing::server();
         let engine = testing::engine(&[&a], testing::config()).await;
         a.pause().unwrap();
-        let mut waker = within(Waker::subscribe(&engine, "redisson_lock__channel:{p}", Some(Duration::from_millis(100)))).await;
+        let mut waker = within(Waker::subscribe(
+            &engine,
+            "redisson_lock__channel:{p}",
+            Some(Duration::from_millis(100)),
+        ))
+        .await;
         a.resume().unwrap();
         assert!(waker.subs.is_empty());
         let woke = tokio::time::timeout(Duration::from_millis(200), waker.changed()).await;
-        assert!(woke.is_err(), "changed() never resolves without a subscription (the poll interval decides)");
+        assert!(
+            woke.is_err(),
+            "changed() never resolves without a subscription (the poll interval decides)"
+        );
     }
 }
