@@ -151,3 +151,59 @@ pub(super) async fn attempt(
         ),
     }
 }
+
+#[cfg(all(test, feature = "native"))]
+mod tests {
+    use crate::driver::acquire::acquire;
+    use crate::driver::testing::{self, cmd, lease_spec, raw, within};
+    use crate::driver::Config;
+    use crate::error::ErrorKind;
+    use std::time::Duration;
+
+    fn quorum_config() -> Config {
+        Config {
+            node_timeout: Some(Duration::from_millis(150)),
+            ..testing::config()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_majority_grants_and_a_minority_is_undone_where_it_granted() {
+        let servers = [testing::server(), testing::server(), testing::server()];
+        let engine = testing::engine(&servers.iter().collect::<Vec<_>>(), quorum_config()).await;
+        let mut conns = Vec::new();
+        for s in &servers {
+            conns.push(raw(s).await);
+        }
+        let spec = lease_spec("t:1", Some(Duration::from_secs(60)));
+
+        servers[2].pause().unwrap();
+        let hold = within(acquire(&engine, &spec, Some(Duration::ZERO)))
+            .await
+            .expect("2 of 3 grant");
+        within(hold.release()).await.unwrap();
+
+        servers[1].pause().unwrap();
+        let e = within(acquire(
+            &engine,
+            &lease_spec("t:2", Some(Duration::from_secs(60))),
+            Some(Duration::ZERO),
+        ))
+        .await
+        .err()
+        .expect("1 of 3 is no majority");
+        assert_eq!(e.kind(), ErrorKind::Quorum, "{e}");
+        let outcomes: Vec<bool> = e.nodes().iter().map(|n| n.result.is_ok()).collect();
+        assert_eq!(outcomes, [true, false, false], "per node, in node order: {e}");
+        // Redlock step 5: the node that granted is released again.
+        within(async {
+            while cmd::<i64>(&mut conns[0], &["EXISTS", "t:2"]).await == 1 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        for s in &servers[1..] {
+            s.resume().unwrap();
+        }
+    }
+}

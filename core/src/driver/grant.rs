@@ -118,3 +118,94 @@ pub(super) async fn drop_orphaned_counts(
         }
     }
 }
+
+#[cfg(all(test, feature = "native"))]
+mod tests {
+    use crate::driver::acquire::acquire;
+    use crate::driver::testing::{self, cmd, raw, rlock_spec};
+    use crate::error::{ErrorKind, Reason};
+    use std::time::Duration;
+
+    const NOW: Option<Duration> = Some(Duration::ZERO);
+    const LEASE: Option<Duration> = Some(Duration::from_secs(60));
+
+    #[tokio::test]
+    async fn a_re_entry_shares_the_owners_validity_and_keeps_every_count() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], testing::config()).await;
+        let mut conn = raw(&s).await;
+        let mut spec = rlock_spec(&engine, "g:1", 1, LEASE);
+        spec.fence = Some(0);
+        let outer = acquire(&engine, &spec, NOW).await.unwrap();
+        let inner = acquire(&engine, &spec, NOW).await.unwrap();
+        let field = spec.owner.clone().unwrap();
+        assert_eq!(
+            cmd::<Option<i64>>(&mut conn, &["HGET", "g:1", &field]).await,
+            Some(2)
+        );
+        assert_eq!(
+            inner.fence, outer.fence,
+            "a re-entry reports the outer hold's token"
+        );
+        inner.signal.fire(Reason::Deleted, "test");
+        assert!(
+            outer.is_lost(),
+            "one validity: a loss through one hold is the other's"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lone_re_acquire_removes_the_counts_of_holds_already_declared_lost() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], testing::config()).await;
+        let mut conn = raw(&s).await;
+        let spec = rlock_spec(&engine, "g:2", 1, LEASE);
+        let field = spec.owner.clone().unwrap();
+        let count = |conn: &mut redis::aio::MultiplexedConnection| {
+            let (mut conn, field) = (conn.clone(), field.clone());
+            async move { cmd::<Option<i64>>(&mut conn, &["HGET", "g:2", &field]).await }
+        };
+        // A hold declared lost while Redis still keeps its count (its local validity ends a
+        // drift allowance before the key).
+        let stale = acquire(&engine, &spec, NOW).await.unwrap();
+        stale.signal.fire(Reason::Expired, "test: validity ran out");
+        let fresh = acquire(&engine, &spec, NOW).await.unwrap();
+        assert_eq!(
+            count(&mut conn).await,
+            Some(1),
+            "the stale hold's count was removed"
+        );
+        // The stale hold released after the re-acquire sends nothing: the new count stays.
+        let e = stale.release().await.err().expect("lost");
+        assert_eq!(e.kind(), ErrorKind::LockLost);
+        assert_eq!(count(&mut conn).await, Some(1));
+        fresh.release().await.unwrap();
+        assert_eq!(
+            cmd::<i64>(&mut conn, &["EXISTS", "g:2"]).await,
+            0,
+            "nothing outlives the holds"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_re_acquire_overlapping_another_call_of_the_owner_removes_nothing() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], testing::config()).await;
+        let mut conn = raw(&s).await;
+        let spec = rlock_spec(&engine, "g:3", 1, LEASE);
+        let field = spec.owner.clone().unwrap();
+        let stale = acquire(&engine, &spec, NOW).await.unwrap();
+        stale.signal.fire(Reason::Expired, "test: validity ran out");
+        // A release (or rollback) of the owner in flight during the re-acquire: the count
+        // Redis reports may or may not include its effect, so none is taken for an orphan.
+        let holder = stale.holder.clone();
+        let in_flight = engine.in_flight("g:3", &holder);
+        let fresh = acquire(&engine, &spec, NOW).await.unwrap();
+        drop(in_flight);
+        assert_eq!(
+            cmd::<Option<i64>>(&mut conn, &["HGET", "g:3", &field]).await,
+            Some(2)
+        );
+        fresh.release().await.unwrap();
+    }
+}
