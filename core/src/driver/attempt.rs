@@ -154,11 +154,11 @@ pub(super) async fn attempt(
 
 #[cfg(all(test, feature = "native"))]
 mod tests {
+    use super::*;
     use crate::driver::acquire::acquire;
     use crate::driver::testing::{self, cmd, lease_spec, raw, within};
     use crate::driver::Config;
-    use crate::error::ErrorKind;
-    use std::time::Duration;
+    use crate::protocol::token;
 
     fn quorum_config() -> Config {
         Config {
@@ -183,25 +183,41 @@ mod tests {
             .expect("2 of 3 grant");
         within(hold.release()).await.unwrap();
 
+        // One attempt with 1 of 3 granting: no majority, and (Redlock step 5) the node that
+        // granted is released again by the attempt itself, before any retry.
         servers[1].pause().unwrap();
-        let e = within(acquire(
+        let spec = lease_spec("t:2", Some(Duration::from_secs(60)));
+        let holder = Holder::Lease {
+            token: token::new_token().unwrap(),
+        };
+        let cleanups = Cleanups::new(3);
+        let outcome = within(attempt(
             &engine,
-            &lease_spec("t:2", Some(Duration::from_secs(60))),
-            Some(Duration::ZERO),
+            &spec,
+            &holder,
+            ("", Turn::default()),
+            true,
+            None,
+            &cleanups,
         ))
-        .await
-        .err()
-        .expect("1 of 3 is no majority");
+        .await;
+        let Attempt::Failed(e) = outcome else {
+            panic!("1 of 3 is no majority")
+        };
         assert_eq!(e.kind(), ErrorKind::Quorum, "{e}");
         let outcomes: Vec<bool> = e.nodes().iter().map(|n| n.result.is_ok()).collect();
         assert_eq!(outcomes, [true, false, false], "per node, in node order: {e}");
-        // Redlock step 5: the node that granted is released again.
         within(async {
-            while cmd::<i64>(&mut conns[0], &["EXISTS", "t:2"]).await == 1 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
+            while cleanups.busy()[0] {
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
         })
         .await;
+        assert_eq!(
+            cmd::<i64>(&mut conns[0], &["EXISTS", "t:2"]).await,
+            0,
+            "undone where it granted"
+        );
         for s in &servers[1..] {
             s.resume().unwrap();
         }
