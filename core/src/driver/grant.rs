@@ -155,36 +155,46 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_lone_re_acquire_removes_the_counts_of_holds_already_declared_lost() {
+    async fn a_lone_re_acquire_removes_the_counts_of_stale_holds_and_retires_them() {
         let s = testing::server();
         let engine = testing::engine(&[&s], testing::config()).await;
         let mut conn = raw(&s).await;
-        let spec = rlock_spec(&engine, "g:2", 1, LEASE);
-        let field = spec.owner.clone().unwrap();
-        let count = |conn: &mut redis::aio::MultiplexedConnection| {
-            let (mut conn, field) = (conn.clone(), field.clone());
-            async move { cmd::<Option<i64>>(&mut conn, &["HGET", "g:2", &field]).await }
-        };
-        // A hold declared lost while Redis still keeps its count (its local validity ends a
-        // drift allowance before the key).
-        let stale = acquire(&engine, &spec, NOW).await.unwrap();
-        stale.signal.fire(Reason::Expired, "test: validity ran out");
-        let fresh = acquire(&engine, &spec, NOW).await.unwrap();
-        assert_eq!(
-            count(&mut conn).await,
-            Some(1),
-            "the stale hold's count was removed"
-        );
-        // The stale hold released after the re-acquire sends nothing: the new count stays.
-        let e = stale.release().await.err().expect("lost");
-        assert_eq!(e.kind(), ErrorKind::LockLost);
-        assert_eq!(count(&mut conn).await, Some(1));
-        fresh.release().await.unwrap();
-        assert_eq!(
-            cmd::<i64>(&mut conn, &["EXISTS", "g:2"]).await,
-            0,
-            "nothing outlives the holds"
-        );
+        // A stale hold: Redis still keeps its count, but its local validity (which ends a
+        // drift allowance before the key) is over: declared lost, or run out unnoticed.
+        for (name, declared) in [("g:2", true), ("g:2b", false)] {
+            let spec = rlock_spec(&engine, name, 1, LEASE);
+            let field = spec.owner.clone().unwrap();
+            let count = |conn: &mut redis::aio::MultiplexedConnection| {
+                let (mut conn, field) = (conn.clone(), field.clone());
+                async move { cmd::<Option<i64>>(&mut conn, &["HGET", name, &field]).await }
+            };
+            let stale = acquire(&engine, &spec, NOW).await.unwrap();
+            if declared {
+                stale.signal.fire(Reason::Expired, "test: validity ran out");
+            } else {
+                stale.signal.set_deadline(Duration::ZERO);
+            }
+            let fresh = acquire(&engine, &spec, NOW).await.unwrap();
+            assert_eq!(
+                count(&mut conn).await,
+                Some(1),
+                "{name}: the stale count was removed"
+            );
+            // The stale hold released after the re-acquire sends nothing: the new count stays.
+            let e = stale.release().await.err().expect("lost");
+            assert_eq!(e.kind(), ErrorKind::LockLost, "{name}");
+            assert_eq!(
+                count(&mut conn).await,
+                Some(1),
+                "{name}: the new hold's count is intact"
+            );
+            fresh.release().await.unwrap();
+            assert_eq!(
+                cmd::<i64>(&mut conn, &["EXISTS", name]).await,
+                0,
+                "nothing outlives the holds"
+            );
+        }
     }
 
     #[tokio::test]
