@@ -142,7 +142,7 @@ impl Hold {
         self.unwatch();
         // A reentrant release counts as in flight for its owner from before it begins until
         // Redis answered: a re-acquire that removes counts of lost holds must not race it
-        // (see `drop_orphaned_counts` in grant.rs).
+        // (see `drop_orphaned_counts` in acquire.rs).
         let _in_flight = engine.in_flight(&self.name, &self.holder);
         let latch_ttl = engine.release_latch_ttl_ms(&self.holder, self.lease);
         // A lease release retried after its latch expired may find the key gone (or taken)

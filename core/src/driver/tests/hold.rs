@@ -3,6 +3,8 @@
 use super::*;
 use crate::driver::acquire::acquire;
 use crate::driver::testing::{self, cmd, lease_spec, raw, rlock_spec, within};
+use crate::error::{ErrorKind, Reason};
+use std::time::Duration;
 
 const NOW: Option<Duration> = Some(Duration::ZERO);
 
