@@ -1,6 +1,5 @@
 //! Unit tests of `hold.rs` (in their own file to keep that one short), on real servers.
 
-use super::*;
 use crate::driver::acquire::acquire;
 use crate::driver::testing::{self, cmd, lease_spec, raw, rlock_spec, within};
 use crate::error::{ErrorKind, Reason};
