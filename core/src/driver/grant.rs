@@ -181,7 +181,7 @@ mod tests {
                 "{name}: the stale count was removed"
             );
             // The stale hold released after the re-acquire sends nothing: the new count stays.
-            let e = stale.release().await.err().expect("lost");
+            let e = stale.release().await.expect_err("lost");
             assert_eq!(e.kind(), ErrorKind::LockLost, "{name}");
             assert_eq!(
                 count(&mut conn).await,
