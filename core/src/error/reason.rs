@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-/// Why a hold is not (or no longer) this owner's, carried by [`ErrorKind::NotOwned`] and
-/// [`ErrorKind::LockLost`] errors (and reported with a lost hold). The word
+/// Why a hold is not (or no longer) this owner's, carried by [`ErrorKind::NotOwned`](super::ErrorKind::NotOwned) and
+/// [`ErrorKind::LockLost`](super::ErrorKind::LockLost) errors (and reported with a lost hold). The word
 /// ([`Reason::as_str`]) and the number ([`Reason::code`]) are the same in every binding.
 ///
 /// How the core decides (bindings only map it):
