@@ -26,20 +26,16 @@
 //! own channel before the attempt that queues it; later attempts keep its place. An acquire
 //! that ends without a hold after queueing (wait over, error, cancelled) gives its place up
 //! (`fair_abort`): at once when the wait ran out, in the background otherwise.
-
+use super::attempt::{attempt, Attempt};
 use super::hold::Hold;
-use super::owner::{InFlight, Seen};
+use super::owner::InFlight;
 use super::rollback::{Cleanups, UndoOnDrop};
-use super::signal::{HoldSignal, Validity};
 use super::transport::random_unit;
 use super::waker::Waker;
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::kind::LockKind;
 use crate::protocol::family::fair;
-use crate::protocol::owner::Ticket;
-use crate::protocol::quorum::{self, Tally};
-use crate::protocol::reply::{AcquireReply, OwnershipReply};
 use crate::protocol::request::{Holder, Turn};
 use crate::protocol::{timing, token};
 use futures::future::select;
@@ -77,12 +73,6 @@ fn new_holder(spec: &LockSpec, wait: Option<Duration>) -> Result<Holder> {
         LockKind::Write => Holder::Write { owner },
         _ => Holder::Reentrant { owner },
     })
-}
-
-enum Attempt {
-    Granted(Hold),
-    Busy { pttl: i64 },
-    Failed(Error),
 }
 
 /// Acquires `spec`, waiting up to `wait` (`None` = until acquired).
@@ -218,236 +208,125 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     }
 }
 
-/// One attempt on every node (except those still cleaning up an earlier attempt).
-async fn attempt(
-    engine: &Arc<Engine>,
-    spec: &LockSpec,
-    holder: &Holder,
-    (request_id, turn): (&str, Turn),
-    first: bool,
-    ticket: Option<Ticket>,
-    cleanups: &Cleanups,
-) -> Attempt {
-    let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
-    let lease_ms = lease.as_millis() as u64;
-    let rt = &engine.runtime;
-    let mut request = holder.acquire_turn(
-        &spec.name,
-        lease_ms,
-        spec.fence,
-        request_id,
-        engine.latch_ttl_ms(),
-        turn,
-    );
-    if !first {
-        request = request.script_only();
-    }
-    let started = rt.now();
-    // Returns as soon as a majority granted (Redlock); later replies are not awaited (their
-    // requests were sent, and a release reaches every node anyway).
-    let majority = engine.majority();
-    let replies = engine
-        .nodes
-        .broadcast_until(
-            &request,
-            engine.node_timeout(lease),
-            &cleanups.busy(),
-            majority,
-            |r| matches!(holder.decode_acquire(r), Ok(AcquireReply::Acquired { .. })),
-        )
-        .await;
-    let elapsed = rt.now() - started;
+#[cfg(all(test, feature = "native"))]
+mod tests {
+    use super::*;
+    use crate::driver::testing::{self, cmd, lease_spec, raw, within};
+    use crate::driver::Config;
 
-    let (mut granted, mut busy, mut fence, mut min_pttl) = (Vec::new(), 0, 0, i64::MAX);
-    let mut holds = 1;
-    let mut unanswered = Vec::new();
-    let mut reasons = Vec::new();
-    let mut first_error = None;
-    for (i, r) in replies.into_iter().enumerate() {
-        let Some((r, _)) = r else {
-            // Not asked (its clean-up of an earlier attempt still runs), or not awaited.
-            reasons.push(Err("not asked: undoing an earlier attempt there".to_owned()));
-            continue;
-        };
-        match r.and_then(|r| holder.decode_acquire(&r)) {
-            Ok(AcquireReply::Acquired { fence: f, holds: h }) => {
-                granted.push(i);
-                fence = f;
-                holds = h;
-                reasons.push(Ok(()));
-            }
-            Ok(AcquireReply::Busy { pttl }) => {
-                busy += 1;
-                min_pttl = min_pttl.min(pttl);
-                reasons.push(Err(format!("held by another owner (pttl {pttl} ms)")));
-            }
-            Err(e) => {
-                unanswered.push(i);
-                reasons.push(Err(e.to_string()));
-                first_error = first_error.or(Some(e));
-            }
-        }
-    }
-    let n = engine.nodes.len();
-    let tally = quorum::tally(n, granted.len(), busy);
-    let mut validity = quorum::validity(lease, elapsed);
-    if n == 1 && validity.is_none() && elapsed < lease {
-        // A single node's grant stands while its lease runs; with a lease shorter than the
-        // drift allowance the hold is reported lost at once rather than refused forever.
-        validity = Some(Duration::ZERO);
-    }
-    if let (Tally::Granted, Some(validity)) = (tally, validity) {
-        tracing::debug!(lock = %spec.name, nodes = granted.len(), elapsed_ms = elapsed.as_millis() as u64, "acquired");
-        let grant = Grant {
-            lease,
-            fence,
-            deadline: started + validity,
-            holds,
-        };
-        let (hold, orphaned) = new_hold(engine, spec, holder, grant, ticket);
-        if orphaned > 0 {
-            drop_orphaned_counts(engine, spec, holder, lease, orphaned).await;
-        }
-        return Attempt::Granted(hold);
-    }
-    if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
-        let mut touched = granted.clone();
-        touched.extend(&unanswered);
-        let what = (spec.name.as_str(), holder, request_id, lease);
-        cleanups
-            .run(engine, what, &touched, engine.node_timeout(lease))
-            .await;
-    }
-    match (tally, first_error) {
-        // A node whose key holds application data, or that refuses this user: no retry helps.
-        (Tally::Refused | Tally::Undecided, Some(e)) if e.kind().is_permanent() => Attempt::Failed(e),
-        (Tally::Refused, _) => Attempt::Busy {
-            pttl: if min_pttl == i64::MAX { -1 } else { min_pttl },
-        },
-        (_, Some(e)) if n == 1 => Attempt::Failed(e),
-        (Tally::Granted, _) => Attempt::Failed(Error::new(
-            ErrorKind::Quorum,
-            format!(
-                "lock {:?}: majority granted but the validity ran out ({} ms elapsed)",
-                spec.name,
-                elapsed.as_millis()
-            ),
-        )),
-        _ => Attempt::Failed(
-            Error::new(
-                ErrorKind::Quorum,
-                format!(
-                    "lock {:?}: {} of {n} nodes granted; a majority is {}",
-                    spec.name,
-                    granted.len(),
-                    quorum::majority(n)
-                ),
-            )
-            .with_nodes(engine.nodes.outcomes(reasons)),
-        ),
-    }
-}
-
-/// What a granted attempt established.
-pub(super) struct Grant {
-    pub(super) lease: Duration,
-    /// Fencing token (0 when not fenced).
-    pub(super) fence: u64,
-    /// End of the local validity.
-    pub(super) deadline: Duration,
-    /// The reentrant hold count Redis reported after this grant (1 for lease locks).
-    pub(super) holds: u64,
-}
-
-/// The hold for a grant, and how many of the hold counts Redis reported belong to holds of
-/// this owner that were already declared lost (also the multi-lock's, per member).
-pub(super) fn new_hold(
-    engine: &Arc<Engine>,
-    spec: &LockSpec,
-    holder: &Holder,
-    grant: Grant,
-    ticket: Option<Ticket>,
-) -> (Hold, u64) {
-    let Grant {
-        lease,
-        fence,
-        deadline,
-        holds,
-    } = grant;
-    let (validity, orphaned) = match (holder.shared_field(), ticket) {
-        // The owner's holds are counts in one hash with one TTL: they share one validity.
-        (Some(owner), Some(ticket)) => {
-            // With no live hold of this owner, and no other acquire, release or rollback of it
-            // running at any time during this one, every count beyond this grant's own was
-            // left by holds this client declared lost while Redis still kept them (their
-            // local validity ends a drift allowance before the key). A lost hold's release
-            // sends nothing, so without this the count would outlive every guard. The rule is
-            // `protocol::owner::orphaned_counts`.
-            let seen = Seen {
-                deadline,
-                now: engine.now(),
-                holds,
-                quorum: engine.is_quorum(),
-            };
-            let joined = engine.validities.join(&spec.name, &owner, ticket, seen);
-            (joined.validity, joined.orphaned)
-        }
-        _ => (Validity::new(&spec.name, deadline), 0),
-    };
-    // A re-entry reports the outer hold's token (the owner's holds share the validity), never
-    // a lower one than already handed out to this owner.
-    let fence = validity.fence(fence);
-    let signal = Arc::new(HoldSignal::sharing(validity));
-    // Fixed leases need no renewal: their loss is the deadline passing (see signal.rs).
-    let watch_id = spec.lease.is_none().then(|| {
-        engine
-            .watchdog
-            .register(engine, &spec.name, holder, signal.clone())
-    });
-    let hold = Hold {
-        id: engine.registry.next_id(),
-        engine: engine.clone(),
-        name: spec.name.clone(),
-        holder: holder.clone(),
-        lease,
-        fence: spec.fence.map(|_| fence),
-        signal,
-        watch_id,
-        releasing: Default::default(),
-        background: Default::default(),
-    };
-    (hold, orphaned)
-}
-
-/// Removes `count` hold counts that lost holds of this owner left in the hash (single node):
-/// one reentrant release each, which keeps the grant's own count and resets the TTL to
-/// `lease`. Best effort: on failure the counts expire with the key, as before.
-async fn drop_orphaned_counts(
-    engine: &Engine,
-    spec: &LockSpec,
-    holder: &Holder,
-    lease: Duration,
-    count: u64,
-) {
-    tracing::warn!(lock = %spec.name, count, "re-acquire found hold counts of holds already reported lost; removing them");
-    for _ in 0..count {
-        let Ok(request_id) = token::new_token() else {
-            return;
-        };
-        let req = holder.release(
-            &spec.name,
-            lease.as_millis() as u64,
-            &request_id,
-            engine.release_latch_ttl_ms(holder, lease),
-            engine.runtime.wall_clock_ms(),
+    #[test]
+    fn each_kind_is_known_to_redis_by_its_token_or_owner() {
+        let mut spec = lease_spec("k", None);
+        let (a, b) = (new_holder(&spec, None).unwrap(), new_holder(&spec, None).unwrap());
+        assert!(
+            matches!((&a, &b), (Holder::Lease { token: x }, Holder::Lease { token: y }) if x != y && !x.is_empty())
         );
-        let reply = engine.nodes.call(0, &req, engine.config.network_timeout).await;
-        match reply.and_then(|r| holder.decode_release(&r)) {
-            Ok(OwnershipReply::StillHeld) => {}
-            other => {
-                tracing::warn!(lock = %spec.name, outcome = ?other, "removing a lost hold's count stopped");
-                return;
-            }
+        spec.owner = Some("c:7".to_owned());
+        for (kind, expect) in [
+            (LockKind::Reentrant, Holder::Reentrant { owner: "c:7".into() }),
+            (LockKind::Read, Holder::Read { owner: "c:7".into() }),
+            (LockKind::Write, Holder::Write { owner: "c:7".into() }),
+        ] {
+            spec.kind = kind;
+            assert_eq!(new_holder(&spec, None).unwrap(), expect);
         }
+        spec.kind = LockKind::Fair;
+        let wait = Some(Duration::from_secs(2));
+        assert_eq!(
+            new_holder(&spec, wait).unwrap(),
+            Holder::Fair {
+                owner: "c:7".into(),
+                wait_slot_ms: fair::wait_slot_ms(Some(2_000)),
+            },
+            "a fair waiter queues with its wait"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_busy_lock_is_not_acquired_within_the_wait_and_application_data_is_a_conflict() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], testing::config()).await;
+        let mut conn = raw(&s).await;
+        let spec = lease_spec("a:1", Some(Duration::from_secs(60)));
+        let held = acquire(&engine, &spec, Some(Duration::ZERO)).await.unwrap();
+        let e = acquire(&engine, &spec, Some(Duration::ZERO))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(e.kind(), ErrorKind::NotAcquired);
+        let e = within(acquire(&engine, &spec, Some(Duration::from_millis(100))))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(e.kind(), ErrorKind::NotAcquired);
+        held.release().await.unwrap();
+
+        // A string without TTL that is no token: the plain SET NX only says "busy", the script
+        // form that follows says what it is, even with no wait.
+        let _: () = cmd(&mut conn, &["SET", "a:2", "application data"]).await;
+        let e = acquire(&engine, &lease_spec("a:2", None), Some(Duration::ZERO))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(e.kind(), ErrorKind::KeyConflict, "{e}");
+        assert_eq!(
+            cmd::<Option<String>>(&mut conn, &["GET", "a:2"]).await.as_deref(),
+            Some("application data"),
+            "left untouched"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_end_the_wait_after_one_network_timeout_and_permanent_ones_at_once() {
+        let s = testing::server();
+        // A long network timeout: retrying a permanent error would outlast the hang bound.
+        let config = Config {
+            network_timeout: Duration::from_secs(60),
+            ..testing::config()
+        };
+        let engine = testing::engine(&[&s], config).await;
+        let mut conn = raw(&s).await;
+        let _: i64 = cmd(&mut conn, &["RPUSH", "a:3", "x"]).await;
+        let e = within(acquire(&engine, &lease_spec("a:3", None), None))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(
+            e.kind(),
+            ErrorKind::KeyConflict,
+            "returned at once, not retried: {e}"
+        );
+
+        // Unreachable Redis with no wait limit: the error returns once it persisted for the
+        // network timeout (500 ms here), not never.
+        let engine = testing::engine(&[&s], testing::config()).await;
+        s.pause().unwrap();
+        let result = within(acquire(&engine, &lease_spec("a:4", None), None)).await;
+        s.resume().unwrap();
+        let e = result.err().expect("no grant from a paused server");
+        assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_waiter_is_woken_by_the_release_not_the_poll() {
+        let s = testing::server();
+        // Poll and lease far beyond the hang bound: only the unlock message can wake it.
+        let config = Config {
+            poll_interval: Duration::from_secs(120),
+            handoff_grace: Duration::ZERO,
+            ..testing::config()
+        };
+        let engine = testing::engine(&[&s], config).await;
+        let spec = lease_spec("a:5", Some(Duration::from_secs(120)));
+        let held = acquire(&engine, &spec, Some(Duration::ZERO)).await.unwrap();
+        let waiter = {
+            let (engine, spec) = (engine.clone(), spec.clone());
+            tokio::spawn(async move { acquire(&engine, &spec, None).await.map(|h| h.fence) })
+        };
+        // Let the waiter subscribe and go to sleep.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiter.is_finished());
+        held.release().await.unwrap();
+        within(waiter).await.unwrap().unwrap();
     }
 }

@@ -375,3 +375,7 @@ impl Hold {
         }
     }
 }
+
+#[cfg(all(test, feature = "native"))]
+#[path = "tests/hold.rs"]
+mod tests;

@@ -5,6 +5,8 @@
 //! time and sleeps.
 
 mod acquire;
+mod attempt;
+mod grant;
 mod hold;
 pub(crate) mod multi;
 mod nodes;
@@ -12,6 +14,8 @@ pub(crate) mod owner;
 mod registry;
 mod rollback;
 mod signal;
+#[cfg(all(test, feature = "native"))]
+mod testing;
 pub mod transport;
 pub(crate) mod waiting;
 mod waker;

@@ -8,7 +8,8 @@
 //! dropped acquire (cancellation) undoes its attempt in flight the same way. While a member is
 //! held by someone else the waiter listens on that member's unlock channel (as `acquire.rs`).
 
-use super::acquire::{new_hold, Grant, LockSpec};
+use super::acquire::LockSpec;
+use super::grant::{new_hold, Grant};
 use super::hold::Hold;
 use super::owner::InFlight;
 use super::transport::random_unit;

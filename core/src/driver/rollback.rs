@@ -169,3 +169,137 @@ impl UndoOnDrop {
         self.pending = false;
     }
 }
+
+#[cfg(all(test, feature = "native"))]
+mod tests {
+    use super::*;
+    use crate::driver::owner::Seen;
+    use crate::driver::testing::{self, cmd, raw, within};
+
+    const LEASE: Duration = Duration::from_secs(60);
+
+    fn owner(engine: &Engine) -> Holder {
+        Holder::Reentrant {
+            owner: format!("{}:1", engine.client_id),
+        }
+    }
+
+    /// Grants `holder`'s acquire (request `request_id`) on node `i`, as an attempt would.
+    async fn grant_on(engine: &Engine, i: usize, holder: &Holder, name: &str, request_id: &str) {
+        let request = holder.acquire(
+            name,
+            LEASE.as_millis() as u64,
+            None,
+            request_id,
+            engine.latch_ttl_ms(),
+        );
+        let reply = engine
+            .nodes
+            .call(i, &request, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert!(holder.decode_acquire(&reply).is_ok(), "{reply:?}");
+    }
+
+    async fn exists(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {
+        cmd::<i64>(conn, &["EXISTS", key]).await == 1
+    }
+
+    #[tokio::test]
+    async fn a_cleanup_keeps_its_node_busy_until_it_is_done_there() {
+        let (a, b) = (testing::server(), testing::server());
+        let engine = testing::engine(&[&a, &b], testing::config()).await;
+        let holder = owner(&engine);
+        for i in 0..2 {
+            grant_on(&engine, i, &holder, "r:1", "req-1").await;
+        }
+        b.pause().unwrap();
+        let cleanups = Cleanups::new(2);
+        let what = ("r:1", &holder, "req-1", LEASE);
+        within(cleanups.run(&engine, what, &[0, 1], Duration::from_millis(200))).await;
+        assert_eq!(
+            cleanups.busy(),
+            [false, true],
+            "the attempt waited up to its bound; the paused node is still being cleaned up"
+        );
+        assert!(
+            !exists(&mut raw(&a).await, "r:1").await,
+            "undone on the live node"
+        );
+        b.resume().unwrap();
+        within(async {
+            while cleanups.busy().contains(&true) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(
+            !exists(&mut raw(&b).await, "r:1").await,
+            "undone there too once it answered"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_dropped_acquire_is_undone_in_the_background_and_counts_as_in_flight_until_then() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], testing::config()).await;
+        let holder = owner(&engine);
+        let field = holder.shared_field().unwrap();
+        let mut conn = raw(&s).await;
+        let undo = |request_id: &str, pending| UndoOnDrop {
+            engine: engine.clone(),
+            name: "r:2".to_owned(),
+            holder: holder.clone(),
+            request_id: request_id.to_owned(),
+            lease: LEASE,
+            pending,
+            _in_flight: engine.in_flight("r:2", &holder),
+        };
+        // Nothing pending (the attempt was granted, or refused): nothing is sent.
+        grant_on(&engine, 0, &holder, "r:2", "req-2").await;
+        drop(undo("req-2", false));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(exists(&mut conn, "r:2").await);
+        let _: i64 = cmd(&mut conn, &["DEL", "r:2"]).await;
+
+        // Pending (cancelled with an unknown outcome): undone in the background.
+        grant_on(&engine, 0, &holder, "r:2", "req-3").await;
+        drop(undo("req-3", true));
+        // Until that undo is done, a grant of the owner must not take the count for an
+        // orphan: the rollback counts as a call in flight.
+        let seen = |holds| Seen {
+            deadline: engine.now() + LEASE,
+            now: engine.now(),
+            holds,
+            quorum: false,
+        };
+        let acquire = engine.validities.begin("r:2", &field);
+        let joined = engine.validities.join("r:2", &field, acquire.ticket(), seen(2));
+        assert_eq!(joined.orphaned, 0, "the rollback still runs");
+        drop((joined, acquire));
+        within(async {
+            while exists(&mut conn, "r:2").await {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        // Once it is done (its count ends just after its reply), a lone grant may remove
+        // orphans again.
+        within(async {
+            loop {
+                let acquire = engine.validities.begin("r:2", &field);
+                if engine
+                    .validities
+                    .join("r:2", &field, acquire.ticket(), seen(2))
+                    .orphaned
+                    == 1
+                {
+                    return;
+                }
+                drop(acquire);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+    }
+}

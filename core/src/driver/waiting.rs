@@ -125,3 +125,76 @@ impl Waiter {
         Ok(())
     }
 }
+
+#[cfg(all(test, feature = "native"))]
+mod tests {
+    use super::*;
+    use crate::driver::testing::{self, cmd, raw, within};
+    use crate::error::ErrorKind;
+
+    #[tokio::test]
+    async fn the_first_not_yet_subscribes_and_tries_again_at_once_and_the_wait_ends_at_its_deadline() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], testing::config()).await;
+        let mut waiter = Waiter::new(
+            &engine,
+            "redisson_sc:{w}".to_owned(),
+            Some(Duration::from_millis(300)),
+        );
+        waiter.attempt_starts();
+        assert!(within(waiter.not_yet(None)).await);
+        assert!(waiter.waker.is_some(), "subscribed");
+        // A release published on the channel ends the sleep (the poll interval is 20 ms here,
+        // so this only checks it returns to try again).
+        let mut conn = raw(&s).await;
+        let receivers: i64 = cmd(&mut conn, &["PUBLISH", "redisson_sc:{w}", "1"]).await;
+        assert_eq!(receivers, 1);
+        assert!(within(waiter.not_yet(None)).await);
+        within(async {
+            while waiter.remaining() != Some(Duration::ZERO) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(!waiter.not_yet(None).await, "the wait is over");
+    }
+
+    #[tokio::test]
+    async fn errors_are_retried_while_transient_and_end_the_wait_when_permanent_or_persisting() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], testing::config()).await;
+        let mut waiter = Waiter::new(&engine, "redisson_sc:{e}".to_owned(), None);
+        let started = waiter.attempt_starts();
+        assert!(
+            within(waiter.failed(Error::connection("x"), started))
+                .await
+                .is_ok(),
+            "retried"
+        );
+        // Errors since the first failed attempt started, for a network timeout: the wait ends.
+        tokio::time::sleep(engine.config.network_timeout).await;
+        let e = within(waiter.failed(Error::connection("still down"), engine.now()))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Connection);
+
+        let mut waiter = Waiter::new(&engine, "redisson_sc:{e}".to_owned(), None);
+        let e = within(waiter.failed(Error::new(ErrorKind::NoPermission, "NOPERM"), engine.now()))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoPermission, "permanent: at once");
+    }
+
+    #[tokio::test]
+    async fn counters_refuse_a_quorum_client() {
+        let (a, b) = (testing::server(), testing::server());
+        let engine = testing::engine(&[&a, &b], testing::config()).await;
+        let e = single_node(&engine).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (ErrorKind::InvalidArgument, SINGLE_NODE_ONLY)
+        );
+        let engine = testing::engine(&[&a], testing::config()).await;
+        assert!(single_node(&engine).is_ok());
+    }
+}

@@ -278,3 +278,81 @@ async fn renewals(engine: &Arc<Engine>, chunk: &[Due], lease_ms: u64) -> Vec<Vec
     }
     out
 }
+
+#[cfg(all(test, feature = "native"))]
+mod tests {
+    use crate::driver::acquire::acquire;
+    use crate::driver::testing::{self, cmd, lease_spec, raw, rlock_spec, within};
+    use crate::driver::{Config, End};
+    use crate::error::Reason;
+    use std::time::Duration;
+
+    /// Renewed every 333 ms back to 1 s (the first renewal comes well before the validity
+    /// would run out, even on a loaded machine).
+    fn config() -> Config {
+        Config {
+            watchdog_timeout: Duration::from_secs(1),
+            ..testing::config()
+        }
+    }
+
+    #[tokio::test]
+    async fn watchdog_holds_outlive_their_lease_until_released() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], config()).await;
+        let mut conn = raw(&s).await;
+        let lease = acquire(&engine, &lease_spec("w:1", None), Some(Duration::ZERO))
+            .await
+            .unwrap();
+        let reentrant = acquire(
+            &engine,
+            &rlock_spec(&engine, "w:2", 1, None),
+            Some(Duration::ZERO),
+        )
+        .await
+        .unwrap();
+        let fixed = acquire(
+            &engine,
+            &lease_spec("w:3", Some(Duration::from_secs(60))),
+            Some(Duration::ZERO),
+        )
+        .await
+        .unwrap();
+        assert_eq!(engine.watchdog.len(), 2, "fixed leases are not renewed");
+        // Two and a half watchdog timeouts: without renewals both keys would be gone.
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        for key in ["w:1", "w:2"] {
+            assert_eq!(cmd::<i64>(&mut conn, &["EXISTS", key]).await, 1, "{key} renewed");
+        }
+        assert!(!lease.is_lost() && !reentrant.is_lost());
+        lease.release().await.unwrap();
+        reentrant.release().await.unwrap();
+        fixed.release().await.unwrap();
+        assert_eq!(engine.watchdog.len(), 0, "released holds are no longer renewed");
+    }
+
+    #[tokio::test]
+    async fn a_renewal_that_finds_the_key_gone_or_taken_reports_the_loss() {
+        let s = testing::server();
+        let engine = testing::engine(&[&s], config()).await;
+        let mut conn = raw(&s).await;
+        let gone = acquire(&engine, &lease_spec("w:4", None), Some(Duration::ZERO))
+            .await
+            .unwrap();
+        let taken = acquire(&engine, &lease_spec("w:5", None), Some(Duration::ZERO))
+            .await
+            .unwrap();
+        let _: i64 = cmd(&mut conn, &["DEL", "w:4"]).await;
+        let _: () = cmd(&mut conn, &["SET", "w:5", "another-token", "PX", "60000"]).await;
+        let rt = engine.runtime.clone();
+        assert_eq!(within(gone.signal.ended(&*rt)).await, End::Lost(Reason::Deleted));
+        assert_eq!(within(taken.signal.ended(&*rt)).await, End::Lost(Reason::Taken));
+        assert_eq!(engine.watchdog.len(), 0);
+        assert_eq!(
+            cmd::<Option<String>>(&mut conn, &["GET", "w:5"]).await.as_deref(),
+            Some("another-token"),
+            "another owner's key is never renewed or touched"
+        );
+        assert!(cmd::<i64>(&mut conn, &["PTTL", "w:5"]).await > 30_000);
+    }
+}

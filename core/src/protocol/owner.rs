@@ -200,6 +200,34 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_hold_released_after_the_re_acquire_cannot_take_the_new_count() {
+        // The owner's previous validity ran out unnoticed: the re-acquire starts a new one
+        // and retires the old, so the stale hold's release sends nothing from now on...
+        let decision = join(Some(false));
+        assert_eq!(
+            decision,
+            Join::Fresh {
+                retire_previous: true
+            }
+        );
+        // ...and its count, which no release will ever take, is an orphan the lone grant removes.
+        let mut calls = Calls::default();
+        let acquire = calls.begin();
+        let at_grant = |calls: &Calls| Grant {
+            fresh: decision != Join::Live,
+            overlapped: calls.overlapped(acquire),
+            quorum: false,
+            holds: 2,
+        };
+        assert_eq!(orphaned_counts(at_grant(&calls)), 1);
+        // Had the stale hold's release gone out before the grant was processed (it may have
+        // taken a count already), the grant removes nothing.
+        calls.begin();
+        calls.end();
+        assert_eq!(orphaned_counts(at_grant(&calls)), 0);
+    }
+
+    #[test]
     fn re_entries_and_quorum_grants_remove_nothing() {
         let base = Grant {
             fresh: true,

@@ -1,0 +1,225 @@
+//! One acquire attempt on every node: the request, the replies until a majority granted, the
+//! tally and validity (Redlock steps 2-4), and on a miss the clean-up of the nodes that
+//! granted or did not answer (step 5, see `rollback.rs`). What a grant becomes is `grant.rs`.
+
+use super::acquire::LockSpec;
+use super::grant::{drop_orphaned_counts, new_hold, Grant};
+use super::hold::Hold;
+use super::rollback::Cleanups;
+use super::Engine;
+use crate::error::{Error, ErrorKind};
+use crate::protocol::owner::Ticket;
+use crate::protocol::quorum::{self, Tally};
+use crate::protocol::reply::AcquireReply;
+use crate::protocol::request::{Holder, Turn};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How one attempt ended.
+pub(super) enum Attempt {
+    Granted(Hold),
+    Busy { pttl: i64 },
+    Failed(Error),
+}
+
+/// One attempt on every node (except those still cleaning up an earlier attempt).
+pub(super) async fn attempt(
+    engine: &Arc<Engine>,
+    spec: &LockSpec,
+    holder: &Holder,
+    (request_id, turn): (&str, Turn),
+    first: bool,
+    ticket: Option<Ticket>,
+    cleanups: &Cleanups,
+) -> Attempt {
+    let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
+    let lease_ms = lease.as_millis() as u64;
+    let rt = &engine.runtime;
+    let mut request = holder.acquire_turn(
+        &spec.name,
+        lease_ms,
+        spec.fence,
+        request_id,
+        engine.latch_ttl_ms(),
+        turn,
+    );
+    if !first {
+        request = request.script_only();
+    }
+    let started = rt.now();
+    // Returns as soon as a majority granted (Redlock); later replies are not awaited (their
+    // requests were sent, and a release reaches every node anyway).
+    let majority = engine.majority();
+    let replies = engine
+        .nodes
+        .broadcast_until(
+            &request,
+            engine.node_timeout(lease),
+            &cleanups.busy(),
+            majority,
+            |r| matches!(holder.decode_acquire(r), Ok(AcquireReply::Acquired { .. })),
+        )
+        .await;
+    let elapsed = rt.now() - started;
+
+    let (mut granted, mut busy, mut fence, mut min_pttl) = (Vec::new(), 0, 0, i64::MAX);
+    let mut holds = 1;
+    let mut unanswered = Vec::new();
+    let mut reasons = Vec::new();
+    let mut first_error = None;
+    for (i, r) in replies.into_iter().enumerate() {
+        let Some((r, _)) = r else {
+            // Not asked (its clean-up of an earlier attempt still runs), or not awaited.
+            reasons.push(Err("not asked: undoing an earlier attempt there".to_owned()));
+            continue;
+        };
+        match r.and_then(|r| holder.decode_acquire(&r)) {
+            Ok(AcquireReply::Acquired { fence: f, holds: h }) => {
+                granted.push(i);
+                fence = f;
+                holds = h;
+                reasons.push(Ok(()));
+            }
+            Ok(AcquireReply::Busy { pttl }) => {
+                busy += 1;
+                min_pttl = min_pttl.min(pttl);
+                reasons.push(Err(format!("held by another owner (pttl {pttl} ms)")));
+            }
+            Err(e) => {
+                unanswered.push(i);
+                reasons.push(Err(e.to_string()));
+                first_error = first_error.or(Some(e));
+            }
+        }
+    }
+    let n = engine.nodes.len();
+    let tally = quorum::tally(n, granted.len(), busy);
+    let mut validity = quorum::validity(lease, elapsed);
+    if n == 1 && validity.is_none() && elapsed < lease {
+        // A single node's grant stands while its lease runs; with a lease shorter than the
+        // drift allowance the hold is reported lost at once rather than refused forever.
+        validity = Some(Duration::ZERO);
+    }
+    if let (Tally::Granted, Some(validity)) = (tally, validity) {
+        tracing::debug!(lock = %spec.name, nodes = granted.len(), elapsed_ms = elapsed.as_millis() as u64, "acquired");
+        let grant = Grant {
+            lease,
+            fence,
+            deadline: started + validity,
+            holds,
+        };
+        let (hold, orphaned) = new_hold(engine, spec, holder, grant, ticket);
+        if orphaned > 0 {
+            drop_orphaned_counts(engine, spec, holder, lease, orphaned).await;
+        }
+        return Attempt::Granted(hold);
+    }
+    if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
+        let mut touched = granted.clone();
+        touched.extend(&unanswered);
+        let what = (spec.name.as_str(), holder, request_id, lease);
+        cleanups
+            .run(engine, what, &touched, engine.node_timeout(lease))
+            .await;
+    }
+    match (tally, first_error) {
+        // A node whose key holds application data, or that refuses this user: no retry helps.
+        (Tally::Refused | Tally::Undecided, Some(e)) if e.kind().is_permanent() => Attempt::Failed(e),
+        (Tally::Refused, _) => Attempt::Busy {
+            pttl: if min_pttl == i64::MAX { -1 } else { min_pttl },
+        },
+        (_, Some(e)) if n == 1 => Attempt::Failed(e),
+        (Tally::Granted, _) => Attempt::Failed(Error::new(
+            ErrorKind::Quorum,
+            format!(
+                "lock {:?}: majority granted but the validity ran out ({} ms elapsed)",
+                spec.name,
+                elapsed.as_millis()
+            ),
+        )),
+        _ => Attempt::Failed(
+            Error::new(
+                ErrorKind::Quorum,
+                format!(
+                    "lock {:?}: {} of {n} nodes granted; a majority is {}",
+                    spec.name,
+                    granted.len(),
+                    quorum::majority(n)
+                ),
+            )
+            .with_nodes(engine.nodes.outcomes(reasons)),
+        ),
+    }
+}
+
+#[cfg(all(test, feature = "native"))]
+mod tests {
+    use super::*;
+    use crate::driver::acquire::acquire;
+    use crate::driver::testing::{self, cmd, lease_spec, raw, within};
+    use crate::driver::Config;
+    use crate::protocol::token;
+
+    fn quorum_config() -> Config {
+        Config {
+            node_timeout: Some(Duration::from_millis(150)),
+            ..testing::config()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_majority_grants_and_a_minority_is_undone_where_it_granted() {
+        let servers = [testing::server(), testing::server(), testing::server()];
+        let engine = testing::engine(&servers.iter().collect::<Vec<_>>(), quorum_config()).await;
+        let mut conns = Vec::new();
+        for s in &servers {
+            conns.push(raw(s).await);
+        }
+        let spec = lease_spec("t:1", Some(Duration::from_secs(60)));
+
+        servers[2].pause().unwrap();
+        let hold = within(acquire(&engine, &spec, Some(Duration::ZERO)))
+            .await
+            .expect("2 of 3 grant");
+        within(hold.release()).await.unwrap();
+
+        // One attempt with 1 of 3 granting: no majority, and (Redlock step 5) the node that
+        // granted is released again by the attempt itself, before any retry.
+        servers[1].pause().unwrap();
+        let spec = lease_spec("t:2", Some(Duration::from_secs(60)));
+        let holder = Holder::Lease {
+            token: token::new_token().unwrap(),
+        };
+        let cleanups = Cleanups::new(3);
+        let outcome = within(attempt(
+            &engine,
+            &spec,
+            &holder,
+            ("", Turn::default()),
+            true,
+            None,
+            &cleanups,
+        ))
+        .await;
+        let Attempt::Failed(e) = outcome else {
+            panic!("1 of 3 is no majority")
+        };
+        assert_eq!(e.kind(), ErrorKind::Quorum, "{e}");
+        let outcomes: Vec<bool> = e.nodes().iter().map(|n| n.result.is_ok()).collect();
+        assert_eq!(outcomes, [true, false, false], "per node, in node order: {e}");
+        within(async {
+            while cleanups.busy()[0] {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert_eq!(
+            cmd::<i64>(&mut conns[0], &["EXISTS", "t:2"]).await,
+            0,
+            "undone where it granted"
+        );
+        for s in &servers[1..] {
+            s.resume().unwrap();
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! [`redis_error_kind`]: the kind of a Redis error reply, the same rule for every transport.
+
+use super::ErrorKind;
+
+/// The kind of a Redis error reply, from its text (the same rule for every transport):
+/// `NOPERM ...`, Redis 7.0's script form `ERR The user executing the script can't ...` and
+/// Valkey's `ERR ACL failure in script: ...` are [`ErrorKind::NoPermission`]; `OOM ...` is [`ErrorKind::OutOfMemory`]; `WRONGTYPE ...`
+/// (also what redlatch's scripts answer for a key that holds application data) is
+/// [`ErrorKind::KeyConflict`]; anything else is [`ErrorKind::Redis`]. Client libraries may put
+/// their own prefix first (redis-rs writes `NoPerm: ...`), so the code is matched
+/// case-insensitively on the first word.
+pub fn redis_error_kind(reply: &str) -> ErrorKind {
+    let text = reply.trim_start();
+    let first: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect::<String>()
+        .to_ascii_uppercase();
+    match first.as_str() {
+        "NOPERM" => ErrorKind::NoPermission,
+        "OOM" => ErrorKind::OutOfMemory,
+        "WRONGTYPE" => ErrorKind::KeyConflict,
+        _ if text.contains("The user executing the script can't")
+            || text.contains("ACL failure in script") =>
+        {
+            ErrorKind::NoPermission
+        }
+        _ => ErrorKind::Redis,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_error_replies_are_classified_by_code() {
+        let cases = [
+            ("NOPERM this user has no permissions to access one of the keys", ErrorKind::NoPermission),
+            ("NoPerm: this user has no permissions", ErrorKind::NoPermission),
+            (
+                "ERR ACL failure in script: User noget has no permissions to run the 'get' command script: 1f, on @user_script:17.",
+                ErrorKind::NoPermission,
+            ),
+            (
+                "ERR The user executing the script can't publish to the channel mentioned in the command script: 1f, on @user_script:1.",
+                ErrorKind::NoPermission,
+            ),
+            ("OOM command not allowed when used memory > 'maxmemory'.", ErrorKind::OutOfMemory),
+            ("WRONGTYPE Operation against a key holding the wrong kind of value", ErrorKind::KeyConflict),
+            ("ERR unknown command 'EVALSHA'", ErrorKind::Redis),
+            ("BUSY Redis is busy running a script", ErrorKind::Redis),
+            ("", ErrorKind::Redis),
+        ];
+        for (reply, kind) in cases {
+            assert_eq!(redis_error_kind(reply), kind, "{reply}");
+        }
+    }
+}
