@@ -7,9 +7,11 @@
 mod acquire;
 mod hold;
 pub(crate) mod multi;
+pub(crate) mod multi_release;
 mod nodes;
 pub(crate) mod owner;
 mod registry;
+mod release;
 mod rollback;
 mod signal;
 pub mod transport;

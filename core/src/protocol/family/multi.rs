@@ -172,27 +172,48 @@ pub fn decode_acquire(reply: &Reply) -> Result<AcquireReply> {
     }
 }
 
-/// The `multi_release` request over `members`; `lease_ms` is restored on a partial reentrant
-/// release; each member's `0` goes to its own unlock channel.
+/// One member of a [`release`]: its lock, and the release request's id (naming its
+/// idempotency latch `redisson_unlock_latch:{N}:<id>`, the one its kind's own release would
+/// use) with the latch's life in ms.
+#[derive(Debug, Clone, Copy)]
+pub struct Releasing<'a> {
+    /// The member.
+    pub member: &'a Member,
+    /// The release request's id (random, reused by the retries of this member's release).
+    pub request_id: &'a str,
+    /// How long its latch lives, ms.
+    pub latch_ttl_ms: u64,
+}
+
+/// The `multi_release` request over `members`, in one script: each member released as its
+/// own kind's release would, with its own latch, so a retry after a lost reply (this request
+/// again, or the member's own release with the same id) gets the first answer back.
+/// `lease_ms` is restored on a partial reentrant release; each member's `0` goes to its own
+/// unlock channel.
 ///
 /// # Errors
 /// `InvalidArgument` when a member has no holder.
-pub fn release(members: &[&Member], lease_ms: u64, publish: &str) -> Result<Request> {
-    let specs = specs(members)?;
+pub fn release(members: &[Releasing<'_>], lease_ms: u64, publish: &str) -> Result<Request> {
+    let refs: Vec<&Member> = members.iter().map(|m| m.member).collect();
+    let specs = specs(&refs)?;
+    let mut keys: Vec<String> = specs.iter().map(|(n, _)| (*n).to_owned()).collect();
+    keys.extend(
+        specs
+            .iter()
+            .zip(members)
+            .map(|((name, _), m)| keys::unlock_latch(name, m.request_id)),
+    );
     let mut args = vec![lease_ms.to_string(), publish.to_owned()];
-    for (name, holder) in &specs {
+    for ((name, holder), m) in specs.iter().zip(members) {
         args.push(holder.spec());
         args.push(keys::lock_channel(name));
+        args.push(m.latch_ttl_ms.to_string());
     }
-    Ok(request(
-        &scripts::MULTI_RELEASE,
-        specs.iter().map(|(n, _)| (*n).to_owned()).collect(),
-        args,
-    ))
+    Ok(request(&scripts::MULTI_RELEASE, keys, args))
 }
 
-/// Decodes the reply of [`release`]: one outcome per member (`Done`, `StillHeld`, `Taken`,
-/// `Absent`), in the request's order.
+/// Decodes the reply of [`release`]: one outcome per member (`Done`, `HandedOff`,
+/// `StillHeld`, `Taken`, `Absent`), in the request's order.
 ///
 /// # Errors
 /// `Redis` when the reply is not `expected` codes.
@@ -261,8 +282,28 @@ mod tests {
         let r = acquire(&[&a, &b], 1000, "req", 9000).unwrap();
         assert_eq!(r.keys, ["a", "b", "redlatch_acquire_latch:{a}:req"]);
         assert_eq!(r.args, ["1000", "9000", "Lt", "Ru:1"]);
-        let r = release(&[&a, &b], 1000, "publish").unwrap();
-        assert_eq!(r.keys, ["a", "b"]);
+        let releasing = [
+            Releasing {
+                member: &a,
+                request_id: "ra",
+                latch_ttl_ms: 2000,
+            },
+            Releasing {
+                member: &b,
+                request_id: "rb",
+                latch_ttl_ms: 30000,
+            },
+        ];
+        let r = release(&releasing, 1000, "publish").unwrap();
+        assert_eq!(
+            r.keys,
+            [
+                "a",
+                "b",
+                "redisson_unlock_latch:{a}:ra",
+                "redisson_unlock_latch:{b}:rb"
+            ]
+        );
         assert_eq!(
             r.args,
             [
@@ -270,8 +311,10 @@ mod tests {
                 "publish",
                 "Lt",
                 "redisson_lock__channel:{a}",
+                "2000",
                 "Ru:1",
-                "redisson_lock__channel:{b}"
+                "redisson_lock__channel:{b}",
+                "30000"
             ]
         );
         let r = abort(&[&a, &b], "req", "publish").unwrap();
