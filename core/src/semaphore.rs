@@ -112,6 +112,9 @@ impl Semaphore {
 
     /// Sets the number of permits if the semaphore does not exist yet (Redisson
     /// `trySetPermits`), publishing it. `Ok(false)` when it already exists (left untouched).
+    /// The transport's repeat of a request whose reply was lost answers what the first
+    /// application answered (`true`), not "already set": each call leaves a short-lived latch
+    /// `redlatch_acquire_latch:{name}:<id>` (a key Redisson never reads).
     ///
     /// # Errors
     /// `InvalidArgument` for `permits` of 0 or above `i32::MAX`, a bad name or a quorum
@@ -119,7 +122,14 @@ impl Semaphore {
     /// `KeyConflict`-class `Redis` error (WRONGTYPE) when the key holds other data.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         self.check("permits", Some(permits))?;
-        let request = semaphore::try_set_permits(&self.name, permits, None, PUBLISH)?;
+        let request = semaphore::try_set_permits_once(
+            &self.name,
+            permits,
+            None,
+            PUBLISH,
+            &token::new_token()?,
+            self.engine.latch_ttl_ms(),
+        )?;
         semaphore::decode_try_set(&waiting::call(&self.engine, &request).await?)
     }
 
