@@ -8,7 +8,7 @@ use crate::protocol::family::{self, keys as family_keys, semaphore, PUBLISH};
 use crate::protocol::{keys, timing, token};
 use futures::future::{select, Either};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
@@ -32,6 +32,16 @@ pub struct Semaphore {
     name: String,
     wait: Option<Duration>,
     held: Arc<AtomicU64>,
+    /// Releases whose outcome stayed unknown, shared by the clones (see [`Self::release`]).
+    unsettled: Arc<Mutex<Vec<UnsettledRelease>>>,
+}
+
+/// A release that failed with a connection error (it may have applied): its request id, which
+/// the next release of the same count sends again, so that its latch decides.
+struct UnsettledRelease {
+    permits: u64,
+    request_id: String,
+    sent: Duration,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -53,6 +63,7 @@ impl Client {
             name: name.into(),
             wait: None,
             held: Arc::default(),
+            unsettled: Arc::default(),
         }
     }
 }
@@ -221,12 +232,18 @@ impl Semaphore {
 
     /// Releases `permits` this handle acquired, publishing the new count (which wakes waiters).
     ///
+    /// Each release leaves a short-lived latch `redisson_unlock_latch:{name}:<id>` (2 x the
+    /// network timeout, at least 1 s), so the transport's repeat after a lost reply adds
+    /// nothing twice. A release that failed with `Connection` may have applied: the handle
+    /// keeps its request id, and the next release of the same count (a caller's retry) sends
+    /// that id again, so it is exact while the latch lives; after that Redis cannot tell, and
+    /// a retry whose first attempt did apply adds the permits twice.
+    ///
     /// # Errors
     /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held),
     /// nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
     /// `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails (the permits then
-    /// still count as held by this handle, so the release can be retried; a retry after a
-    /// reply lost for good may add them twice).
+    /// still count as held by this handle, so the release can be retried).
     pub async fn release(&self, permits: u64) -> Result<()> {
         self.check("permits", Some(permits))?;
         let taken = self
@@ -243,13 +260,12 @@ impl Semaphore {
             ));
         }
         let engine = &self.engine;
-        let request = semaphore::release_once(
-            &self.name,
-            permits,
-            PUBLISH,
-            &token::new_token()?,
-            engine.latch_ttl_ms(),
-        )?;
+        let (request_id, sent) = match self.take_unsettled(permits) {
+            Some(earlier) => (earlier.request_id, earlier.sent),
+            None => (token::new_token()?, engine.now()),
+        };
+        let request =
+            semaphore::release_once(&self.name, permits, PUBLISH, &request_id, engine.latch_ttl_ms())?;
         match waiting::call(engine, &request)
             .await
             .and_then(|r| semaphore::decode_release(&r))
@@ -257,9 +273,30 @@ impl Semaphore {
             Ok(_) => Ok(()),
             Err(e) => {
                 self.held.fetch_add(permits, Ordering::AcqRel);
+                if e.kind() == ErrorKind::Connection {
+                    if let Ok(mut unsettled) = self.unsettled.lock() {
+                        unsettled.push(UnsettledRelease {
+                            permits,
+                            request_id,
+                            sent,
+                        });
+                    }
+                }
                 Err(e)
             }
         }
+    }
+
+    /// The earliest unsettled release of `permits` (forgetting those whose latch is long
+    /// gone: sending their id again could no longer tell anything).
+    fn take_unsettled(&self, permits: u64) -> Option<UnsettledRelease> {
+        let engine = &self.engine;
+        let now = engine.now();
+        let useful = Duration::from_millis(engine.latch_ttl_ms()) + engine.config.network_timeout * 2;
+        let mut unsettled = self.unsettled.lock().ok()?;
+        unsettled.retain(|u| now.saturating_sub(u.sent) < useful);
+        let i = unsettled.iter().position(|u| u.permits == permits)?;
+        Some(unsettled.remove(i))
     }
 
     /// Permits available now (0 when the semaphore was never set).
