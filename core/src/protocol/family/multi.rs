@@ -89,7 +89,9 @@ fn specs<'a>(members: &'a [&'a Member]) -> Result<Vec<(&'a str, &'a Holder)>> {
 }
 
 /// The `multi_acquire` request over `members` (in [`Plan::OneScript`] order). `request_id`
-/// names its idempotency latch (in the first member's slot), kept `latch_ttl_ms`.
+/// names its idempotency latch (in the first member's slot), kept `latch_ttl_ms`; a set of
+/// lease members only writes none (their fresh tokens make a repeat and an undo exact), and
+/// the script takes each of them with `SET NX` as a lease lock's own acquire does.
 ///
 /// # Errors
 /// `InvalidArgument` when a member has no holder or there are no members.
@@ -101,15 +103,17 @@ pub fn acquire(members: &[&Member], lease_ms: u64, request_id: &str, latch_ttl_m
         .0;
     let mut keys: Vec<String> = specs.iter().map(|(n, _)| (*n).to_owned()).collect();
     keys.push(keys::acquire_latch(first, request_id));
+    let lease_only = specs.iter().all(|(_, h)| matches!(h, Holder::Lease { .. }));
+    let latch_ttl_ms = if lease_only { 0 } else { latch_ttl_ms };
     let mut args = vec![lease_ms.to_string(), latch_ttl_ms.to_string()];
     args.extend(specs.iter().map(|(_, h)| h.spec()));
     Ok(request(&scripts::MULTI_ACQUIRE, keys, args))
 }
 
 /// Undoes the `multi_acquire` request `request_id` over `members` (the same members, in the
-/// same order) if it applied (its latch proves it): lease members still holding their token
-/// are deleted, reentrant members lose one count; `0` goes to the unlock channel of each
-/// member that goes. Reply: 1 undone, 0 nothing to undo ([`decode_abort`]).
+/// same order) if it applied (its latch proves it; a set of lease members only, which writes
+/// no latch, by their tokens): lease members still holding their token are deleted,
+/// reentrant members lose one count; `0` goes to the unlock channel of each member that goes. Reply: 1 undone, 0 nothing to undo ([`decode_abort`]).
 ///
 /// # Errors
 /// `InvalidArgument` when a member has no holder or there are no members.
@@ -282,6 +286,9 @@ mod tests {
         let r = acquire(&[&a, &b], 1000, "req", 9000).unwrap();
         assert_eq!(r.keys, ["a", "b", "redlatch_acquire_latch:{a}:req"]);
         assert_eq!(r.args, ["1000", "9000", "Lt", "Ru:1"]);
+        let leases = lease("c");
+        let r = acquire(&[&a, &leases], 1000, "req", 9000).unwrap();
+        assert_eq!(r.args, ["1000", "0", "Lt", "Lt"], "lease members only: no latch");
         let releasing = [
             Releasing {
                 member: &a,
