@@ -101,7 +101,11 @@ async fn a_permit_whose_release_failed_is_released_by_close() {
     let err = bounded(permit.release()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
     proxy.set(Direction::ToServer, Fault::Pass);
-    assert_eq!(cmd::<String>(&server, &["GET", permits.name()]), "0", "still taken");
+    assert_eq!(
+        cmd::<String>(&server, &["GET", permits.name()]),
+        "0",
+        "still taken"
+    );
     bounded(client.close()).await;
     assert_eq!(
         cmd::<String>(&server, &["GET", permits.name()]),
