@@ -106,7 +106,7 @@ impl OnClose for PermitState {
 
 impl Permit {
     /// The permit's id: 32 lower-case hex digits, Redisson's format (pass it to
-    /// [`PermitSemaphore::release`] here or `RPermitExpirableSemaphore.release` in Java).
+    /// [`PermitSemaphore::release`](super::PermitSemaphore::release) here or `RPermitExpirableSemaphore.release` in Java).
     pub fn id(&self) -> &str {
         &self.state.id
     }
