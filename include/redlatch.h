@@ -84,6 +84,22 @@ typedef enum redlatch_reason {
     REDLATCH_REASON_NEVER_HELD = 4,
 } redlatch_reason;
 
+// The kind of a lock handle, as `redlatch_lock_kind()` returns it: the core's `LockKind`, one
+// to one (the same kinds, and words, as `lock.kind` in the other redlatch languages).
+typedef enum redlatch_kind {
+    // `"lease"`: a lease lock (`redlatch_lock_new`), the redis-py / node-redlock format; not
+    // reentrant.
+    REDLATCH_KIND_LEASE = 0,
+    // `"reentrant"`: a reentrant lock (`redlatch_rlock_new`), Redisson's RLock.
+    REDLATCH_KIND_REENTRANT = 1,
+    // `"fair"`: a fair lock (`redlatch_fair_lock_new`), Redisson's RFairLock.
+    REDLATCH_KIND_FAIR = 2,
+    // `"read"`: the read side of a read/write lock (`redlatch_rw_lock_read`).
+    REDLATCH_KIND_READ = 3,
+    // `"write"`: the write side of a read/write lock (`redlatch_rw_lock_write`).
+    REDLATCH_KIND_WRITE = 4,
+} redlatch_kind;
+
 // A connected client (opaque). Thread-safe; see `redlatch_client_new`.
 typedef struct redlatch_client redlatch_client;
 
@@ -368,6 +384,15 @@ enum redlatch_status redlatch_lock_owned(const struct redlatch_lock *lock, bool 
 // # Safety
 // `lock` NULL or valid; `lost` NULL or writable.
 enum redlatch_status redlatch_lock_is_lost(const struct redlatch_lock *lock, bool *lost);
+
+// The kind of `lock`: a `redlatch_kind` value (`REDLATCH_KIND_LEASE`, `_REENTRANT`, `_FAIR`,
+// `_READ` or `_WRITE`), fixed when the handle was made. Sends nothing to Redis and never
+// fails; -1 when `lock` is NULL. Returns an `int` so that a kind added later cannot be an
+// enum value the caller's compiler does not know.
+//
+// # Safety
+// `lock` NULL or valid.
+int redlatch_lock_kind(const struct redlatch_lock *lock);
 
 // `*locked` receives true when anyone holds the lock (a majority of nodes in quorum mode).
 //

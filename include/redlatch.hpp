@@ -307,6 +307,16 @@ class Lock {
         return v;
     }
 
+    /// The lock's kind: REDLATCH_KIND_LEASE, _REENTRANT, _FAIR, _READ or _WRITE (answered
+    /// locally, nothing is sent). Throws Error (INVALID_ARGUMENT) on a moved-from Lock.
+    redlatch_kind kind() const {
+        int k = redlatch_lock_kind(handle_.get());
+        if (k < 0) {
+            throw Error(REDLATCH_INVALID_ARGUMENT, "InvalidArgument: lock is NULL (moved from)");
+        }
+        return static_cast<redlatch_kind>(k);
+    }
+
     /// Whether the current hold was seen lost.
     bool is_lost() const {
         bool v = false;

@@ -59,6 +59,11 @@ impl Guard {
         guard.hold.engine.registry.track(&guard.hold).then_some(guard)
     }
 
+    /// The hold behind the guard (the multi-lock releases its members' holds together).
+    pub(crate) fn hold(&self) -> &Hold {
+        &self.hold
+    }
+
     fn check_open(&self) -> Result<()> {
         self.hold.engine.registry.check_open()
     }

@@ -57,6 +57,9 @@ impl CountDownLatch {
 
     /// Sets the count if the latch is not set (Redisson `trySetCount`; publishes `1`).
     /// `Ok(false)` when a count is already set (left untouched).
+    /// The transport's repeat of a request whose reply was lost answers what the first
+    /// application answered (`true`), not "already set": each call leaves a short-lived latch
+    /// `redlatch_acquire_latch:{name}:<id>` (a key Redisson never reads).
     ///
     /// # Errors
     /// `InvalidArgument` for a count of 0 or above `i32::MAX`, a bad name or a quorum client
@@ -64,7 +67,13 @@ impl CountDownLatch {
     pub async fn try_set_count(&self, count: u64) -> Result<bool> {
         self.check()?;
         validate_count("latch count", count)?;
-        let request = latch::try_set_count(&self.name, count, PUBLISH)?;
+        let request = latch::try_set_count_once(
+            &self.name,
+            count,
+            PUBLISH,
+            &token::new_token()?,
+            self.engine.latch_ttl_ms(),
+        )?;
         latch::decode_try_set(&waiting::call(&self.engine, &request).await?)
     }
 

@@ -2,7 +2,7 @@
 //! `RedissonMultiLock`), in one order so that overlapping sets never deadlock.
 
 use crate::client::Client;
-use crate::driver::{self, Engine, CLOSED};
+use crate::driver::{self, Engine, Hold, CLOSED};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
@@ -183,7 +183,10 @@ impl MultiLock {
             if guards.len() < specs.len() {
                 return Err(Error::connection(CLOSED));
             }
-            return Ok(MultiGuard { guards });
+            return Ok(MultiGuard {
+                guards,
+                one_script: true,
+            });
         }
         self.acquire_in_order(&members, wait).await
     }
@@ -207,7 +210,10 @@ impl MultiLock {
                 }
             }
             if !guards.iter().any(Guard::is_lost) {
-                return Ok(MultiGuard { guards });
+                return Ok(MultiGuard {
+                    guards,
+                    one_script: false,
+                });
             }
             tracing::debug!("a multi-lock member was lost while the next was awaited; starting again");
             release_all(&guards).await;
@@ -239,6 +245,8 @@ async fn release_all(guards: &[Guard]) {
 pub struct MultiGuard {
     /// In the order taken (sorted by name).
     guards: Vec<Guard>,
+    /// Taken by one `multi_acquire` script: released by one `multi_release` script too.
+    one_script: bool,
 }
 
 impl MultiGuard {
@@ -257,8 +265,10 @@ impl MultiGuard {
         self.guards.iter().any(Guard::is_lost)
     }
 
-    /// Releases every member still held, concurrently. Retryable as [`Guard::release`]: a
-    /// member whose release failed stays held, and the next call releases it.
+    /// Releases every member still held: in one `multi_release` request when the set was
+    /// taken by one script, else concurrently, each by its own lock. Retryable as
+    /// [`Guard::release`], member by member: a member whose release failed stays held (with
+    /// its request id, so a retry after a lost reply is exact), and the next call releases it.
     ///
     /// # Errors
     /// `NotOwned` (reason `never_held`) when no member is held any more (already released);
@@ -276,13 +286,16 @@ impl MultiGuard {
                 "multi-lock was already released",
             ));
         }
-        let results = join_all(
-            self.guards
-                .iter()
-                .filter(|g| g.is_held() || g.is_lost())
-                .map(Guard::release),
-        )
-        .await;
+        let members = self.guards.iter().filter(|g| g.is_held() || g.is_lost());
+        let results = if self.one_script {
+            let holds: Vec<&Hold> = members.map(Guard::hold).collect();
+            match holds.first() {
+                Some(first) => driver::multi_release::release(&first.engine, &holds).await,
+                None => Vec::new(),
+            }
+        } else {
+            join_all(members.map(Guard::release)).await
+        };
         results.into_iter().find(|r| r.is_err()).unwrap_or(Ok(()))
     }
 }

@@ -8,7 +8,7 @@ use crate::protocol::family::{self, keys as family_keys, semaphore, PUBLISH};
 use crate::protocol::{keys, timing, token};
 use futures::future::{select, Either};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
@@ -32,6 +32,16 @@ pub struct Semaphore {
     name: String,
     wait: Option<Duration>,
     held: Arc<AtomicU64>,
+    /// Releases whose outcome stayed unknown, shared by the clones (see [`Self::release`]).
+    unsettled: Arc<Mutex<Vec<UnsettledRelease>>>,
+}
+
+/// A release that failed with a connection error (it may have applied): its request id, which
+/// the next release of the same count sends again, so that its latch decides.
+struct UnsettledRelease {
+    permits: u64,
+    request_id: String,
+    sent: Duration,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -53,6 +63,7 @@ impl Client {
             name: name.into(),
             wait: None,
             held: Arc::default(),
+            unsettled: Arc::default(),
         }
     }
 }
@@ -112,6 +123,9 @@ impl Semaphore {
 
     /// Sets the number of permits if the semaphore does not exist yet (Redisson
     /// `trySetPermits`), publishing it. `Ok(false)` when it already exists (left untouched).
+    /// The transport's repeat of a request whose reply was lost answers what the first
+    /// application answered (`true`), not "already set": each call leaves a short-lived latch
+    /// `redlatch_acquire_latch:{name}:<id>` (a key Redisson never reads).
     ///
     /// # Errors
     /// `InvalidArgument` for `permits` of 0 or above `i32::MAX`, a bad name or a quorum
@@ -119,7 +133,14 @@ impl Semaphore {
     /// `KeyConflict`-class `Redis` error (WRONGTYPE) when the key holds other data.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         self.check("permits", Some(permits))?;
-        let request = semaphore::try_set_permits(&self.name, permits, None, PUBLISH)?;
+        let request = semaphore::try_set_permits_once(
+            &self.name,
+            permits,
+            None,
+            PUBLISH,
+            &token::new_token()?,
+            self.engine.latch_ttl_ms(),
+        )?;
         semaphore::decode_try_set(&waiting::call(&self.engine, &request).await?)
     }
 
@@ -213,12 +234,18 @@ impl Semaphore {
 
     /// Releases `permits` this handle acquired, publishing the new count (which wakes waiters).
     ///
+    /// Each release leaves a short-lived latch `redisson_unlock_latch:{name}:<id>` (2 x the
+    /// network timeout, at least 1 s), so the transport's repeat after a lost reply adds
+    /// nothing twice. A release that failed with `Connection` may have applied: the handle
+    /// keeps its request id, and the next release of the same count (a caller's retry) sends
+    /// that id again, so it is exact while the latch lives; after that Redis cannot tell, and
+    /// a retry whose first attempt did apply adds the permits twice.
+    ///
     /// # Errors
     /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held),
     /// nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
     /// `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails (the permits then
-    /// still count as held by this handle, so the release can be retried; a retry after a
-    /// reply lost for good may add them twice).
+    /// still count as held by this handle, so the release can be retried).
     pub async fn release(&self, permits: u64) -> Result<()> {
         self.check("permits", Some(permits))?;
         let taken = self
@@ -235,13 +262,12 @@ impl Semaphore {
             ));
         }
         let engine = &self.engine;
-        let request = semaphore::release_once(
-            &self.name,
-            permits,
-            PUBLISH,
-            &token::new_token()?,
-            engine.latch_ttl_ms(),
-        )?;
+        let (request_id, sent) = match self.take_unsettled(permits) {
+            Some(earlier) => (earlier.request_id, earlier.sent),
+            None => (token::new_token()?, engine.now()),
+        };
+        let request =
+            semaphore::release_once(&self.name, permits, PUBLISH, &request_id, engine.latch_ttl_ms())?;
         match waiting::call(engine, &request)
             .await
             .and_then(|r| semaphore::decode_release(&r))
@@ -249,9 +275,30 @@ impl Semaphore {
             Ok(_) => Ok(()),
             Err(e) => {
                 self.held.fetch_add(permits, Ordering::AcqRel);
+                if e.kind() == ErrorKind::Connection {
+                    if let Ok(mut unsettled) = self.unsettled.lock() {
+                        unsettled.push(UnsettledRelease {
+                            permits,
+                            request_id,
+                            sent,
+                        });
+                    }
+                }
                 Err(e)
             }
         }
+    }
+
+    /// The earliest unsettled release of `permits` (forgetting those whose latch is long
+    /// gone: sending their id again could no longer tell anything).
+    fn take_unsettled(&self, permits: u64) -> Option<UnsettledRelease> {
+        let engine = &self.engine;
+        let now = engine.now();
+        let useful = Duration::from_millis(engine.latch_ttl_ms()) + engine.config.network_timeout * 2;
+        let mut unsettled = self.unsettled.lock().ok()?;
+        unsettled.retain(|u| now.saturating_sub(u.sent) < useful);
+        let i = unsettled.iter().position(|u| u.permits == permits)?;
+        Some(unsettled.remove(i))
     }
 
     /// Permits available now (0 when the semaphore was never set).

@@ -26,6 +26,22 @@ fn reentrant(name: &str, owner: &str) -> Member {
     }
 }
 
+/// The `multi_release` request over `order`, its members' latches named by `id` (a repeat of
+/// the same `id` is the same request).
+fn release_request(order: &[&Member], lease_ms: u64, id: &str) -> redlatch::protocol::request::Request {
+    let ids: Vec<String> = (0..order.len()).map(|i| format!("{id}-{i}")).collect();
+    let parts: Vec<multi::Releasing<'_>> = order
+        .iter()
+        .zip(&ids)
+        .map(|(member, request_id)| multi::Releasing {
+            member,
+            request_id,
+            latch_ttl_ms: 2_000,
+        })
+        .collect();
+    multi::release(&parts, lease_ms, PUBLISH).unwrap()
+}
+
 fn sorted(members: &[Member]) -> Vec<&Member> {
     match multi::plan(members, false).unwrap() {
         Plan::OneScript(order) => order.into_iter().map(|i| &members[i]).collect(),
@@ -70,10 +86,11 @@ async fn all_or_nothing_over_mixed_members() {
     ));
     assert_eq!(node.cmd::<i64>(&["EXISTS", "acct:3"]).await, 0);
 
-    let release = multi::release(&order, 10_000, PUBLISH).unwrap();
+    // `HandedOff`: released, and the message reached a listener (the recorder).
+    let release = release_request(&order, 10_000, "rel1");
     assert_eq!(
         multi::decode_release(&node.run(&release).await, 2).unwrap(),
-        [OwnershipReply::Done, OwnershipReply::Done]
+        [OwnershipReply::HandedOff, OwnershipReply::HandedOff]
     );
     let channels: Vec<String> = rec.take().await.into_iter().map(|(c, _)| c).collect();
     assert_eq!(
@@ -83,8 +100,15 @@ async fn all_or_nothing_over_mixed_members() {
             "redisson_lock__channel:{acct:2}"
         ]
     );
+    // The same request repeated (its reply lost): each member's latch replays the answer.
     assert_eq!(
         multi::decode_release(&node.run(&release).await, 2).unwrap(),
+        [OwnershipReply::HandedOff, OwnershipReply::HandedOff]
+    );
+    assert!(rec.take().await.is_empty(), "a replay publishes nothing");
+    // A new request finds nothing to release.
+    assert_eq!(
+        multi::decode_release(&node.run(&release_request(&order, 10_000, "rel2")).await, 2).unwrap(),
         [OwnershipReply::Absent, OwnershipReply::Absent]
     );
     let r = multi::acquire(&sorted(&theirs), 10_000, "r3", 2_000).unwrap();
@@ -109,7 +133,7 @@ async fn a_member_of_another_type_is_an_error_and_nothing_is_taken() {
     // Releasing a set whose second member is application data releases nothing.
     node.cmd::<()>(&["SET", "a", "tok"]).await;
     let e = node
-        .eval(&multi::release(&sorted(&members), 1_000, PUBLISH).unwrap())
+        .eval(&release_request(&sorted(&members), 1_000, "rel"))
         .await
         .unwrap_err();
     assert!(e.message().contains("WRONGTYPE"), "{e}");
@@ -132,10 +156,10 @@ async fn a_reentrant_member_counts_holds_and_a_partial_release_keeps_the_lease()
         AcquireReply::Acquired
     );
     assert_eq!(node.hash("r").await.get("u:1").map(String::as_str), Some("2"));
-    let release = multi::release(&order, 20_000, PUBLISH).unwrap();
+    let release = release_request(&order, 20_000, "rel");
     assert_eq!(
         multi::decode_release(&node.run(&release).await, 2).unwrap(),
-        [OwnershipReply::Done, OwnershipReply::StillHeld],
+        [OwnershipReply::HandedOff, OwnershipReply::StillHeld],
         "l goes; r keeps the owner's first hold"
     );
     assert_eq!(node.hash("r").await.get("u:1").map(String::as_str), Some("1"));
@@ -165,15 +189,15 @@ async fn a_member_taken_meanwhile_is_left_alone_and_a_stale_retry_is_not_replaye
         multi::decode_acquire(&node.run(&r).await).unwrap(),
         AcquireReply::Busy { index: 1, pttl } if pttl > 50_000
     ));
-    assert_eq!(node.keys().await, ["b"], "a was not taken, the latch is gone");
+    assert_eq!(node.keys().await, ["b"], "a was not taken");
     // We take a again (b is still theirs, so only by hand here) and release the set: a goes,
     // b stays theirs and nothing is published for it.
     node.cmd::<()>(&["SET", "a", "tok", "PX", "60000"]).await;
     rec.take().await;
-    let release = multi::release(&order, 10_000, PUBLISH).unwrap();
+    let release = release_request(&order, 10_000, "rel");
     assert_eq!(
         multi::decode_release(&node.run(&release).await, 2).unwrap(),
-        [OwnershipReply::Done, OwnershipReply::Taken]
+        [OwnershipReply::HandedOff, OwnershipReply::Taken]
     );
     assert_eq!(node.cmd::<String>(&["GET", "b"]).await, "other");
     let channels: Vec<String> = rec.take().await.into_iter().map(|(c, _)| c).collect();

@@ -102,8 +102,22 @@ async fn spublish_given_reaches_sharded_listeners_of_every_kind() {
     let sorted: Vec<&Member> = members.iter().collect();
     node.run(&multi::acquire(&sorted, 10_000, "mr", 2_000).unwrap())
         .await;
-    node.run(&multi::release(&sorted, 10_000, SPUBLISH).unwrap())
-        .await;
+    node.run(
+        &multi::release(
+            &sorted
+                .iter()
+                .map(|member| multi::Releasing {
+                    member,
+                    request_id: "rel",
+                    latch_ttl_ms: 2_000,
+                })
+                .collect::<Vec<_>>(),
+            10_000,
+            SPUBLISH,
+        )
+        .unwrap(),
+    )
+    .await;
     expect(&mut sub, &channels[3], "0");
     expect(&mut sub, &channels[4], "0");
 

@@ -222,3 +222,44 @@ async fn a_late_retry_past_the_latch_says_it_cannot_tell() {
     assert_eq!(err.reason(), Some(redlatch::Reason::Deleted));
     assert!(err.to_string().contains("may have released it"), "{err}");
 }
+
+/// A semaphore release whose first attempt applied after the caller gave up (Redis paused):
+/// the caller's retry sends the same request id again, and its latch says it applied, so
+/// the permits are added once, not twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_release_retried_after_a_late_applied_attempt_adds_once() {
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let sem = client.semaphore("late:sem");
+    sem.try_set_permits(3).await.unwrap();
+    // Loads the release script, so the paused request is one EVALSHA that applies at resume.
+    sem.acquire(1).await.unwrap();
+    sem.release(1).await.unwrap();
+    sem.acquire(2).await.unwrap();
+    s.pause().unwrap();
+    let err = within(Duration::from_secs(5), sem.release(2)).await;
+    s.resume().unwrap();
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::Connection);
+    assert_eq!(
+        sem.held(),
+        2,
+        "an unknown outcome leaves the permits counted as held"
+    );
+    assert_eq!(
+        cmd::<String>(&mut conn, &["GET", "late:sem"]).await,
+        "3",
+        "the first attempt applied late"
+    );
+    sem.release(2).await.expect("the retry replays the first attempt");
+    assert_eq!(
+        cmd::<String>(&mut conn, &["GET", "late:sem"]).await,
+        "3",
+        "added once, not twice"
+    );
+    assert_eq!(sem.held(), 0);
+}

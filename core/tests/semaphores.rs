@@ -149,7 +149,9 @@ async fn bad_input_is_refused_with_redis_untouched() {
     let mut conn = raw(&s).await;
     let sem = c.semaphore("sem:bad");
     sem.try_set_permits(2).await.unwrap();
-    let before: Vec<String> = cmd(&mut conn, &["KEYS", "*"]).await;
+    let mut before: Vec<String> = cmd(&mut conn, &["KEYS", "*"]).await;
+    // try_set_permits leaves a short-lived request latch: latches are not compared.
+    before.retain(|k| !k.starts_with("redisson_unlock_latch:") && !k.starts_with("redlatch_acquire_latch:"));
     let too_many = i32::MAX as u64 + 1;
     for err in [
         sem.try_set_permits(0).await.unwrap_err(),

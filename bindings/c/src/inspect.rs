@@ -1,10 +1,63 @@
 //! Questions about a lock that anyone may ask: is it locked, how long does its lease still run,
-//! how many holds does the calling owner have. They ask Redis and change nothing.
+//! how many holds does the calling owner have (these ask Redis and change nothing), and which
+//! kind of lock a handle is (answered locally).
 
 use crate::error::redlatch_status;
 use crate::ffi::{arg, Out};
 use crate::lock::redlatch_lock;
-use crate::panic::boundary;
+use crate::panic::{boundary, boundary_value};
+use redlatch::LockKind;
+use std::ffi::c_int;
+
+/// The kind of a lock handle, as `redlatch_lock_kind()` returns it: the core's `LockKind`, one
+/// to one (the same kinds, and words, as `lock.kind` in the other redlatch languages).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum redlatch_kind {
+    /// `"lease"`: a lease lock (`redlatch_lock_new`), the redis-py / node-redlock format; not
+    /// reentrant.
+    REDLATCH_KIND_LEASE = 0,
+    /// `"reentrant"`: a reentrant lock (`redlatch_rlock_new`), Redisson's RLock.
+    REDLATCH_KIND_REENTRANT = 1,
+    /// `"fair"`: a fair lock (`redlatch_fair_lock_new`), Redisson's RFairLock.
+    REDLATCH_KIND_FAIR = 2,
+    /// `"read"`: the read side of a read/write lock (`redlatch_rw_lock_read`).
+    REDLATCH_KIND_READ = 3,
+    /// `"write"`: the write side of a read/write lock (`redlatch_rw_lock_write`).
+    REDLATCH_KIND_WRITE = 4,
+}
+
+impl redlatch_kind {
+    /// The C value of a core kind; `None` for a kind added to the core later (the unit test
+    /// fails until it gets a value).
+    pub fn from_kind(kind: LockKind) -> Option<redlatch_kind> {
+        match kind {
+            LockKind::Lease => Some(redlatch_kind::REDLATCH_KIND_LEASE),
+            LockKind::Reentrant => Some(redlatch_kind::REDLATCH_KIND_REENTRANT),
+            LockKind::Fair => Some(redlatch_kind::REDLATCH_KIND_FAIR),
+            LockKind::Read => Some(redlatch_kind::REDLATCH_KIND_READ),
+            LockKind::Write => Some(redlatch_kind::REDLATCH_KIND_WRITE),
+            _ => None,
+        }
+    }
+}
+
+/// The kind of `lock`: a `redlatch_kind` value (`REDLATCH_KIND_LEASE`, `_REENTRANT`, `_FAIR`,
+/// `_READ` or `_WRITE`), fixed when the handle was made. Sends nothing to Redis and never
+/// fails; -1 when `lock` is NULL. Returns an `int` so that a kind added later cannot be an
+/// enum value the caller's compiler does not know.
+///
+/// # Safety
+/// `lock` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_lock_kind(lock: *const redlatch_lock) -> c_int {
+    boundary_value(-1, || {
+        // SAFETY: the caller's contract above.
+        unsafe { lock.as_ref() }
+            .and_then(|lock| redlatch_kind::from_kind(lock.base.kind()))
+            .map_or(-1, |k| k as c_int)
+    })
+}
 
 /// `*locked` receives true when anyone holds the lock (a majority of nodes in quorum mode).
 ///
@@ -74,4 +127,29 @@ pub unsafe extern "C" fn redlatch_lock_hold_count(
         unsafe { out.write(value) };
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_value() {
+        let all = [
+            (LockKind::Lease, 0),
+            (LockKind::Reentrant, 1),
+            (LockKind::Fair, 2),
+            (LockKind::Read, 3),
+            (LockKind::Write, 4),
+        ];
+        for (kind, value) in all {
+            assert_eq!(
+                redlatch_kind::from_kind(kind).map(|k| k as c_int),
+                Some(value),
+                "{kind}"
+            );
+        }
+        // SAFETY: NULL is allowed.
+        assert_eq!(unsafe { redlatch_lock_kind(std::ptr::null()) }, -1);
+    }
 }

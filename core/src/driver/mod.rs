@@ -9,9 +9,11 @@ mod attempt;
 mod grant;
 mod hold;
 pub(crate) mod multi;
+pub(crate) mod multi_release;
 mod nodes;
 pub(crate) mod owner;
 mod registry;
+mod release;
 mod rollback;
 mod signal;
 #[cfg(all(test, feature = "native"))]

@@ -81,7 +81,22 @@ async fn java_and_redlatch_multi_locks_on_overlapping_names_exclude() {
         };
         order.into_iter().map(|i| &ours[i]).collect()
     };
-    node.run(&multi::release(&sorted, 10_000, PUBLISH).unwrap()).await;
+    node.run(
+        &multi::release(
+            &sorted
+                .iter()
+                .map(|member| multi::Releasing {
+                    member,
+                    request_id: "rel",
+                    latch_ttl_ms: 2_000,
+                })
+                .collect::<Vec<_>>(),
+            10_000,
+            PUBLISH,
+        )
+        .unwrap(),
+    )
+    .await;
     assert_eq!(
         answer(java.send("multi", "1 0 10000 m1,m2"), PROMPT)
             .await

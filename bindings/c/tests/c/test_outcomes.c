@@ -72,6 +72,36 @@ static void test_names_of_new_statuses_and_reasons(void) {
     CHECK(strcmp(redlatch_reason_name(-1), "") == 0, "-1");
 }
 
+/* Every lock handle says its kind (the core's LockKind values), without asking Redis. */
+static void test_every_lock_handle_says_its_kind(void) {
+    CHECK(REDLATCH_KIND_LEASE == 0 && REDLATCH_KIND_REENTRANT == 1 && REDLATCH_KIND_FAIR == 2 &&
+              REDLATCH_KIND_READ == 3 && REDLATCH_KIND_WRITE == 4,
+          "kind values differ from the core's");
+    redlatch_client *client = connect_with(0);
+    redlatch_lock *lease = make(client, "co:kind", false, 0);
+    redlatch_lock *reentrant = make(client, "co:kind-r", true, 0);
+    redlatch_lock *fair = NULL, *read = NULL, *write = NULL;
+    redlatch_rw_lock *rw = NULL;
+    CHECK_OK(redlatch_fair_lock_new(client, "co:kind-f", NULL, &fair));
+    CHECK_OK(redlatch_rw_lock_new(client, "co:kind-rw", &rw));
+    CHECK_OK(redlatch_rw_lock_read(rw, NULL, &read));
+    CHECK_OK(redlatch_rw_lock_write(rw, NULL, &write));
+    CHECK(redlatch_lock_kind(lease) == REDLATCH_KIND_LEASE, "lease: %d", redlatch_lock_kind(lease));
+    CHECK(redlatch_lock_kind(reentrant) == REDLATCH_KIND_REENTRANT, "reentrant: %d",
+          redlatch_lock_kind(reentrant));
+    CHECK(redlatch_lock_kind(fair) == REDLATCH_KIND_FAIR, "fair: %d", redlatch_lock_kind(fair));
+    CHECK(redlatch_lock_kind(read) == REDLATCH_KIND_READ, "read: %d", redlatch_lock_kind(read));
+    CHECK(redlatch_lock_kind(write) == REDLATCH_KIND_WRITE, "write: %d", redlatch_lock_kind(write));
+    CHECK(redlatch_lock_kind(NULL) == -1, "NULL: %d", redlatch_lock_kind(NULL));
+    redlatch_lock_free(write);
+    redlatch_lock_free(read);
+    redlatch_rw_lock_free(rw);
+    redlatch_lock_free(fair);
+    redlatch_lock_free(reentrant);
+    redlatch_lock_free(lease);
+    redlatch_client_free(client);
+}
+
 static void test_every_not_owned_says_why_and_a_lost_hold_is_not_held(void) {
     redlatch_client *client = connect_with(0);
     for (int reentrant = 0; reentrant <= 1; reentrant++) {
@@ -155,6 +185,7 @@ int main(void) {
     URL = env_or_die("REDLATCH_TEST_URL");
     setvbuf(stdout, NULL, _IOLBF, 0);
     RUN(test_names_of_new_statuses_and_reasons);
+    RUN(test_every_lock_handle_says_its_kind);
     RUN(test_every_not_owned_says_why_and_a_lost_hold_is_not_held);
     RUN(test_a_release_with_an_unknown_outcome_is_retried);
     RUN(test_application_data_under_a_lock_name_is_a_key_conflict);

@@ -99,6 +99,12 @@ void test_fair_lock_guard_and_reentry() {
         CHECK(!probe.try_lock());
     }
     CHECK(!probe.locked());
+    CHECK(lock.kind() == REDLATCH_KIND_FAIR);
+    CHECK(client.lock("cppf:kind").kind() == REDLATCH_KIND_LEASE);
+    CHECK(client.rlock("cppf:kind").kind() == REDLATCH_KIND_REENTRANT);
+    redlatch::FairLock moved = std::move(lock);
+    CHECK(moved.kind() == REDLATCH_KIND_FAIR);
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, (void)lock.kind());
 }
 
 void test_rw_lock_shared_and_unique() {
@@ -125,6 +131,7 @@ void test_rw_lock_shared_and_unique() {
         CHECK(!other.read().try_lock_shared());
     }
     CHECK(!mine.read().locked());
+    CHECK(mine.read().kind() == REDLATCH_KIND_READ && mine.write().kind() == REDLATCH_KIND_WRITE);
 }
 
 void test_semaphore_guard_and_permits() {

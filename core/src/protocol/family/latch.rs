@@ -25,6 +25,26 @@ pub fn try_set_count(name: &str, count: u64, publish: &str) -> Result<Request> {
     ))
 }
 
+/// [`try_set_count`] as request `request_id` (random, one per call, reused by the transport's
+/// retry), whose latch `redlatch_acquire_latch:{N}:<id>` lives `latch_ttl_ms`: a retry whose
+/// first reply was lost answers `1` (set) again, not "it already existed".
+///
+/// # Errors
+/// As [`try_set_count`].
+pub fn try_set_count_once(
+    name: &str,
+    count: u64,
+    publish: &str,
+    request_id: &str,
+    latch_ttl_ms: u64,
+) -> Result<Request> {
+    let mut r = try_set_count(name, count, publish)?;
+    r.keys
+        .push(crate::protocol::keys::acquire_latch(name, request_id));
+    r.args.push(latch_ttl_ms.to_string());
+    Ok(r)
+}
+
 /// Decodes the reply of [`try_set_count`]: `true` when it was set.
 ///
 /// # Errors
@@ -117,6 +137,9 @@ mod tests {
         let r = try_set_count("l", 2, "publish").unwrap();
         assert_eq!(r.args, ["2", "publish", "redisson_countdownlatch__channel__{l}"]);
         assert!(try_set_count("l", 0, "publish").is_err());
+        let r = try_set_count_once("l", 2, "publish", "req", 2000).unwrap();
+        assert_eq!(r.keys, ["l", "redlatch_acquire_latch:{l}:req"]);
+        assert_eq!(r.args[3], "2000");
         assert_eq!(
             count_down("{t}l", "spublish").args,
             ["spublish", "redisson_countdownlatch__channel__{{t}l}"]

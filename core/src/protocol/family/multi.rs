@@ -89,7 +89,9 @@ fn specs<'a>(members: &'a [&'a Member]) -> Result<Vec<(&'a str, &'a Holder)>> {
 }
 
 /// The `multi_acquire` request over `members` (in [`Plan::OneScript`] order). `request_id`
-/// names its idempotency latch (in the first member's slot), kept `latch_ttl_ms`.
+/// names its idempotency latch (in the first member's slot), kept `latch_ttl_ms`; a set of
+/// lease members only writes none (their fresh tokens make a repeat and an undo exact), and
+/// the script takes each of them with `SET NX` as a lease lock's own acquire does.
 ///
 /// # Errors
 /// `InvalidArgument` when a member has no holder or there are no members.
@@ -101,15 +103,17 @@ pub fn acquire(members: &[&Member], lease_ms: u64, request_id: &str, latch_ttl_m
         .0;
     let mut keys: Vec<String> = specs.iter().map(|(n, _)| (*n).to_owned()).collect();
     keys.push(keys::acquire_latch(first, request_id));
+    let lease_only = specs.iter().all(|(_, h)| matches!(h, Holder::Lease { .. }));
+    let latch_ttl_ms = if lease_only { 0 } else { latch_ttl_ms };
     let mut args = vec![lease_ms.to_string(), latch_ttl_ms.to_string()];
     args.extend(specs.iter().map(|(_, h)| h.spec()));
     Ok(request(&scripts::MULTI_ACQUIRE, keys, args))
 }
 
 /// Undoes the `multi_acquire` request `request_id` over `members` (the same members, in the
-/// same order) if it applied (its latch proves it): lease members still holding their token
-/// are deleted, reentrant members lose one count; `0` goes to the unlock channel of each
-/// member that goes. Reply: 1 undone, 0 nothing to undo ([`decode_abort`]).
+/// same order) if it applied (its latch proves it; a set of lease members only, which writes
+/// no latch, by their tokens): lease members still holding their token are deleted,
+/// reentrant members lose one count; `0` goes to the unlock channel of each member that goes. Reply: 1 undone, 0 nothing to undo ([`decode_abort`]).
 ///
 /// # Errors
 /// `InvalidArgument` when a member has no holder or there are no members.
@@ -172,27 +176,48 @@ pub fn decode_acquire(reply: &Reply) -> Result<AcquireReply> {
     }
 }
 
-/// The `multi_release` request over `members`; `lease_ms` is restored on a partial reentrant
-/// release; each member's `0` goes to its own unlock channel.
+/// One member of a [`release`]: its lock, and the release request's id (naming its
+/// idempotency latch `redisson_unlock_latch:{N}:<id>`, the one its kind's own release would
+/// use) with the latch's life in ms.
+#[derive(Debug, Clone, Copy)]
+pub struct Releasing<'a> {
+    /// The member.
+    pub member: &'a Member,
+    /// The release request's id (random, reused by the retries of this member's release).
+    pub request_id: &'a str,
+    /// How long its latch lives, ms.
+    pub latch_ttl_ms: u64,
+}
+
+/// The `multi_release` request over `members`, in one script: each member released as its
+/// own kind's release would, with its own latch, so a retry after a lost reply (this request
+/// again, or the member's own release with the same id) gets the first answer back.
+/// `lease_ms` is restored on a partial reentrant release; each member's `0` goes to its own
+/// unlock channel.
 ///
 /// # Errors
 /// `InvalidArgument` when a member has no holder.
-pub fn release(members: &[&Member], lease_ms: u64, publish: &str) -> Result<Request> {
-    let specs = specs(members)?;
+pub fn release(members: &[Releasing<'_>], lease_ms: u64, publish: &str) -> Result<Request> {
+    let refs: Vec<&Member> = members.iter().map(|m| m.member).collect();
+    let specs = specs(&refs)?;
+    let mut keys: Vec<String> = specs.iter().map(|(n, _)| (*n).to_owned()).collect();
+    keys.extend(
+        specs
+            .iter()
+            .zip(members)
+            .map(|((name, _), m)| keys::unlock_latch(name, m.request_id)),
+    );
     let mut args = vec![lease_ms.to_string(), publish.to_owned()];
-    for (name, holder) in &specs {
+    for ((name, holder), m) in specs.iter().zip(members) {
         args.push(holder.spec());
         args.push(keys::lock_channel(name));
+        args.push(m.latch_ttl_ms.to_string());
     }
-    Ok(request(
-        &scripts::MULTI_RELEASE,
-        specs.iter().map(|(n, _)| (*n).to_owned()).collect(),
-        args,
-    ))
+    Ok(request(&scripts::MULTI_RELEASE, keys, args))
 }
 
-/// Decodes the reply of [`release`]: one outcome per member (`Done`, `StillHeld`, `Taken`,
-/// `Absent`), in the request's order.
+/// Decodes the reply of [`release`]: one outcome per member (`Done`, `HandedOff`,
+/// `StillHeld`, `Taken`, `Absent`), in the request's order.
 ///
 /// # Errors
 /// `Redis` when the reply is not `expected` codes.
@@ -261,8 +286,31 @@ mod tests {
         let r = acquire(&[&a, &b], 1000, "req", 9000).unwrap();
         assert_eq!(r.keys, ["a", "b", "redlatch_acquire_latch:{a}:req"]);
         assert_eq!(r.args, ["1000", "9000", "Lt", "Ru:1"]);
-        let r = release(&[&a, &b], 1000, "publish").unwrap();
-        assert_eq!(r.keys, ["a", "b"]);
+        let leases = lease("c");
+        let r = acquire(&[&a, &leases], 1000, "req", 9000).unwrap();
+        assert_eq!(r.args, ["1000", "0", "Lt", "Lt"], "lease members only: no latch");
+        let releasing = [
+            Releasing {
+                member: &a,
+                request_id: "ra",
+                latch_ttl_ms: 2000,
+            },
+            Releasing {
+                member: &b,
+                request_id: "rb",
+                latch_ttl_ms: 30000,
+            },
+        ];
+        let r = release(&releasing, 1000, "publish").unwrap();
+        assert_eq!(
+            r.keys,
+            [
+                "a",
+                "b",
+                "redisson_unlock_latch:{a}:ra",
+                "redisson_unlock_latch:{b}:rb"
+            ]
+        );
         assert_eq!(
             r.args,
             [
@@ -270,8 +318,10 @@ mod tests {
                 "publish",
                 "Lt",
                 "redisson_lock__channel:{a}",
+                "2000",
                 "Ru:1",
-                "redisson_lock__channel:{b}"
+                "redisson_lock__channel:{b}",
+                "30000"
             ]
         );
         let r = abort(&[&a, &b], "req", "publish").unwrap();

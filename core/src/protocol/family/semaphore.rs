@@ -166,6 +166,27 @@ pub fn try_set_permits(name: &str, permits: u64, ttl_ms: Option<u64>, publish: &
     ))
 }
 
+/// [`try_set_permits`] as request `request_id` (random, one per call, reused by the
+/// transport's retry), whose latch `redlatch_acquire_latch:{N}:<id>` lives `latch_ttl_ms`: a
+/// retry whose first reply was lost answers `1` (set) again, not "it already existed".
+///
+/// # Errors
+/// As [`try_set_permits`].
+pub fn try_set_permits_once(
+    name: &str,
+    permits: u64,
+    ttl_ms: Option<u64>,
+    publish: &str,
+    request_id: &str,
+    latch_ttl_ms: u64,
+) -> Result<Request> {
+    let mut r = try_set_permits(name, permits, ttl_ms, publish)?;
+    r.keys
+        .push(crate::protocol::keys::acquire_latch(name, request_id));
+    r.args.push(latch_ttl_ms.to_string());
+    Ok(r)
+}
+
 /// Decodes the reply of [`try_set_permits`]: `true` when it was set.
 ///
 /// # Errors
@@ -213,6 +234,9 @@ mod tests {
             "900"
         );
         assert!(try_set_permits("s", 4, Some(0), "publish").is_err());
+        let r = try_set_permits_once("s", 4, None, "publish", "req", 2000).unwrap();
+        assert_eq!(r.keys, ["s", "redlatch_acquire_latch:{s}:req"]);
+        assert_eq!(r.args[4], "2000");
         assert!(try_set_permits("s", u64::MAX, None, "publish").is_err());
         let r = acquire_once("s", 2, "id", 900).unwrap();
         assert_eq!(r.keys, ["s", "redlatch_acquire_latch:{s}:id"]);

@@ -1,11 +1,21 @@
 -- Count-down latch: set the count of a latch that does not exist (Redisson trySetCount) and
 -- publish '1' (Redisson NEW_COUNT: waiters re-arm).
--- KEYS[1] latch key. ARGV[1] count (> 0), ARGV[2] publish command,
--- ARGV[3] channel (`redisson_countdownlatch__channel__{N}`).
+-- KEYS[1] latch key; KEYS[2] (optional) this request's latch (`redlatch_acquire_latch:{N}:<id>`,
+-- a key Redisson never reads). ARGV[1] count (> 0), ARGV[2] publish command,
+-- ARGV[3] channel (`redisson_countdownlatch__channel__{N}`), ARGV[4] latch TTL ms (with KEYS[2]).
+-- With a latch, a retry whose first reply was lost gets the first answer (1) back instead of
+-- "it already existed".
 -- Reply: 1 set, 0 it already existed (left untouched).
+local latch = KEYS[2]
+if latch and redis.call('EXISTS', latch) == 1 then
+  return 1
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1])
+if latch then
+  redis.call('SET', latch, 1, 'PX', ARGV[4])
+end
 redis.call(ARGV[2], ARGV[3], '1')
 return 1

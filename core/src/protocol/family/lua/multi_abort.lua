@@ -1,17 +1,22 @@
 -- Multi-lock: undo a one-script acquire (multi_acquire.lua) whose grant its caller never saw
--- (cancelled, reply lost, quorum missed). Only a request that really applied left its latch,
--- so only that one is undone: a reentrant member's earlier holds are never decremented, and a
--- lease member is deleted only while it still holds this request's token.
+-- (cancelled, reply lost, quorum missed). Only a request that really applied is undone: one
+-- with reentrant members left its latch (without it, nothing is undone: a reentrant member's
+-- earlier holds are never decremented); a lease member is deleted only while it still holds
+-- this request's token (fresh per attempt, so a set of lease members needs no latch).
 -- KEYS[1 .. n] member keys (the acquire's order), KEYS[n + 1] the acquire's latch.
 -- ARGV[1] publish command, then per member i: ARGV[2i] spec ('L' .. token or 'R' .. owner id),
 -- ARGV[2i + 1] its unlock channel (`redisson_lock__channel:{N}`).
 -- Reply: 1 undone, 0 nothing to undo.
 local n = #KEYS - 1
-if redis.call('EXISTS', KEYS[n + 1]) == 0 then
+local lease_only = true
+for i = 1, n do
+  lease_only = lease_only and string.sub(ARGV[2 * i], 1, 1) == 'L'
+end
+if not lease_only and redis.call('EXISTS', KEYS[n + 1]) == 0 then
   return 0
 end
 -- Reads first, so a member holding application data fails before anything is changed.
-local found = {}
+local found, any = {}, not lease_only
 for i = 1, n do
   local spec = ARGV[2 * i]
   local id = string.sub(spec, 2)
@@ -20,8 +25,14 @@ for i = 1, n do
   else
     found[i] = tonumber(redis.call('HGET', KEYS[i], id) or '0')
   end
+  any = any or found[i] > 0
 end
-redis.call('DEL', KEYS[n + 1])
+if not any then
+  return 0
+end
+if not lease_only then
+  redis.call('DEL', KEYS[n + 1])
+end
 for i = 1, n do
   local spec, channel = ARGV[2 * i], ARGV[2 * i + 1]
   if found[i] > 1 then

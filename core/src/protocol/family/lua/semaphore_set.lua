@@ -1,8 +1,16 @@
 -- Set the permit count of a semaphore that does not exist yet (Redisson trySetPermits), and
 -- publish it; also for the permit-expirable semaphore, whose count key is the same.
--- KEYS[1] semaphore key. ARGV[1] permits (>= 0), ARGV[2] publish command, ARGV[3] channel,
--- ARGV[4] TTL ms of the semaphore, '0' = none.
+-- KEYS[1] semaphore key; KEYS[2] (optional) this request's latch
+-- (`redlatch_acquire_latch:{N}:<id>`, a key Redisson never reads). ARGV[1] permits (>= 0),
+-- ARGV[2] publish command, ARGV[3] channel, ARGV[4] TTL ms of the semaphore, '0' = none,
+-- ARGV[5] latch TTL ms (with KEYS[2]).
+-- With a latch, a retry whose first reply was lost gets the first answer (1) back instead of
+-- "it already existed".
 -- Reply: 1 set, 0 it already existed (left untouched).
+local latch = KEYS[2]
+if latch and redis.call('EXISTS', latch) == 1 then
+  return 1
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
@@ -10,6 +18,9 @@ if ARGV[4] ~= '0' then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
 else
   redis.call('SET', KEYS[1], ARGV[1])
+end
+if latch then
+  redis.call('SET', latch, 1, 'PX', ARGV[5])
 end
 redis.call(ARGV[2], ARGV[3], ARGV[1])
 return 1

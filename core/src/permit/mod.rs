@@ -3,16 +3,18 @@
 
 use crate::client::Client;
 use crate::driver::waiting::{self, Waiter};
-use crate::driver::{BoxFut, Engine, OnClose, CLOSED};
-use crate::error::{Error, ErrorKind, Reason, Result};
-use crate::protocol::family::permits::{self, AcquireReply, ReleaseReply};
+use crate::driver::{Engine, CLOSED};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::family::permits::{self, AcquireReply};
 use crate::protocol::family::{keys as family_keys, semaphore, validate_count, PUBLISH};
 use crate::protocol::{keys, timing};
-use event_listener::Event;
 use futures::future::{select, Either};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
+
+mod held;
+use held::release_id;
+pub use held::Permit;
 
 /// A permit-expirable semaphore on key `name`, in Redisson 4.7's `RPermitExpirableSemaphore`
 /// layout: STRING `name` = permits available, ZSET `{name}:timeout` of the permits held (the
@@ -53,188 +55,6 @@ impl Client {
             engine: self.engine.clone(),
             name: name.into(),
             wait: None,
-        }
-    }
-}
-
-/// One permit held. Release it with [`Permit::release`]; a permit dropped without release is
-/// released in the background (as a dropped [`Guard`](crate::Guard)). `Client::close()`
-/// releases it too. Its id works like a credential: it is never logged or shown by `Debug`.
-pub struct Permit {
-    state: Arc<PermitState>,
-}
-
-struct PermitState {
-    engine: Arc<Engine>,
-    name: String,
-    id: String,
-    lease: Duration,
-    /// Renewed by the watchdog (acquired without a lease).
-    renewed: bool,
-    /// Its id in the client's registry (for `close()`).
-    registry_id: u64,
-    /// Released, or a release is under way.
-    ended: AtomicBool,
-    /// A renewal found it gone: it was reclaimed or released by id elsewhere.
-    lost: AtomicBool,
-    /// Wakes the renewal task so that it stops.
-    stop: Event,
-}
-
-impl std::fmt::Debug for Permit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Permit")
-            .field("semaphore", &self.state.name)
-            .field("lease", &self.state.lease)
-            .field("renewed", &self.state.renewed)
-            .finish()
-    }
-}
-
-/// Releases permit `id` of `name`, mapping Redis' answer to the error taxonomy.
-async fn release_id(engine: &Engine, name: &str, id: &str) -> Result<()> {
-    let request = permits::release(name, id, engine.runtime.wall_clock_ms(), PUBLISH)?;
-    let reply = waiting::call(engine, &request).await?;
-    match permits::decode_release(&reply)? {
-        ReleaseReply::Released => Ok(()),
-        ReleaseReply::Expired => Err(Error::not_owned(
-            false,
-            Reason::Expired,
-            format!("permit of semaphore {name:?}: its lease had ended (it is given back now)"),
-        )),
-        ReleaseReply::Unknown => Err(Error::not_owned(
-            false,
-            Reason::NeverHeld,
-            format!(
-                "semaphore {name:?} holds no permit with this id (never issued, released \
-                 before, or its lease ended and it was given back)"
-            ),
-        )),
-    }
-}
-
-impl PermitState {
-    async fn release(&self) -> Result<()> {
-        if self.ended.swap(true, Ordering::AcqRel) {
-            return Err(Error::not_owned(
-                false,
-                Reason::NeverHeld,
-                format!("permit of semaphore {:?} was already released", self.name),
-            ));
-        }
-        self.stop.notify(usize::MAX);
-        let result = release_id(&self.engine, &self.name, &self.id).await;
-        if let Err(e) = &result {
-            if matches!(e.kind(), ErrorKind::Connection) || e.reason().is_none() {
-                // Unknown outcome (or an error reply that changed nothing): retryable.
-                self.ended.store(false, Ordering::Release);
-            }
-        }
-        self.engine.registry.untrack_other(self.registry_id);
-        result
-    }
-}
-
-impl OnClose for PermitState {
-    fn close(self: Arc<Self>) -> BoxFut<'static, ()> {
-        Box::pin(async move {
-            if let Err(e) = self.release().await {
-                tracing::debug!(semaphore = %self.name, error = %e, "permit release at close failed");
-            }
-        })
-    }
-}
-
-impl Permit {
-    /// The permit's id: 32 lower-case hex digits, Redisson's format (pass it to
-    /// [`PermitSemaphore::release`] here or `RPermitExpirableSemaphore.release` in Java).
-    pub fn id(&self) -> &str {
-        &self.state.id
-    }
-
-    /// The lease it was acquired with; in watchdog mode (no lease given) the client's
-    /// watchdog timeout, renewed every third of it.
-    pub fn lease(&self) -> Duration {
-        self.state.lease
-    }
-
-    /// `true` when the watchdog renews it (acquired without a lease).
-    pub fn is_renewed(&self) -> bool {
-        self.state.renewed
-    }
-
-    /// `true` once a renewal found it no longer held (reclaimed after its lease ended, or
-    /// released by id by another client).
-    pub fn is_lost(&self) -> bool {
-        self.state.lost.load(Ordering::Acquire)
-    }
-
-    /// Gives the permit back, at most once (the renewal stops first).
-    ///
-    /// # Errors
-    /// `NotOwned` with reason `never_held` when it was already released (or is no longer held:
-    /// its lease ended and it was given back, or someone released its id), `expired` when its
-    /// lease had ended but it was not given back yet (it is now); `Connection`/`Redis` when
-    /// Redis fails (the permit then stays releasable: call again; unrenewed, it expires with
-    /// its lease); `Connection` ("the client is closed") after `Client::close`.
-    pub async fn release(&self) -> Result<()> {
-        self.state.engine.registry.check_open()?;
-        self.state.release().await
-    }
-}
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        if self.state.ended.load(Ordering::Acquire) {
-            return;
-        }
-        let state = self.state.clone();
-        self.state.engine.runtime.spawn(Box::pin(async move {
-            if let Err(e) = state.release().await {
-                tracing::debug!(semaphore = %state.name, error = %e, "background release of a dropped permit failed");
-            }
-        }));
-    }
-}
-
-/// Renews a watchdog-mode permit every third of the watchdog timeout until it is released,
-/// dropped or found gone. Holds it weakly: a dropped permit is not kept alive.
-async fn renew(state: Weak<PermitState>) {
-    let mut pause = None;
-    loop {
-        let Some(strong) = state.upgrade() else { return };
-        let engine = strong.engine.clone();
-        let timeout = engine.config.watchdog_timeout;
-        let period = timing::renewal_period(timeout);
-        let listener = strong.stop.listen();
-        if strong.ended.load(Ordering::Acquire) {
-            return;
-        }
-        drop(strong);
-        let _ = select(engine.runtime.sleep(pause.unwrap_or(period)), listener).await;
-        let Some(strong) = state.upgrade() else { return };
-        if strong.ended.load(Ordering::Acquire) || engine.registry.is_closed() {
-            return;
-        }
-        let now = engine.runtime.wall_clock_ms();
-        let expiry = permits::expiry(now, Some(timeout.as_millis() as u64));
-        let outcome = match permits::extend(&strong.name, &strong.id, expiry, now, PUBLISH) {
-            Ok(request) => waiting::call(&engine, &request)
-                .await
-                .and_then(|r| permits::decode_extend(&r)),
-            Err(e) => Err(e),
-        };
-        match outcome {
-            Ok(true) => pause = None,
-            Ok(false) => {
-                tracing::warn!(semaphore = %strong.name, "permit renewal found it no longer held");
-                strong.lost.store(true, Ordering::Release);
-                return;
-            }
-            Err(e) => {
-                tracing::debug!(semaphore = %strong.name, error = %e, "permit renewal failed; retrying");
-                pause = Some((period / 4).min(Duration::from_secs(1)));
-            }
         }
     }
 }
@@ -287,6 +107,9 @@ impl PermitSemaphore {
 
     /// Sets the number of permits if the semaphore does not exist yet (Redisson
     /// `trySetPermits`), publishing it. `Ok(false)` when it already exists (left untouched).
+    /// The transport's repeat of a request whose reply was lost answers what the first
+    /// application answered (`true`), not "already set": each call leaves a short-lived latch
+    /// `redlatch_acquire_latch:{name}:<id>` (a key Redisson never reads).
     ///
     /// # Errors
     /// `InvalidArgument` for 0 or more than `i32::MAX` permits, a bad name or a quorum client;
@@ -294,7 +117,14 @@ impl PermitSemaphore {
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         self.check()?;
         validate_count("permits", permits)?;
-        let request = semaphore::try_set_permits(&self.name, permits, None, PUBLISH)?;
+        let request = semaphore::try_set_permits_once(
+            &self.name,
+            permits,
+            None,
+            PUBLISH,
+            &crate::protocol::token::new_token()?,
+            self.engine.latch_ttl_ms(),
+        )?;
         semaphore::decode_try_set(&waiting::call(&self.engine, &request).await?)
     }
 
@@ -399,27 +229,7 @@ impl PermitSemaphore {
     }
 
     fn new_permit(&self, id: String, lease: Duration, renewed: bool) -> Permit {
-        let engine = &self.engine;
-        let state = Arc::new(PermitState {
-            engine: engine.clone(),
-            name: self.name.clone(),
-            id,
-            lease,
-            renewed,
-            registry_id: engine.registry.next_id(),
-            ended: AtomicBool::new(false),
-            lost: AtomicBool::new(false),
-            stop: Event::new(),
-        });
-        let weak: Weak<dyn OnClose> = Arc::downgrade(&state) as Weak<dyn OnClose>;
-        if !engine.registry.track_other(state.registry_id, weak) {
-            // Closed meanwhile: the permit goes back at once (the caller gets it released).
-            engine.runtime.spawn(Box::pin(state.clone().close()));
-        }
-        if renewed {
-            engine.runtime.spawn(Box::pin(renew(Arc::downgrade(&state))));
-        }
-        Permit { state }
+        Permit::new(&self.engine, &self.name, id, lease, renewed)
     }
 
     /// Releases the permit `id` (taken by any client, Java included), by its 32 hex digits.

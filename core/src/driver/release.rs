@@ -1,0 +1,295 @@
+//! Releasing a [`Hold`], in two steps so that several holds can share one request: [`begin`]
+//! takes the hold's release lock and decides the request's id and latch (or refuses at once),
+//! and [`Releasing::settle`] decides the hold's fate from each node's answer for it. A hold
+//! released alone sends its kind's release script ([`Hold::release`]); the members of a
+//! one-script multi-lock send one `multi_release` for all of them (`multi.rs`), each member
+//! still settled by the rules below from its own code in the reply.
+//!
+//! A release whose outcome is unknown (a connection error or a timeout) leaves the hold held,
+//! with its request id kept: the next release sends the same request id again, and its
+//! idempotency latch (written by the first attempt that applied) replays the first answer, so
+//! a reentrant release never decrements twice and a lease release that applied is never
+//! reported as "gone" or "taken". Released means Redis said so: a retry that finds the key
+//! gone or another owner's, with no latch, is a refusal (the hold may have been lost, e.g. to
+//! a restart without persistence, and another owner's section may have overlapped this one).
+//!
+//! [`begin`]: Hold::begin_release
+
+use super::hold::Hold;
+use super::owner::InFlight;
+use super::signal::{End, HoldSignal};
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::protocol::quorum;
+use crate::protocol::reply::OwnershipReply;
+use crate::protocol::request::{Holder, Request};
+use futures::lock::MutexGuard;
+use std::time::Duration;
+
+/// A release that was sent without an answer: its request id (reused by the retry) and when
+/// it was first sent.
+pub(crate) struct Pending {
+    request_id: String,
+    sent: Duration,
+}
+
+/// Puts a release that was begun back to "held" if it is dropped before it settles (the
+/// outcome is then unknown), so the hold can still be released.
+struct Unsettled<'a>(Option<&'a HoldSignal>);
+
+impl Unsettled<'_> {
+    fn settle(mut self, settled: bool) {
+        if let Some(signal) = self.0.take() {
+            signal.finish_release(settled);
+        }
+    }
+}
+
+impl Drop for Unsettled<'_> {
+    fn drop(&mut self) {
+        if let Some(signal) = self.0.take() {
+            signal.finish_release(false);
+        }
+    }
+}
+
+/// A release begun: the hold's release lock is held until [`settle`](Self::settle).
+pub(crate) struct Releasing<'a> {
+    hold: &'a Hold,
+    pending: MutexGuard<'a, Option<Pending>>,
+    unsettled: Unsettled<'a>,
+    /// A reentrant release counts as in flight for its owner from before it begins until
+    /// Redis answered: a re-acquire that removes counts of lost holds must not race it (see
+    /// `drop_orphaned_counts` in grant.rs).
+    _in_flight: Option<InFlight>,
+    started: Duration,
+    still_valid: bool,
+    /// A lease release retried after its latch expired may find the key gone (or taken)
+    /// although its first attempt released it: it then reports that, never a guess.
+    unchecked: bool,
+    request_id: String,
+    latch_ttl_ms: u64,
+    retry: bool,
+}
+
+impl Hold {
+    /// Releases the hold on every node (at most once; retryable while the outcome is unknown).
+    pub(crate) async fn release(&self) -> Result<()> {
+        let releasing = self.begin_release().await?;
+        let request = releasing.request();
+        let engine = &self.engine;
+        let holder = &self.holder;
+        // No validity hangs on a release: every node gets the full network timeout, and the
+        // call returns once a majority confirmed (the others finish in the background).
+        let replies = engine
+            .nodes
+            .broadcast_until(
+                &request,
+                engine.config.network_timeout,
+                &[],
+                engine.majority(),
+                |r| holder.decode_release(r).is_ok_and(OwnershipReply::was_owned),
+            )
+            .await;
+        let outcomes = replies
+            .into_iter()
+            .map(|reply| reply.map(|(r, _)| r.and_then(|r| holder.decode_release(&r))))
+            .collect();
+        releasing.settle(outcomes)
+    }
+
+    /// Starts a release: waits for an extend or release in flight, then either refuses (already
+    /// released, known lost, or a reentrant retry too late to be exact) or returns the begun
+    /// release, whose request id is the unknown attempt's (a retry) or a new one.
+    pub(crate) async fn begin_release(&self) -> Result<Releasing<'_>> {
+        let pending = self.releasing.lock().await;
+        let engine = &self.engine;
+        let started = engine.now();
+        // Known lost at the deadline: still sent (the key may live on for the drift
+        // allowance); Redis' answer decides, and a refusal is then `expired`.
+        let still_valid = started < self.signal.deadline();
+        match self.signal.begin_release() {
+            Ok(()) => {}
+            Err(End::Released) => return Err(self.refused("release", Reason::NeverHeld)),
+            Err(End::Lost(reason)) => {
+                self.unwatch();
+                return Err(self.lost_error(reason));
+            }
+        }
+        let unsettled = Unsettled(Some(&self.signal));
+        self.unwatch();
+        let in_flight = engine.in_flight(&self.name, &self.holder);
+        let latch_ttl_ms = engine.release_latch_ttl_ms(&self.holder, self.lease);
+        let unchecked = pending.as_ref().is_some_and(|p| {
+            started.saturating_sub(p.sent) + engine.config.network_timeout
+                >= Duration::from_millis(latch_ttl_ms)
+        });
+        if let (Some(p), Holder::Reentrant { .. }) = (pending.as_ref(), &self.holder) {
+            // The latch that makes the retry exact may be gone by the time it arrives.
+            let window = Duration::from_millis(latch_ttl_ms).saturating_sub(engine.config.network_timeout);
+            if started.saturating_sub(p.sent) >= window {
+                unsettled.settle(true);
+                return Err(Error::connection(format!(
+                    "release of {:?}: the outcome of the attempt sent {} ms ago is unknown and \
+                     can no longer be checked exactly (its idempotency latch expired); the \
+                     hold's count stays until the lock's TTL ends",
+                    self.name,
+                    started.saturating_sub(p.sent).as_millis()
+                )));
+            }
+        }
+        let retry = pending.is_some();
+        let request_id = match pending.as_ref() {
+            Some(p) => p.request_id.clone(),
+            None => self.holder.release_id()?,
+        };
+        let mut releasing = Releasing {
+            hold: self,
+            pending,
+            unsettled,
+            _in_flight: in_flight,
+            started,
+            still_valid,
+            unchecked,
+            request_id,
+            latch_ttl_ms,
+            retry,
+        };
+        if !retry {
+            *releasing.pending = Some(Pending {
+                request_id: releasing.request_id.clone(),
+                sent: started,
+            });
+        }
+        Ok(releasing)
+    }
+}
+
+impl Releasing<'_> {
+    pub(crate) fn hold(&self) -> &Hold {
+        self.hold
+    }
+
+    /// The id naming this release's latch (`redisson_unlock_latch:{N}:<id>`).
+    pub(crate) fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
+    /// How long this release's latch lives.
+    pub(crate) fn latch_ttl_ms(&self) -> u64 {
+        self.latch_ttl_ms
+    }
+
+    /// `true` when this sends again a release whose outcome was unknown: it then goes out as
+    /// EVAL, since on a slow node with an empty script cache the NOSCRIPT answer to an EVALSHA
+    /// can come after the timeout, and the release would never land.
+    pub(crate) fn is_retry(&self) -> bool {
+        self.retry
+    }
+
+    /// The hold's own release request.
+    fn request(&self) -> Request {
+        let hold = self.hold;
+        let now_ms = hold.engine.runtime.wall_clock_ms();
+        let mut request = hold.holder.release(
+            &hold.name,
+            hold.lease_ms(),
+            &self.request_id,
+            self.latch_ttl_ms,
+            now_ms,
+        );
+        request.by_source = self.retry;
+        request
+    }
+
+    /// Settles the release from each node's answer for this hold (`None`: not awaited).
+    ///
+    /// # Errors
+    /// As `Guard::release`.
+    pub(crate) fn settle(mut self, outcomes: Vec<Option<Result<OwnershipReply>>>) -> Result<()> {
+        let hold = self.hold;
+        let engine = &hold.engine;
+        let elapsed = engine.now() - self.started;
+        let (mut yes, mut still_held, mut absent, mut taken, mut errors) = (0, 0, 0, 0, Vec::new());
+        for (i, outcome) in outcomes.into_iter().enumerate() {
+            let Some(decoded) = outcome else { continue };
+            match decoded {
+                Ok(OwnershipReply::HandedOff) => engine.note_handoff(&hold.name),
+                Ok(OwnershipReply::StillHeld) => still_held += 1,
+                _ => {}
+            }
+            // Only Redis' word counts as released: this request applied now, or its latch
+            // says an earlier attempt did (a retry after a lost reply replays the first
+            // answer). A retry that finds the key gone or another owner's is a refusal: the
+            // hold may have been lost (expired, a restart without persistence) and the next
+            // owner's section may have overlapped this one.
+            match decoded {
+                Ok(o) if o.was_owned() => yes += 1,
+                Ok(OwnershipReply::Absent) => absent += 1,
+                Ok(OwnershipReply::Taken) => taken += 1,
+                Ok(_) => {}
+                Err(e) => errors.push((i, e)),
+            }
+        }
+        let majority = engine.majority();
+        if still_held >= majority {
+            // A partial release reset the hash's TTL to this hold's lease: that is now the
+            // validity of the owner's other holds.
+            // (None: it took longer than the lease, so nothing is known to be left of it.)
+            let left = quorum::validity(hold.lease, elapsed).unwrap_or(Duration::ZERO);
+            hold.signal.set_deadline(self.started + left);
+        }
+        if yes >= majority || (yes >= 1 && yes + absent >= majority) {
+            for (i, e) in &errors {
+                tracing::warn!(lock = %hold.name, node = engine.nodes.label(*i), error = %e, "release did not reach a node; its key expires with the lease");
+            }
+            tracing::debug!(lock = %hold.name, "released");
+            *self.pending = None;
+            self.unsettled.settle(true);
+            return Ok(());
+        }
+        let unconfirmed = errors.len();
+        let unknown = match errors.into_iter().next() {
+            Some((_, e)) if !engine.is_quorum() => Some(e),
+            // Nodes that did not answer might still have held it: not a definite "not owned".
+            Some(_) if yes + unconfirmed >= majority => Some(Error::new(
+                ErrorKind::Quorum,
+                format!(
+                    "release of {:?} was confirmed by {yes} node(s) and {unconfirmed} did not answer; a majority is {majority}",
+                    hold.name
+                ),
+            )),
+            _ => None,
+        };
+        if let Some(e) = unknown {
+            // The hold stays held: the caller may release it again once Redis is back. An
+            // error reply (ACL, OOM) came from a script that changed nothing, so the next
+            // attempt is a fresh one; after a connection error or a timeout it may have
+            // applied, and the retry sends the same request.
+            if !matches!(e.kind(), ErrorKind::Connection | ErrorKind::Quorum) {
+                *self.pending = None;
+            }
+            self.unsettled.settle(false);
+            return Err(e);
+        }
+        *self.pending = None;
+        self.unsettled.settle(true);
+        let reason = match (self.still_valid, taken > 0) {
+            (false, _) => Reason::Expired,
+            (true, true) => Reason::Taken,
+            (true, false) => Reason::Deleted,
+        };
+        let err = hold.refused("release", reason);
+        if !self.unchecked {
+            return Err(err);
+        }
+        Err(Error::not_owned(
+            err.kind() == ErrorKind::LockLost,
+            reason,
+            format!(
+                "{}; an earlier attempt, whose outcome was unknown, may have released it, but \
+                 its idempotency latch had expired, so that cannot be told from a loss",
+                err.message()
+            ),
+        ))
+    }
+}
