@@ -94,7 +94,7 @@ async fn a_member_busy_on_a_majority_takes_nothing_and_the_node_that_granted_is_
 }
 
 #[tokio::test]
-async fn a_connection_error_is_retried_with_a_fresh_attempt() {
+async fn a_connection_error_is_retried_and_the_retry_grant_is_kept() {
     let s = testing::server();
     let config = testing::config();
     let transport = testing::transport(&s, &config);
