@@ -13,10 +13,12 @@
 //! before dropping the client.
 
 mod family;
+mod multi;
 mod runtime;
 
 pub use crate::native::poll_here;
-pub use family::{CountDownLatch, MultiGuard, MultiLock, Permit, PermitSemaphore, Semaphore};
+pub use family::{CountDownLatch, Permit, PermitSemaphore, Semaphore};
+pub use multi::{MultiGuard, MultiLock};
 
 use crate::error::Result;
 use runtime::{new_runtime, run, OwnedRuntime};

@@ -307,3 +307,7 @@ async fn attempt(
         ),
     }
 }
+
+#[cfg(all(test, feature = "native"))]
+#[path = "tests/multi.rs"]
+mod tests;

@@ -84,3 +84,7 @@ pub(crate) async fn release(engine: &Engine, holds: &[&Hold]) -> Vec<Result<()>>
     }
     results
 }
+
+#[cfg(all(test, feature = "native"))]
+#[path = "tests/multi_release.rs"]
+mod tests;

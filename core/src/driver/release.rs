@@ -293,3 +293,7 @@ impl Releasing<'_> {
         ))
     }
 }
+
+#[cfg(all(test, feature = "native"))]
+#[path = "tests/release.rs"]
+mod tests;

@@ -1,0 +1,110 @@
+//! Unit tests of `release.rs` (in their own file to keep that one short), on real servers:
+//! a release whose reply was lost stays retryable with its request id, and the quorum rule
+//! that decides released or refused from each node's answer.
+
+use crate::driver::acquire::acquire;
+use crate::driver::testing::{self, cmd, lease_spec, raw, within};
+use crate::error::{ErrorKind, Reason};
+use std::time::Duration;
+
+const NOW: Option<Duration> = Some(Duration::ZERO);
+const MINUTE: Option<Duration> = Some(Duration::from_secs(60));
+
+#[tokio::test]
+async fn a_lease_release_whose_reply_is_lost_is_retried_with_the_same_request_id() {
+    let s = testing::server();
+    let config = testing::config();
+    let (proxy, transport) = testing::proxied(&s, &config);
+    transport.ping().await.unwrap();
+    let engine = testing::engine_over(vec![transport], config);
+    let mut conn = raw(&s).await;
+    // The release script in the node's cache first: a held-back NOSCRIPT would leave the
+    // first attempt unapplied, and this test is about one that applied.
+    let warm = acquire(&engine, &lease_spec("r:1:warm", MINUTE), NOW)
+        .await
+        .unwrap();
+    warm.release().await.unwrap();
+    let hold = acquire(&engine, &lease_spec("r:1", MINUTE), NOW).await.unwrap();
+
+    proxy.hold(true);
+    let e = within(hold.release()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(hold.signal.is_held(), "outcome unknown: still held");
+    assert_eq!(
+        cmd::<i64>(&mut conn, &["EXISTS", "r:1"]).await,
+        0,
+        "the first attempt applied"
+    );
+    let latches: Vec<String> = cmd(&mut conn, &["KEYS", "redisson_unlock_latch:{r:1}:*"]).await;
+    assert_eq!(latches.len(), 1, "{latches:?}");
+    let first_id = latches[0].rsplit(':').next().unwrap().to_owned();
+    proxy.hold(false);
+
+    let retry = hold.begin_release().await.unwrap();
+    assert!(retry.is_retry());
+    assert_eq!(
+        retry.request_id(),
+        first_id,
+        "the retry names the first attempt's latch"
+    );
+    assert!(retry.request().by_source, "a retry goes out as EVAL");
+    drop(retry);
+    assert!(
+        hold.signal.is_held(),
+        "a begun release dropped unsettled leaves it held"
+    );
+
+    // The key is gone: only the latch of the first attempt tells this from a loss.
+    within(hold.release()).await.unwrap();
+    let e = hold.release().await.unwrap_err();
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::NotOwned, Some(Reason::NeverHeld)),
+        "released once"
+    );
+}
+
+#[tokio::test]
+async fn a_quorum_release_needs_one_confirmation_and_absences_but_taken_keys_refuse_it() {
+    let servers = [testing::server(), testing::server(), testing::server()];
+    let refs: Vec<_> = servers.iter().collect();
+    let engine = testing::engine(&refs, testing::config()).await;
+    let mut conns = Vec::new();
+    for s in &servers {
+        conns.push(raw(s).await);
+    }
+
+    // Gone on two of three nodes (expired there, say): one confirmation plus two absences
+    // make a majority that holds no other owner's key, so it is released.
+    let hold = acquire(&engine, &lease_spec("r:2", MINUTE), NOW).await.unwrap();
+    for conn in &mut conns[1..] {
+        let _: i64 = cmd(conn, &["DEL", "r:2"]).await;
+    }
+    within(hold.release()).await.unwrap();
+    assert!(!hold.signal.is_held());
+    assert_eq!(cmd::<i64>(&mut conns[0], &["EXISTS", "r:2"]).await, 0);
+
+    // Another owner's on two of three nodes: a refusal, and their keys are left alone.
+    let hold = acquire(&engine, &lease_spec("r:3", MINUTE), NOW).await.unwrap();
+    for conn in &mut conns[1..] {
+        let _: () = cmd(conn, &["SET", "r:3", "another-token", "PX", "60000"]).await;
+    }
+    let e = within(hold.release()).await.unwrap_err();
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::NotOwned, Some(Reason::Taken)),
+        "{e}"
+    );
+    assert!(!hold.signal.is_held(), "a refusal settles the hold");
+    assert_eq!(
+        cmd::<i64>(&mut conns[0], &["EXISTS", "r:3"]).await,
+        0,
+        "its own key released"
+    );
+    for conn in &mut conns[1..] {
+        assert_eq!(
+            cmd::<Option<String>>(conn, &["GET", "r:3"]).await.as_deref(),
+            Some("another-token")
+        );
+    }
+}
