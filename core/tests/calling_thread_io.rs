@@ -35,6 +35,12 @@ fn sync_redis(s: &redlatch_fleet::RedisServer) -> redis::Connection {
 #[test]
 fn uncontended_calls_need_no_runtime_worker() {
     let s = server();
+    if s.is_valkey() {
+        // By design a Valkey client keeps the runtime path (its release uses DELIFEQ, which the
+        // calling-thread transport does not send): nothing to check here.
+        eprintln!("skipped on Valkey: its clients keep the runtime path");
+        return;
+    }
     let client = blocking::Client::connect(&s.url()).expect("connect");
     let lock = client.lock("local:lease").lease(Duration::from_secs(30));
     let rlock = client.rlock("local:rlock").lease(Duration::from_secs(30));
@@ -97,9 +103,11 @@ fn calls_after_client_kill_succeed_and_the_local_connection_was_cut() {
         !lock.locked().expect("first call"),
         "made the calling thread's connection"
     );
+    // Valkey clients keep the runtime path (DELIFEQ): only the multiplexed connection exists.
+    let connections = if s.is_valkey() { 1 } else { 2 };
     assert!(
-        kill() >= 2,
-        "the multiplexed and the calling thread's connections were cut"
+        kill() >= connections,
+        "the multiplexed and (off Valkey) the calling thread's connections were cut"
     );
     let g = lock
         .try_acquire()
