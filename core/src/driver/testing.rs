@@ -37,15 +37,18 @@ pub(crate) fn transport(server: &RedisServer, config: &Config) -> Arc<RedisTrans
     Arc::new(RedisTransport::new(&server.url(), config.network_timeout).expect("transport"))
 }
 
-/// A real node's transport through a [`HoldingProxy`] (requests flow; replies can be held
-/// back, so a request applies while its reply is lost to the timeout).
-pub(crate) fn proxied(server: &RedisServer, config: &Config) -> (HoldingProxy, Arc<RedisTransport>) {
+/// An engine over one real node reached through a [`HoldingProxy`] (requests flow; replies can
+/// be held back, so a request applies while its reply is lost to the timeout), its connection
+/// made (`PING`) before it returns.
+pub(crate) async fn proxied_engine(server: &RedisServer) -> (HoldingProxy, Arc<Engine>) {
+    let config = config();
     let proxy = HoldingProxy::start(server.port()).expect("proxy");
     let url = server
         .url()
         .replace(&format!(":{}", server.port()), &format!(":{}", proxy.port()));
-    let transport = RedisTransport::new(&url, config.network_timeout).expect("transport");
-    (proxy, Arc::new(transport))
+    let transport = Arc::new(RedisTransport::new(&url, config.network_timeout).expect("transport"));
+    transport.ping().await.expect("ping");
+    (proxy, engine_over(vec![transport], config))
 }
 
 /// An engine over `servers` (one = single node, several = quorum), on the calling tokio

@@ -81,10 +81,7 @@ async fn an_extend_that_finds_it_taken_is_a_loss_and_the_release_then_sends_noth
 #[tokio::test]
 async fn a_release_whose_reply_is_lost_stays_held_and_its_retry_never_decrements_twice() {
     let s = testing::server();
-    let config = testing::config();
-    let (proxy, transport) = testing::proxied(&s, &config);
-    transport.ping().await.unwrap();
-    let engine = testing::engine_over(vec![transport], config);
+    let (proxy, engine) = testing::proxied_engine(&s).await;
     let mut conn = raw(&s).await;
     let spec = rlock_spec(&engine, "h:3", 1, Some(Duration::from_secs(60)));
     let field = spec.owner.clone().unwrap();

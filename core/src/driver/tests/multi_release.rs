@@ -77,10 +77,7 @@ async fn a_member_refused_before_sending_is_left_out_of_the_request() {
 #[tokio::test]
 async fn a_lost_reply_keeps_every_member_held_and_the_retry_replays_the_first_answer() {
     let s = testing::server();
-    let config = testing::config();
-    let (proxy, transport) = testing::proxied(&s, &config);
-    transport.ping().await.unwrap();
-    let engine = testing::engine_over(vec![transport], config);
+    let (proxy, engine) = testing::proxied_engine(&s).await;
     let mut conn = raw(&s).await;
     // The scripts in the node's cache first: a held-back NOSCRIPT would leave the first
     // attempt unapplied, and this test is about one that applied.

@@ -13,10 +13,7 @@ const MINUTE: Option<Duration> = Some(Duration::from_secs(60));
 #[tokio::test]
 async fn a_lease_release_whose_reply_is_lost_is_retried_with_the_same_request_id() {
     let s = testing::server();
-    let config = testing::config();
-    let (proxy, transport) = testing::proxied(&s, &config);
-    transport.ping().await.unwrap();
-    let engine = testing::engine_over(vec![transport], config);
+    let (proxy, engine) = testing::proxied_engine(&s).await;
     let mut conn = raw(&s).await;
     // The release script in the node's cache first: a held-back NOSCRIPT would leave the
     // first attempt unapplied, and this test is about one that applied.
