@@ -10,7 +10,8 @@
 #   c-test          build, then run the C and C++ suites (and the family suites: fair, read/write,
 #                   semaphores, latch, multi-lock) against a Redis fleet, the C deployments
 #                   suite against `redlatch-fleet --deployments` (TLS, Cluster, Sentinel), the C
-#                   suites again under valgrind, and the install test (c-install-test)
+#                   suites and the family suites again under valgrind, and the install test
+#                   (c-install-test)
 #   c-install-test  install into a temporary prefix; build a C program with pkg-config (shared,
 #                   and fully static from `pkg-config --static`) and a C++ program (plus a static
 #                   C one) with CMake find_package; run them on a fleet
@@ -163,6 +164,10 @@ c-test: c-header-check c-fleet c-test-build
 	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_DEPLOYMENTS_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_deployments
 	@echo "== C suite under valgrind"
 	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_redlatch
+	@echo "== C family suites and C++ family suite under valgrind (their children run natively)"
+	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_fair_rw
+	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_semaphores
+	REDLATCH_TEST_SLOW=$(C_VALGRIND_SLOW) $(C_FLEET) $(C_VALGRIND) $(C_OUT)/tests/test_family_cpp
 	@$(MAKE) --no-print-directory -f $(C_DIR)/c.mk c-install-test
 	@echo "c-test: C, C++, valgrind and install suites passed"
 

@@ -1,7 +1,9 @@
 /*
  * Child processes for the multi-process tests of the family suites: each child is this test
- * binary again (fork, then exec of /proc/self/exe with a role in argv), so it starts with no
- * inherited redlatch state whatever the parent holds. The parent talks to a child through two
+ * binary again (fork, then exec of the path /proc/self/exe names, with a role in argv), so it
+ * starts with no inherited redlatch state whatever the parent holds. The path is read with
+ * readlink rather than exec'ing /proc/self/exe itself: under valgrind that link is valgrind's
+ * own tool binary (only readlink is redirected to the program), so the children would not start. The parent talks to a child through two
  * pipes: lines to its stdin, lines from its stdout.
  */
 #ifndef REDLATCH_SPAWN_H
@@ -22,7 +24,7 @@ typedef struct {
     size_t len;
 } child;
 
-/* Starts `/proc/self/exe role args...` (NULL-terminated). pid is -1 on failure. */
+/* Starts `<this program> role args...` (NULL-terminated). pid is -1 on failure. */
 static inline child spawn(const char *role, ...) {
     child c;
     memset(&c, 0, sizeof c);
@@ -38,6 +40,10 @@ static inline child spawn(const char *role, ...) {
     while ((a = va_arg(ap, const char *)) != NULL && argc < 15) argv[argc++] = a;
     va_end(ap);
     argv[argc] = NULL;
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return c;
+    self[n] = '\0';
     int in[2], out[2];
     if (pipe(in) != 0) return c;
     if (pipe(out) != 0) {
@@ -58,7 +64,7 @@ static inline child spawn(const char *role, ...) {
         close(in[1]);
         close(out[0]);
         close(out[1]);
-        execv("/proc/self/exe", (char *const *)argv);
+        execv(self, (char *const *)argv);
         _exit(127);
     }
     close(in[0]);
