@@ -333,3 +333,38 @@ async fn any_mix_of_lock_kinds() {
     let mut conn = raw(&s).await;
     assert!(keys_but_latches(&mut conn).await.is_empty());
 }
+
+#[tokio::test]
+async fn an_uncontended_set_of_lease_members_is_taken_without_a_script() {
+    let s = server();
+    let (c, other) = (client(&s).await, client(&s).await);
+    let mut conn = raw(&s).await;
+    let multi = c
+        .multi_lock_names(["{pl}:a", "{pl}:b"])
+        .unwrap()
+        .lease(Duration::from_secs(10));
+    // The first round loads the release script (NOSCRIPT, then EVAL): not counted.
+    multi.acquire().await.unwrap().release().await.unwrap();
+    let before = script_calls(&mut conn).await;
+    let guard = multi.acquire().await.unwrap();
+    assert_eq!(
+        script_calls(&mut conn).await - before,
+        0,
+        "each member's SET NX PX, no multi_acquire script"
+    );
+    // Taken for real: another client's lock on a member is refused.
+    assert!(other.lock("{pl}:b").try_acquire().await.unwrap().is_none());
+    guard.release().await.unwrap();
+    assert_eq!(keys_but_latches(&mut conn).await, Vec::<String>::new());
+    // One member busy: the plain attempt's other member is undone, and the script reports
+    // the busy one (its TTL, so a waiter sleeps no longer than the holder's lease).
+    let held = other
+        .lock("{pl}:b")
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(multi.try_acquire().await.unwrap().is_none());
+    assert_eq!(keys_but_latches(&mut conn).await, ["{pl}:b"]);
+    held.release().await.unwrap();
+}

@@ -7,15 +7,6 @@ use common::*;
 use redlatch::{Client, ErrorKind, Reason};
 use std::time::Duration;
 
-/// Script calls the server has run so far (`EVALSHA` and `EVAL`, from `INFO commandstats`).
-async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = cmd(conn, &["INFO", "commandstats"]).await;
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
-        .sum()
-}
-
 async fn exists(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {
     cmd::<i64>(conn, &["EXISTS", key]).await == 1
 }

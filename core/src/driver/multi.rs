@@ -11,6 +11,7 @@
 use super::acquire::LockSpec;
 use super::grant::{new_hold, Grant};
 use super::hold::Hold;
+use super::multi_plain;
 use super::owner::InFlight;
 use super::transport::random_unit;
 use super::waker::Waker;
@@ -25,9 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// One attempt's members, with the holders it used.
-struct Attempted {
-    members: Vec<Member>,
-    request_id: String,
+pub(super) struct Attempted {
+    pub(super) members: Vec<Member>,
+    pub(super) request_id: String,
 }
 
 impl Attempted {
@@ -53,13 +54,20 @@ impl Attempted {
         })
     }
 
-    fn refs(&self) -> Vec<&Member> {
+    pub(super) fn refs(&self) -> Vec<&Member> {
         self.members.iter().collect()
+    }
+
+    /// Every member is a lease lock (its holder a token).
+    pub(super) fn lease_only(&self) -> bool {
+        self.members
+            .iter()
+            .all(|m| matches!(m.holder, Some(Holder::Lease { .. })))
     }
 }
 
 /// Undoes an attempt on `nodes` in the background (each node bounded by the network timeout).
-fn undo_in_background(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usize>) {
+pub(super) fn undo_in_background(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usize>) {
     let Ok(request) = multi::abort(&attempt.refs(), &attempt.request_id, PUBLISH) else {
         return;
     };
@@ -78,9 +86,9 @@ fn undo_in_background(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usiz
 }
 
 /// Armed while an attempt is in flight: a dropped acquire undoes it on every node.
-struct UndoOnDrop<'a> {
-    engine: &'a Arc<Engine>,
-    attempt: Option<Attempted>,
+pub(super) struct UndoOnDrop<'a> {
+    pub(super) engine: &'a Arc<Engine>,
+    pub(super) attempt: Option<Attempted>,
 }
 
 impl Drop for UndoOnDrop<'_> {
@@ -94,7 +102,7 @@ impl Drop for UndoOnDrop<'_> {
     }
 }
 
-enum Outcome {
+pub(super) enum Outcome {
     Granted(Vec<Hold>),
     Busy { index: usize, pttl: i64 },
     Failed(Error),
@@ -125,6 +133,7 @@ pub(crate) async fn acquire(
     let mut waker: Option<(usize, Waker)> = None;
     let mut error_since: Option<Duration> = None;
     let mut failures = 0u32;
+    let mut first = true;
     loop {
         if let Some((_, w)) = waker.as_mut() {
             w.mark_seen();
@@ -134,7 +143,21 @@ pub(crate) async fn acquire(
             engine,
             attempt: Some(Attempted::new(specs)?),
         };
-        let outcome = attempt(engine, specs, &mut armed, &in_flight).await;
+        // The first attempt of lease members on one node: plain `SET NX PX`s (multi_plain.rs).
+        let plain = match &armed.attempt {
+            Some(a) if first && multi_plain::applies(engine, a) => {
+                multi_plain::attempt(engine, specs, &mut armed, &in_flight).await
+            }
+            _ => None,
+        };
+        first = false;
+        let outcome = match plain {
+            Some(outcome) => outcome,
+            None => {
+                armed.attempt.get_or_insert(Attempted::new(specs)?);
+                attempt(engine, specs, &mut armed, &in_flight).await
+            }
+        };
         let now = rt.now();
         let remaining = deadline.map(|d| d.saturating_sub(now));
         let out_of_time = remaining == Some(Duration::ZERO);
@@ -251,40 +274,18 @@ async fn attempt(
     }
     let n = engine.nodes.len();
     let tally = quorum::tally(n, granted, refused);
-    let mut validity = quorum::validity(lease, elapsed);
-    if n == 1 && validity.is_none() && elapsed < lease {
-        validity = Some(Duration::ZERO);
-    }
+    let validity = match n {
+        1 => single_node_validity(lease, elapsed),
+        _ => quorum::validity(lease, elapsed),
+    };
     if let (Tally::Granted, Some(validity)) = (tally, validity) {
         let Some(attempted) = armed.attempt.take() else {
             return Outcome::Failed(Error::new(ErrorKind::Panic, "multi-lock attempt vanished"));
         };
-        let holds = specs
-            .iter()
-            .zip(attempted.members)
-            .zip(in_flight)
-            .map(|((spec, member), flight)| {
-                let holder = member
-                    .holder
-                    .expect("members of a one-script attempt have holders");
-                let grant = Grant {
-                    lease,
-                    fence: 0,
-                    deadline: started + validity,
-                    holds: 1,
-                };
-                new_hold(
-                    engine,
-                    spec,
-                    &holder,
-                    grant,
-                    flight.as_ref().map(InFlight::ticket),
-                )
-                .0
-            })
-            .collect();
         tracing::debug!(members = specs.len(), "multi-lock acquired");
-        return Outcome::Granted(holds);
+        return Outcome::Granted(holds_of(
+            engine, specs, attempted, in_flight, lease, started, validity,
+        ));
     }
     // Not granted: undo wherever it may have applied; this attempt is settled.
     if let Some(attempted) = armed.attempt.take() {
@@ -306,6 +307,40 @@ async fn attempt(
             .with_nodes(engine.nodes.outcomes(reasons)),
         ),
     }
+}
+
+/// A single node's validity after a grant that took `elapsed`: as Redlock's, except that a
+/// grant stands while its lease runs (a lease shorter than the drift allowance is reported
+/// lost at once rather than refused forever), as for a lock alone (`attempt.rs`).
+pub(super) fn single_node_validity(lease: Duration, elapsed: Duration) -> Option<Duration> {
+    quorum::validity(lease, elapsed).or((elapsed < lease).then_some(Duration::ZERO))
+}
+
+/// One [`Hold`] per member of a granted attempt (started at `started`, valid for `validity`).
+pub(super) fn holds_of(
+    engine: &Arc<Engine>,
+    specs: &[LockSpec],
+    attempted: Attempted,
+    in_flight: &[Option<InFlight>],
+    lease: Duration,
+    started: Duration,
+    validity: Duration,
+) -> Vec<Hold> {
+    specs
+        .iter()
+        .zip(attempted.members)
+        .zip(in_flight)
+        .filter_map(|((spec, member), flight)| {
+            let grant = Grant {
+                lease,
+                fence: 0,
+                deadline: started + validity,
+                holds: 1,
+            };
+            let ticket = flight.as_ref().map(InFlight::ticket);
+            Some(new_hold(engine, spec, &member.holder?, grant, ticket).0)
+        })
+        .collect()
 }
 
 #[cfg(all(test, feature = "native"))]

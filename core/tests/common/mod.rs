@@ -44,6 +44,15 @@ fn origin() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
+/// Script calls the server has run so far (`EVALSHA` and `EVAL`, from `INFO commandstats`).
+pub async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = cmd(conn, &["INFO", "commandstats"]).await;
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 pub fn now_ns() -> u64 {
     origin().elapsed().as_nanos() as u64
 }
