@@ -3,8 +3,9 @@
  * binary again (fork, then exec of the path /proc/self/exe names, with a role in argv), so it
  * starts with no inherited redlatch state whatever the parent holds. The path is read with
  * readlink rather than exec'ing /proc/self/exe itself: under valgrind that link is valgrind's
- * own tool binary (only readlink is redirected to the program), so the children would not start. The parent talks to a child through two
- * pipes: lines to its stdin, lines from its stdout.
+ * own tool binary (only readlink is redirected to the program), so the children would not
+ * start. The parent talks to a child through two pipes: lines to its stdin, lines from its
+ * stdout.
  */
 #ifndef REDLATCH_SPAWN_H
 #define REDLATCH_SPAWN_H

@@ -73,14 +73,15 @@ pub(super) async fn release<C: ConnectionLike + Send>(
     } else {
         (None, false, &t[..])
     };
-    // An earlier attempt of this release deleted the key: its latch holds our token.
-    if replay.and_then(bytes) == Some(token.as_bytes()) {
-        return Ok(Reply::Int(1));
-    }
-    // A latch written by a script (lease_release.lua, or multi_release.lua for a multi-lock
-    // member) holds that release's answer, 1 or 2, never a token: replayed as the script does.
-    if let Some(answer @ (b"1" | b"2")) = replay.and_then(bytes) {
-        return Ok(Reply::Int(if answer == b"1" { 1 } else { 2 }));
+    match replay.and_then(bytes) {
+        // An earlier attempt of this release deleted the key: its latch holds our token.
+        Some(latch) if latch == token.as_bytes() => return Ok(Reply::Int(1)),
+        // A latch written by a script (lease_release.lua, or multi_release.lua for a
+        // multi-lock member) holds that release's answer, 1 or 2, never a token: replayed as
+        // the script does.
+        Some(b"1") => return Ok(Reply::Int(1)),
+        Some(b"2") => return Ok(Reply::Int(2)),
+        _ => {}
     }
     let (deleted, published, exists) = if latched {
         (&rest[0], &rest[2], &rest[3])
