@@ -22,8 +22,8 @@ use std::time::Duration;
 /// an unfenced lease or reentrant lock with the same lease and one script may touch all their
 /// keys (a single node, each node of a quorum, or one Redis Cluster hash slot: give the names
 /// one hash tag such as `{acct}:1`, `{acct}:2`), one `multi_acquire` script takes them all at
-/// once (on one node, a set of lease members first tries each member's plain `SET NX PX`,
-/// sent together: Redis runs those for less than the script, and a set not taken whole is
+/// once (a first attempt over lease members sends each member's plain `SET NX PX` instead,
+/// in one pipeline: Redis runs those for less than the script, and a set not taken whole is
 /// undone before the script decides); otherwise they are taken one by one in that order
 /// through their own locks, and a failure part way releases what was taken. Quorum clients
 /// take the one script on every node (Redlock's majority and validity rules apply to the

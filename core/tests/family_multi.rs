@@ -125,7 +125,11 @@ async fn a_member_of_another_type_is_an_error_and_nothing_is_taken() {
     node.cmd::<i64>(&["HSET", "b", "field", "1"]).await;
     let members = [lease("a", "tok"), lease("b", "tok")];
     let e = node
-        .eval(&multi::acquire(&sorted(&members), 1_000, "r", 2_000).unwrap())
+        .eval(
+            &multi::acquire(&sorted(&members), 1_000, "r", 2_000)
+                .unwrap()
+                .script_only(),
+        )
         .await
         .unwrap_err();
     assert!(e.message().contains("WRONGTYPE"), "{e}");
@@ -179,7 +183,8 @@ async fn a_member_taken_meanwhile_is_left_alone_and_a_stale_retry_is_not_replaye
     let rec = Recorder::start(&server.url()).await;
     let members = [lease("a", "tok"), lease("b", "tok")];
     let order = sorted(&members);
-    let r = multi::acquire(&order, 100, "r1", 5_000).unwrap();
+    // The script form, as a retry sends it.
+    let r = multi::acquire(&order, 100, "r1", 5_000).unwrap().script_only();
     node.run(&r).await;
     tokio::time::sleep(Duration::from_millis(150)).await;
     // Both leases ended and another client took b. The same request retried (its first reply
@@ -204,9 +209,20 @@ async fn a_member_taken_meanwhile_is_left_alone_and_a_stale_retry_is_not_replaye
     assert_eq!(channels, ["redisson_lock__channel:{a}"]);
     // A member held without TTL reports pttl -1.
     node.cmd::<()>(&["PERSIST", "b"]).await;
-    let r = multi::acquire(&order, 10_000, "r2", 2_000).unwrap();
+    let r = multi::acquire(&order, 10_000, "r2", 2_000).unwrap().script_only();
     assert_eq!(
         multi::decode_acquire(&node.run(&r).await).unwrap(),
         AcquireReply::Busy { index: 1, pttl: -1 }
     );
+    // The plain form (a first attempt) tells only which member is busy, and what it took
+    // (a, to be undone by the caller).
+    let r = multi::acquire(&order, 10_000, "r3", 2_000).unwrap();
+    assert_eq!(
+        multi::decode_acquire(&node.run(&r).await).unwrap(),
+        AcquireReply::PartlyBusy {
+            index: 1,
+            taken: true
+        }
+    );
+    assert_eq!(node.cmd::<String>(&["GET", "a"]).await, "tok");
 }

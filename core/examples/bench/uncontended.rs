@@ -18,8 +18,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Compare-and-delete, the release half of the raw floor.
-const CAD_SCRIPT: &str =
+pub const CAD_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+/// The two-key compare-and-delete of the raw two-key pair (section 6): both keys or none.
+pub const CAD2_SCRIPT: &str =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[1] \
+     then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0";
 
 /// One thing measured in the uncontended loop.
 pub enum Op {
@@ -27,6 +32,9 @@ pub enum Op {
     RawPair(MultiplexedConnection, redis::Script, String),
     /// The raw pair sent to several nodes at once (each step waits for every node).
     RawFanout(Vec<MultiplexedConnection>, redis::Script, String),
+    /// The raw pair on two keys of one slot (section 6's floor): both `SET NX PX` in one
+    /// pipeline, then one two-key compare-and-delete ([`CAD2_SCRIPT`]).
+    RawTwoKeys(MultiplexedConnection, redis::Script, [String; 2]),
     /// The lease lock's acquire and release scripts sent straight through the transport.
     Transport(Arc<RedisTransport>, String),
     Lock(Lock),
@@ -86,6 +94,31 @@ impl Op {
                 .await;
                 if dels.into_iter().any(|r| !matches!(r, Ok(1))) {
                     return Err("raw fan-out compare-and-delete failed on a node".into());
+                }
+            }
+            Op::RawTwoKeys(conn, cad, [a, b]) => {
+                let token = format!("{i:032x}");
+                let (sa, sb): (Option<String>, Option<String>) = redis::pipe()
+                    .cmd("SET")
+                    .arg(&*a)
+                    .arg(&token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(10_000)
+                    .cmd("SET")
+                    .arg(&*b)
+                    .arg(&token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(10_000)
+                    .query_async(conn)
+                    .await?;
+                if sa.is_none() || sb.is_none() {
+                    return Err("raw two-key SET NX found a key taken".into());
+                }
+                let deleted: i64 = cad.key(&*a).key(&*b).arg(&token).invoke_async(conn).await?;
+                if deleted != 2 {
+                    return Err("raw two-key compare-and-delete did not delete both".into());
                 }
             }
             Op::Transport(transport, name) => {

@@ -9,7 +9,6 @@ mod attempt;
 mod grant;
 mod hold;
 pub(crate) mod multi;
-mod multi_plain;
 pub(crate) mod multi_release;
 mod nodes;
 pub(crate) mod owner;

@@ -11,7 +11,6 @@
 use super::acquire::LockSpec;
 use super::grant::{new_hold, Grant};
 use super::hold::Hold;
-use super::multi_plain;
 use super::owner::InFlight;
 use super::transport::random_unit;
 use super::waker::Waker;
@@ -26,9 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// One attempt's members, with the holders it used.
-pub(super) struct Attempted {
-    pub(super) members: Vec<Member>,
-    pub(super) request_id: String,
+struct Attempted {
+    members: Vec<Member>,
+    request_id: String,
 }
 
 impl Attempted {
@@ -54,20 +53,13 @@ impl Attempted {
         })
     }
 
-    pub(super) fn refs(&self) -> Vec<&Member> {
+    fn refs(&self) -> Vec<&Member> {
         self.members.iter().collect()
-    }
-
-    /// Every member is a lease lock (its holder a token).
-    pub(super) fn lease_only(&self) -> bool {
-        self.members
-            .iter()
-            .all(|m| matches!(m.holder, Some(Holder::Lease { .. })))
     }
 }
 
 /// Undoes an attempt on `nodes` in the background (each node bounded by the network timeout).
-pub(super) fn undo_in_background(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usize>) {
+fn undo_in_background(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usize>) {
     let Ok(request) = multi::abort(&attempt.refs(), &attempt.request_id, PUBLISH) else {
         return;
     };
@@ -85,10 +77,31 @@ pub(super) fn undo_in_background(engine: &Arc<Engine>, attempt: &Attempted, node
     }));
 }
 
+/// Undoes an attempt on `nodes` and waits for it (each node bounded by the network timeout);
+/// a node where the undo fails is undone again in the background.
+async fn undo_now(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usize>) {
+    let Ok(request) = multi::abort(&attempt.refs(), &attempt.request_id, PUBLISH) else {
+        return;
+    };
+    let replies = engine
+        .nodes
+        .call_some(&nodes, &request, engine.config.network_timeout)
+        .await;
+    let failed: Vec<usize> = nodes
+        .into_iter()
+        .zip(replies)
+        .filter(|(_, r)| r.as_ref().is_err() || r.as_ref().is_ok_and(|r| multi::decode_abort(r).is_err()))
+        .map(|(i, _)| i)
+        .collect();
+    if !failed.is_empty() {
+        undo_in_background(engine, attempt, failed);
+    }
+}
+
 /// Armed while an attempt is in flight: a dropped acquire undoes it on every node.
-pub(super) struct UndoOnDrop<'a> {
-    pub(super) engine: &'a Arc<Engine>,
-    pub(super) attempt: Option<Attempted>,
+struct UndoOnDrop<'a> {
+    engine: &'a Arc<Engine>,
+    attempt: Option<Attempted>,
 }
 
 impl Drop for UndoOnDrop<'_> {
@@ -102,9 +115,14 @@ impl Drop for UndoOnDrop<'_> {
     }
 }
 
-pub(super) enum Outcome {
+enum Outcome {
     Granted(Vec<Hold>),
-    Busy { index: usize, pttl: i64 },
+    /// `plain`: answered by the plain first attempt.
+    Busy {
+        index: usize,
+        pttl: i64,
+        plain: bool,
+    },
     Failed(Error),
 }
 
@@ -143,27 +161,17 @@ pub(crate) async fn acquire(
             engine,
             attempt: Some(Attempted::new(specs)?),
         };
-        // The first attempt of lease members on one node: plain `SET NX PX`s (multi_plain.rs).
-        let plain = match &armed.attempt {
-            Some(a) if first && multi_plain::applies(engine, a) => {
-                multi_plain::attempt(engine, specs, &mut armed, &in_flight).await
-            }
-            _ => None,
-        };
-        first = false;
-        let outcome = match plain {
-            Some(outcome) => outcome,
-            None => {
-                armed.attempt.get_or_insert(Attempted::new(specs)?);
-                attempt(engine, specs, &mut armed, &in_flight).await
-            }
-        };
+        let plain = std::mem::take(&mut first);
+        let outcome = attempt(engine, specs, &mut armed, &in_flight, plain).await;
         let now = rt.now();
         let remaining = deadline.map(|d| d.saturating_sub(now));
         let out_of_time = remaining == Some(Duration::ZERO);
         let delay = match outcome {
             Outcome::Granted(holds) => return Ok(holds),
-            Outcome::Busy { index, pttl } => {
+            // The plain first attempt tells "busy" without the member's TTL or type: a single
+            // try runs the script once more to learn whether it is a lock at all.
+            Outcome::Busy { plain: true, .. } if out_of_time => continue,
+            Outcome::Busy { index, pttl, .. } => {
                 error_since = None;
                 failures = 0;
                 let name = &specs[index].name;
@@ -209,13 +217,17 @@ pub(crate) async fn acquire(
     }
 }
 
-/// One `multi_acquire` on every node. A grant disarms `armed`; anything else that may have
-/// applied somewhere is undone in the background.
+/// One `multi_acquire` on every node, in its plain form (each member's `SET NX PX`, for lease
+/// members only) when `plain` (a first attempt). A grant disarms `armed`; anything else that
+/// may have applied somewhere is undone: in the background, except the members a plain
+/// attempt took on a node that refused others, which are undone before this returns (a
+/// caller told "busy" finds nothing of its own left).
 async fn attempt(
     engine: &Arc<Engine>,
     specs: &[LockSpec],
     armed: &mut UndoOnDrop<'_>,
     in_flight: &[Option<InFlight>],
+    plain: bool,
 ) -> Outcome {
     let Some(attempted) = armed.attempt.as_ref() else {
         return Outcome::Failed(Error::new(ErrorKind::Panic, "multi-lock attempt without members"));
@@ -227,9 +239,11 @@ async fn attempt(
         &attempted.request_id,
         engine.latch_ttl_ms(),
     ) {
-        Ok(r) => r,
+        Ok(r) if plain => r,
+        Ok(r) => r.script_only(),
         Err(e) => return Outcome::Failed(e),
     };
+    let plain = request.plain.is_some();
     let started = engine.now();
     let replies = engine
         .nodes
@@ -243,6 +257,7 @@ async fn attempt(
         .await;
     let elapsed = engine.now() - started;
     let (mut granted, mut touched, mut busy) = (0, Vec::new(), None::<(usize, i64)>);
+    let mut partly_taken = Vec::new();
     let (mut refused, mut first_error, mut reasons) = (0, None, Vec::new());
     for (i, r) in replies.into_iter().enumerate() {
         let Some((r, _)) = r else {
@@ -265,6 +280,17 @@ async fn attempt(
                     specs[index].name
                 )));
             }
+            Ok(AcquireReply::PartlyBusy { index, taken }) => {
+                refused += 1;
+                busy = Some(busy.map_or((index, -1), |(b, p)| (b, p.min(-1))));
+                if taken {
+                    partly_taken.push(i);
+                }
+                reasons.push(Err(format!(
+                    "member {:?} held by another owner",
+                    specs[index].name
+                )));
+            }
             Err(e) => {
                 touched.push(i);
                 reasons.push(Err(e.to_string()));
@@ -274,28 +300,53 @@ async fn attempt(
     }
     let n = engine.nodes.len();
     let tally = quorum::tally(n, granted, refused);
-    let validity = match n {
-        1 => single_node_validity(lease, elapsed),
-        _ => quorum::validity(lease, elapsed),
-    };
+    let mut validity = quorum::validity(lease, elapsed);
+    if n == 1 && validity.is_none() && elapsed < lease {
+        validity = Some(Duration::ZERO);
+    }
     if let (Tally::Granted, Some(validity)) = (tally, validity) {
         let Some(attempted) = armed.attempt.take() else {
             return Outcome::Failed(Error::new(ErrorKind::Panic, "multi-lock attempt vanished"));
         };
+        let holds = specs
+            .iter()
+            .zip(attempted.members)
+            .zip(in_flight)
+            .map(|((spec, member), flight)| {
+                let holder = member
+                    .holder
+                    .expect("members of a one-script attempt have holders");
+                let grant = Grant {
+                    lease,
+                    fence: 0,
+                    deadline: started + validity,
+                    holds: 1,
+                };
+                new_hold(
+                    engine,
+                    spec,
+                    &holder,
+                    grant,
+                    flight.as_ref().map(InFlight::ticket),
+                )
+                .0
+            })
+            .collect();
         tracing::debug!(members = specs.len(), "multi-lock acquired");
-        return Outcome::Granted(holds_of(
-            engine, specs, attempted, in_flight, lease, started, validity,
-        ));
+        return Outcome::Granted(holds);
     }
     // Not granted: undo wherever it may have applied; this attempt is settled.
     if let Some(attempted) = armed.attempt.take() {
+        if !partly_taken.is_empty() {
+            undo_now(engine, &attempted, partly_taken).await;
+        }
         if !touched.is_empty() {
             undo_in_background(engine, &attempted, touched);
         }
     }
     match (tally, first_error, busy) {
         (_, Some(e), _) if e.kind().is_permanent() || n == 1 => Outcome::Failed(e),
-        (Tally::Refused, _, Some((index, pttl))) => Outcome::Busy { index, pttl },
+        (Tally::Refused, _, Some((index, pttl))) => Outcome::Busy { index, pttl, plain },
         _ => Outcome::Failed(
             Error::new(
                 ErrorKind::Quorum,
@@ -307,40 +358,6 @@ async fn attempt(
             .with_nodes(engine.nodes.outcomes(reasons)),
         ),
     }
-}
-
-/// A single node's validity after a grant that took `elapsed`: as Redlock's, except that a
-/// grant stands while its lease runs (a lease shorter than the drift allowance is reported
-/// lost at once rather than refused forever), as for a lock alone (`attempt.rs`).
-pub(super) fn single_node_validity(lease: Duration, elapsed: Duration) -> Option<Duration> {
-    quorum::validity(lease, elapsed).or((elapsed < lease).then_some(Duration::ZERO))
-}
-
-/// One [`Hold`] per member of a granted attempt (started at `started`, valid for `validity`).
-pub(super) fn holds_of(
-    engine: &Arc<Engine>,
-    specs: &[LockSpec],
-    attempted: Attempted,
-    in_flight: &[Option<InFlight>],
-    lease: Duration,
-    started: Duration,
-    validity: Duration,
-) -> Vec<Hold> {
-    specs
-        .iter()
-        .zip(attempted.members)
-        .zip(in_flight)
-        .filter_map(|((spec, member), flight)| {
-            let grant = Grant {
-                lease,
-                fence: 0,
-                deadline: started + validity,
-                holds: 1,
-            };
-            let ticket = flight.as_ref().map(InFlight::ticket);
-            Some(new_hold(engine, spec, &member.holder?, grant, ticket).0)
-        })
-        .collect()
 }
 
 #[cfg(all(test, feature = "native"))]

@@ -16,7 +16,7 @@ use super::cluster_pubsub::ClusterSubscriber;
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
 use super::replication;
-use super::transport::{convert, eval_script, map_error, TransportOptions};
+use super::transport::{eval_script, map_error, run_plain, TransportOptions};
 use super::{ifeq, tls::TlsOptions};
 use crate::driver::{BoxFut, Subscription, Transport};
 use crate::error::{Error, Result};
@@ -190,9 +190,7 @@ impl ClusterTransport {
         let result = if facts.facts.ifeq && ifeq::handles(request) {
             ifeq::run(conn, request).await
         } else if let Some(plain) = &request.plain {
-            let mut cmd = redis::cmd(&plain[0]);
-            cmd.arg(&plain[1..]);
-            cmd.query_async(conn).await.map(convert)
+            run_plain(conn, plain).await
         } else {
             eval_script(conn, request).await
         };

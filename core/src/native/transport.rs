@@ -190,9 +190,7 @@ impl RedisTransport {
             return ifeq::run(conn, request).await;
         }
         if let Some(plain) = &request.plain {
-            let mut cmd = redis::cmd(&plain[0]);
-            cmd.arg(&plain[1..]);
-            return cmd.query_async(conn).await.map(convert);
+            return run_plain(conn, plain).await;
         }
         eval_script(conn, request).await
     }
@@ -299,9 +297,7 @@ impl RedisTransport {
     /// Errors mapped as this transport maps its own (see [`RedisTransport::error_from`]).
     pub async fn run_on<C: ConnectionLike + Send>(conn: &mut C, request: &Request) -> Result<Reply> {
         let reply = if let Some(plain) = &request.plain {
-            let mut cmd = redis::cmd(&plain[0]);
-            cmd.arg(&plain[1..]);
-            cmd.query_async(conn).await.map(convert)
+            run_plain(conn, plain).await
         } else {
             eval_script(conn, request).await
         };
@@ -352,6 +348,42 @@ pub(crate) fn map_error(e: &redis::RedisError, args: &[String]) -> Error {
         K::UnexpectedReturnType => Error::new(ErrorKind::Redis, text),
         K::InvalidClientConfig => Error::new(ErrorKind::InvalidArgument, text),
         _ => Error::connection(text),
+    }
+}
+
+/// A request's plain commands as redis-rs sends them: one command as itself, several as one
+/// pipeline (not a transaction; [`run_plain`] answers with the array of their replies).
+pub(crate) fn plain_command(plain: &[Vec<String>]) -> PlainCommand {
+    match plain {
+        [one] => {
+            let mut cmd = redis::cmd(&one[0]);
+            cmd.arg(&one[1..]);
+            PlainCommand::One(cmd)
+        }
+        several => {
+            let mut pipe = redis::pipe();
+            for c in several {
+                pipe.cmd(&c[0]).arg(&c[1..]);
+            }
+            PlainCommand::Pipeline(pipe)
+        }
+    }
+}
+
+/// What [`plain_command`] builds.
+pub(crate) enum PlainCommand {
+    One(redis::Cmd),
+    Pipeline(redis::Pipeline),
+}
+
+/// Sends a request's plain form ([`Request::plain`]) on `conn`.
+pub(crate) async fn run_plain<C: ConnectionLike + Send>(
+    conn: &mut C,
+    plain: &[Vec<String>],
+) -> redis::RedisResult<Reply> {
+    match plain_command(plain) {
+        PlainCommand::One(cmd) => cmd.query_async(conn).await.map(convert),
+        PlainCommand::Pipeline(pipe) => pipe.query_async(conn).await.map(convert),
     }
 }
 

@@ -26,9 +26,12 @@ pub struct Request {
     pub keys: Vec<String>,
     /// `ARGV[]`.
     pub args: Vec<String>,
-    /// An equivalent plain command (no Lua) a transport may send instead of the script,
-    /// saving the script's cost on the hot path. Its reply decodes to the same outcome.
-    pub plain: Option<Vec<String>>,
+    /// Equivalent plain commands (no Lua) a transport may send instead of the script, saving
+    /// the script's cost on the hot path: one command, answered by its own reply, or several,
+    /// sent as one pipeline (not a transaction) and answered by the array of their replies.
+    /// Either reply decodes to the same outcome as the script's (the request's decoder takes
+    /// both); a transport that sends only scripts ignores it.
+    pub plain: Option<Vec<Vec<String>>>,
     /// Send the script's source (`EVAL`) at once instead of its digest (`EVALSHA`, then
     /// `EVAL` on `NOSCRIPT`): for rare requests that must take effect in one round trip even
     /// on a node whose script cache is empty, such as the undo of a failed acquire on a slow
@@ -65,6 +68,15 @@ impl Request {
         }
         self
     }
+}
+
+/// `SET name token NX PX lease_ms`: the plain form of an unfenced lease acquire (the
+/// redis-py / node-redlock command; the lease in ms).
+pub fn set_nx_px(name: &str, token: &str, lease_ms: u64) -> Vec<String> {
+    let lease = lease_ms.to_string();
+    ["SET", name, token, "NX", "PX", &lease]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 /// Batch renewal of `holds` (`(name, holder)` pairs) to `lease_ms`.

@@ -7,7 +7,7 @@ use redis::{ConnectionInfo, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::super::transport::convert;
+use super::super::transport::{convert, plain_command, PlainCommand};
 
 /// Idle connections kept beyond this many are closed (one per calling thread is typical).
 const MAX_IDLE: usize = 8;
@@ -200,7 +200,10 @@ fn forget_if_foreign(local: Local) {
 /// repeated as `EVAL` after a `NOSCRIPT` (as the multiplexed path does).
 fn run(conn: &mut redis::Connection, request: &Request) -> redis::RedisResult<Value> {
     if let Some(plain) = &request.plain {
-        return redis::cmd(&plain[0]).arg(&plain[1..]).query(conn);
+        return match plain_command(plain) {
+            PlainCommand::One(cmd) => cmd.query(conn),
+            PlainCommand::Pipeline(pipe) => pipe.query(conn),
+        };
     }
     let script = request.script;
     let invoke = |conn: &mut redis::Connection, command: &str, body: &str| {

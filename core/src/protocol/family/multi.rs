@@ -13,7 +13,7 @@ use super::{ints, request, scripts, unexpected};
 use crate::error::{Error, Result};
 use crate::protocol::keys;
 use crate::protocol::reply::{self, OwnershipReply, Reply};
-use crate::protocol::request::{Holder, Request};
+use crate::protocol::request::{set_nx_px, Holder, Request};
 
 /// One member of a multi-lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +107,23 @@ pub fn acquire(members: &[&Member], lease_ms: u64, request_id: &str, latch_ttl_m
     let latch_ttl_ms = if lease_only { 0 } else { latch_ttl_ms };
     let mut args = vec![lease_ms.to_string(), latch_ttl_ms.to_string()];
     args.extend(specs.iter().map(|(_, h)| h.spec()));
-    Ok(request(&scripts::MULTI_ACQUIRE, keys, args))
+    let mut request = request(&scripts::MULTI_ACQUIRE, keys, args);
+    // Lease members only: each member's own `SET NX PX`, pipelined. Redis runs them for less
+    // than the script; not atomic, so a set not taken whole must be undone ([`abort`], exact
+    // by the fresh tokens), and only a first attempt may use it (a retry needs the script's
+    // token check, as a lease lock's does).
+    if lease_only {
+        request.plain = Some(
+            specs
+                .iter()
+                .filter_map(|(name, h)| match h {
+                    Holder::Lease { token } => Some(set_nx_px(name, token, lease_ms)),
+                    _ => None,
+                })
+                .collect(),
+        );
+    }
+    Ok(request)
 }
 
 /// Undoes the `multi_acquire` request `request_id` over `members` (the same members, in the
@@ -158,6 +174,15 @@ pub enum AcquireReply {
         /// Its remaining lease, ms.
         pttl: i64,
     },
+    /// The plain form's answer when not every member was taken: member `index` (the first
+    /// refused) is held by someone else (its TTL unknown); when `taken`, other members were
+    /// taken by this request and must be undone ([`abort`]).
+    PartlyBusy {
+        /// Index of the first busy member in the request.
+        index: usize,
+        /// Some members were taken.
+        taken: bool,
+    },
 }
 
 /// Decodes the reply of [`acquire`].
@@ -166,6 +191,27 @@ pub enum AcquireReply {
 /// `Redis` when the reply has an unexpected shape.
 pub fn decode_acquire(reply: &Reply) -> Result<AcquireReply> {
     let script = &scripts::MULTI_ACQUIRE;
+    // The plain form: one `SET NX PX` answer per member, OK (taken) or nil (busy).
+    let set_answers = match reply {
+        Reply::Array(items) => items
+            .iter()
+            .map(|r| match r {
+                Reply::Bytes(b) if b == b"OK" => Some(true),
+                Reply::Nil => Some(false),
+                _ => None,
+            })
+            .collect::<Option<Vec<bool>>>(),
+        _ => None,
+    };
+    if let Some(taken) = set_answers.filter(|t| !t.is_empty()) {
+        return Ok(match taken.iter().position(|t| !t) {
+            None => AcquireReply::Acquired,
+            Some(index) => AcquireReply::PartlyBusy {
+                index,
+                taken: taken.contains(&true),
+            },
+        });
+    }
     match ints(script, reply)?.as_slice() {
         [1] => Ok(AcquireReply::Acquired),
         [0, index, pttl] if *index >= 1 => Ok(AcquireReply::Busy {
@@ -289,6 +335,15 @@ mod tests {
         let leases = lease("c");
         let r = acquire(&[&a, &leases], 1000, "req", 9000).unwrap();
         assert_eq!(r.args, ["1000", "0", "Lt", "Lt"], "lease members only: no latch");
+        assert_eq!(
+            r.plain.unwrap(),
+            [
+                ["SET", "a", "t", "NX", "PX", "1000"],
+                ["SET", "c", "t", "NX", "PX", "1000"]
+            ],
+            "lease members only: each member's SET NX PX"
+        );
+        assert_eq!(acquire(&[&a, &b], 1000, "req", 9000).unwrap().plain, None);
         let releasing = [
             Releasing {
                 member: &a,
@@ -352,6 +407,25 @@ mod tests {
             decode_acquire(&busy).unwrap(),
             AcquireReply::Busy { index: 1, pttl: 50 }
         );
+        // The plain form's pipeline: one SET NX PX answer per member.
+        let ok = || Reply::Bytes(b"OK".to_vec());
+        let plain = |r: Vec<Reply>| decode_acquire(&Reply::Array(r)).unwrap();
+        assert_eq!(plain(vec![ok(), ok()]), AcquireReply::Acquired);
+        assert_eq!(
+            plain(vec![ok(), Reply::Nil, ok()]),
+            AcquireReply::PartlyBusy {
+                index: 1,
+                taken: true
+            }
+        );
+        assert_eq!(
+            plain(vec![Reply::Nil, Reply::Nil]),
+            AcquireReply::PartlyBusy {
+                index: 0,
+                taken: false
+            }
+        );
+        assert!(decode_acquire(&Reply::Array(vec![])).is_err());
         let codes = Reply::Array(vec![Reply::Int(1), Reply::Int(-2)]);
         assert_eq!(
             decode_release(&codes, 2).unwrap(),

@@ -1,7 +1,7 @@
 //! Each lock kind's acquire, release, undo and extend requests and the decoding of their
 //! replies, in the argument order of its script in `lua/`.
 
-use super::{Holder, Request, Turn, PUBLISH};
+use super::{set_nx_px, Holder, Request, Turn, PUBLISH};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::family::{fair, rwlock};
 use crate::protocol::keys;
@@ -50,12 +50,7 @@ impl Holder {
                 // An unfenced lease acquire is exactly `SET N token NX PX lease` (the
                 // redis-py / node-redlock command) unless it is a retry, which needs the
                 // script's token check.
-                plain: fence.is_none().then(|| {
-                    let lease = lease_ms.to_string();
-                    ["SET", name, token, "NX", "PX", &lease]
-                        .map(str::to_owned)
-                        .to_vec()
-                }),
+                plain: fence.is_none().then(|| vec![set_nx_px(name, token, lease_ms)]),
                 by_source: false,
             },
             Holder::Reentrant { owner } => Request {
@@ -272,7 +267,7 @@ mod tests {
         assert_eq!(r.plain, None, "fenced acquires need the script");
         assert_eq!(h.acquire("k", 1, Some(86_400_000), "", 0).args[3], "86400000");
         let plain = h.acquire("k", 700, None, "", 0).plain.unwrap();
-        assert_eq!(plain, ["SET", "k", "tok", "NX", "PX", "700"]);
+        assert_eq!(plain, [["SET", "k", "tok", "NX", "PX", "700"]]);
         assert_eq!(h.acquire("k", 700, None, "", 0).script_only().plain, None);
         let r = h.release("order:42", 5000, "req", 9000, 0);
         assert_eq!(
