@@ -94,11 +94,13 @@ async fn the_permit_set_expires_with_the_count() {
     let ids = permits::new_permit_ids(1).unwrap();
     let r = permits::acquire("t", &ids, permits::NO_EXPIRY, now, PUBLISH).unwrap();
     node.run(&r).await;
-    // Redisson copies the count's TTL to the permit ZSET, so neither outlives the other.
+    // Redisson copies the count's TTL to the permit ZSET, so neither outlives the other by
+    // more than the copy's rounding: the script's PTTL and PEXPIRE read the clock at
+    // different moments, up to a millisecond apart (seen under load).
     let (count_ttl, set_ttl) = (node.pttl("t").await, node.pttl(&fk::permit_timeouts("t")).await);
     assert!(count_ttl > 50_000, "count PTTL {count_ttl}");
     assert!(
-        set_ttl > 50_000 && set_ttl <= count_ttl,
+        set_ttl > 50_000 && set_ttl <= count_ttl + 1,
         "permit set PTTL {set_ttl}, count PTTL {count_ttl}"
     );
     // Without a TTL on the count, the permit set has none either.
