@@ -5,15 +5,16 @@
 //! a channel to a driver task, a codec and a sink; on the JavaScript thread that machinery
 //! cost about as much as the round trip itself (README "Design"). Here a command is encoded
 //! by redis-rs (`Cmd::write_packed_command`) straight into the socket's outgoing buffer and
-//! its reply slot queued; the bytes of a `data` event are cut into whole replies (resp.rs)
-//! and parsed by redis-rs (`parse_redis_value`), each completing the oldest slot. Node does
+//! its reply slot queued; the bytes of a `data` event are read as whole replies (resp.rs:
+//! the core's reply shapes directly, the others by redis-rs' `parse_redis_value`), each
+//! completing the oldest slot. Node does
 //! the I/O and the TLS; bytes cross the boundary once per `data` event and once per drain.
 //!
 //! [`Conn`] implements redis-rs' `ConnectionLike`, so the core's `RedisTransport::run_on`
 //! (EVALSHA, EVAL after NOSCRIPT, reply conversion) drives it as it drives its own.
 
 use super::host::{self, Out, SocketSpec};
-use super::resp::{self, Frame};
+use super::resp::{self, Next};
 use futures::channel::oneshot;
 use redis::{Cmd, PushKind, RedisError, RedisFuture, RedisResult, Value};
 use std::cell::RefCell;
@@ -132,15 +133,14 @@ pub(crate) fn received(id: u32, data: &[u8]) {
         let input: &[u8] = if buffered { &state.incoming } else { data };
         let mut at = 0;
         while at < input.len() {
-            let n = match resp::frame(&input[at..]) {
-                Frame::Complete(n) => n,
-                Frame::Partial => break,
-                Frame::Invalid => {
+            let (reply, n) = match resp::next(&input[at..]) {
+                Next::Reply(reply, n) => (reply, n),
+                Next::Partial => break,
+                Next::Invalid => {
                     invalid = true;
                     break;
                 }
             };
-            let reply = redis::parse_redis_value(&input[at..at + n]);
             at += n;
             let reply = match classify(reply, subscriber) {
                 Received::Reply(reply) => reply,
