@@ -37,6 +37,13 @@ pub use local::{
 pub use multi::MultiMember;
 pub use options::{new_owner, ClientOptions};
 
+/// The addon's Rust allocations (the core's requests, futures and replies: tens per call)
+/// go to mimalloc, built for a library loaded with `dlopen` (`local_dynamic_tls`); glibc's
+/// malloc and free took about a fifth of an acquire's time in the addon (README "Design").
+/// Node's and V8's own allocations are not affected.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Gives napi-rs a tokio runtime with one worker thread (`REDLATCH_WORKER_THREADS`, 1..=16,
 /// changes it). Why one: every call hops from the JavaScript thread to a worker and back; with
 /// a single worker the call's task and its connection's I/O task never hop between workers

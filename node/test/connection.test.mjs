@@ -196,3 +196,33 @@ test('replies split anywhere across reads (a proxy forwarding one byte at a time
     await server.stop()
   }
 })
+
+test("a multi-lock's first attempt goes out as one pipeline of SET NX PX, answered in one round trip", async () => {
+  // The core's plain form of a multi-lock acquire is a pipeline (Request::plain); a connection
+  // that refused pipelines made that attempt fail, then undo it (EVAL) and retry by script.
+  const server = await startServer()
+  const admin = new Redis(server.port, '127.0.0.1')
+  const client = await Client.connect(server.url)
+  try {
+    const [a, b, c] = [key('ma'), key('mb'), key('mc')]
+    const multi = client.multiLock([client.lock(a), client.lock(b), client.lock(c)], { leaseMs: 5000 })
+    await works(client) // connected, scripts loaded
+    await admin.config('RESETSTAT')
+    const held = await multi.acquire({ waitMs: 0 })
+    const stats = await admin.info('commandstats')
+    const calls = (cmd) => Number(stats.match(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`))?.[1] ?? 0)
+    assert.equal(calls('set'), 3, stats)
+    assert.equal(calls('eval') + calls('evalsha'), 0, stats)
+    assert.deepEqual(await admin.exists(a, b, c), 3)
+    await held.release()
+    assert.equal(await admin.exists(a, b, c), 0)
+    // Busy: the members the pipeline took are given back before "not acquired".
+    await admin.set(b, 'someone else', 'PX', 5000)
+    await assert.rejects(multi.acquire({ waitMs: 0 }), NotAcquiredError)
+    assert.equal(await admin.exists(a, c), 0)
+  } finally {
+    admin.disconnect()
+    await client.close()
+    await server.stop()
+  }
+})

@@ -75,11 +75,12 @@ export class Held {
     try {
       await this.#raw.release(false)
     } catch (err) {
-      throw toLockError(err)
-    } finally {
-      // An unknown outcome leaves the hold held: release again.
+      // An unknown outcome leaves the hold held: release again. (A release that resolved
+      // released it: no need to ask the engine, one addon call less per release.)
       if (!this.#raw.held) this.#end()
+      throw toLockError(err)
     }
+    this.#end()
   }
 
   /** The release ending a scope: an unknown outcome is retried in the background by the core. */

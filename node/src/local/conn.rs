@@ -5,15 +5,16 @@
 //! a channel to a driver task, a codec and a sink; on the JavaScript thread that machinery
 //! cost about as much as the round trip itself (README "Design"). Here a command is encoded
 //! by redis-rs (`Cmd::write_packed_command`) straight into the socket's outgoing buffer and
-//! its reply slot queued; the bytes of a `data` event are cut into whole replies (resp.rs)
-//! and parsed by redis-rs (`parse_redis_value`), each completing the oldest slot. Node does
+//! its reply slot queued; the bytes of a `data` event are read as whole replies (resp.rs:
+//! the core's reply shapes directly, the others by redis-rs' `parse_redis_value`), each
+//! completing the oldest slot. Node does
 //! the I/O and the TLS; bytes cross the boundary once per `data` event and once per drain.
 //!
 //! [`Conn`] implements redis-rs' `ConnectionLike`, so the core's `RedisTransport::run_on`
 //! (EVALSHA, EVAL after NOSCRIPT, reply conversion) drives it as it drives its own.
 
 use super::host::{self, Out, SocketSpec};
-use super::resp::{self, Frame};
+use super::resp::{self, Next};
 use futures::channel::oneshot;
 use redis::{Cmd, PushKind, RedisError, RedisFuture, RedisResult, Value};
 use std::cell::RefCell;
@@ -132,15 +133,14 @@ pub(crate) fn received(id: u32, data: &[u8]) {
         let input: &[u8] = if buffered { &state.incoming } else { data };
         let mut at = 0;
         while at < input.len() {
-            let n = match resp::frame(&input[at..]) {
-                Frame::Complete(n) => n,
-                Frame::Partial => break,
-                Frame::Invalid => {
+            let (reply, n) = match resp::next(&input[at..]) {
+                Next::Reply(reply, n) => (reply, n),
+                Next::Partial => break,
+                Next::Invalid => {
                     invalid = true;
                     break;
                 }
             };
-            let reply = redis::parse_redis_value(&input[at..at + n]);
             at += n;
             let reply = match classify(reply, subscriber) {
                 Received::Reply(reply) => reply,
@@ -308,48 +308,81 @@ impl Conn {
 
     /// Queues `cmd` and returns the receiver of its reply.
     fn send(&self, cmd: &Cmd) -> Result<oneshot::Receiver<RedisResult<Value>>, RedisError> {
+        let mut rx = None;
+        self.queue(|out| cmd.write_packed_command(out), 1, |r| rx = Some(r))?;
+        rx.ok_or_else(|| io_error(io::ErrorKind::Other, "no reply slot"))
+    }
+
+    /// Writes a command (or a pipeline) with `write` and queues one reply slot per reply
+    /// it is answered with (`replies`), handing each receiver to `slot`, oldest first.
+    fn queue(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>),
+        replies: usize,
+        mut slot: impl FnMut(oneshot::Receiver<RedisResult<Value>>),
+    ) -> Result<(), RedisError> {
         let shared = self.shared();
         let mut state = shared.state();
         if let Some(why) = &state.ended {
             return Err(io_error(io::ErrorKind::BrokenPipe, why));
         }
-        cmd.write_packed_command(&mut state.outgoing);
-        let (tx, rx) = oneshot::channel();
-        state.waiting.push_back(tx);
+        write(&mut state.outgoing);
+        for _ in 0..replies {
+            let (tx, rx) = oneshot::channel();
+            state.waiting.push_back(tx);
+            slot(rx);
+        }
         if !state.write_queued {
             state.write_queued = true;
             host::push(Out::Write(shared.clone()));
         }
-        Ok(rx)
+        Ok(())
+    }
+}
+
+/// A reply slot whose sender went away: the connection ended before the reply came.
+async fn reply(rx: oneshot::Receiver<RedisResult<Value>>) -> RedisResult<Value> {
+    match rx.await {
+        Ok(reply) => reply,
+        Err(_) => Err(io_error(
+            io::ErrorKind::ConnectionReset,
+            "the connection was closed",
+        )),
     }
 }
 
 impl redis::aio::ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let sent = self.send(cmd);
-        Box::pin(async move {
-            match sent?.await {
-                Ok(reply) => reply,
-                Err(_) => Err(io_error(
-                    io::ErrorKind::ConnectionReset,
-                    "the connection was closed",
-                )),
-            }
-        })
+        Box::pin(async move { reply(sent?).await })
     }
 
+    /// A pipeline (the plain form of a multi-lock's first attempt: one `SET NX PX` per
+    /// member, `Request::plain`): its commands go out together, and the replies after the
+    /// first `offset` (a transaction's `OK` and `QUEUED`s) are its answer, as redis-rs'
+    /// own connections give them (server errors as `Value::ServerError` items).
     fn req_packed_commands<'a>(
         &'a mut self,
-        _pipeline: &'a redis::Pipeline,
-        _offset: usize,
-        _count: usize,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        // The core sends single commands only.
-        Box::pin(async {
-            Err(RedisError::from((
-                redis::ErrorKind::Client,
-                "pipelines are not used here",
-            )))
+        let mut slots = Vec::with_capacity(offset + count);
+        let sent = self.queue(
+            |out| out.extend_from_slice(&pipeline.get_packed_pipeline()),
+            offset + count,
+            |rx| slots.push(rx),
+        );
+        Box::pin(async move {
+            sent?;
+            let mut replies = Vec::with_capacity(count);
+            for (i, rx) in slots.into_iter().enumerate() {
+                let value = reply(rx).await?;
+                if i >= offset {
+                    replies.push(value);
+                }
+            }
+            Ok(replies)
         })
     }
 

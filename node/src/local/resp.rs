@@ -1,8 +1,150 @@
-//! Where one RESP reply ends in a byte buffer, so a connection can cut its input into whole
-//! replies for redis-rs' `parse_redis_value` (which parses complete replies only). Covers
-//! RESP2 and RESP3 (https://redis.io/docs/latest/develop/reference/protocol-spec/): simple
-//! types end at their CRLF, bulk types carry their length, aggregates their element count
-//! (maps and attributes two per entry; an attribute is followed by the reply it annotates).
+//! Reading RESP replies (https://redis.io/docs/latest/develop/reference/protocol-spec/) out of
+//! a connection's input, as redis-rs' `Value`s.
+//!
+//! - [`read`]: the shapes the core's commands get back (simple strings, integers, bulk
+//!   strings, arrays of them, RESP3 nulls and booleans), decoded in one pass over the bytes,
+//!   with no copy of the input and no intermediate tree: redis-rs' generic parser (`combine`
+//!   over a buffered reader) cost about a fifth of a `data` event's time on the local engine
+//!   (README "Design"). Values are what redis-rs' parser makes of the same bytes (`+OK` is
+//!   `Value::Okay`), so `RedisTransport::run_on` reads them as it reads its own.
+//! - [`frame`]: where any reply ends (RESP2 and RESP3: simple types end at their CRLF, bulk
+//!   types carry their length, aggregates their element count, maps and attributes two per
+//!   entry, an attribute followed by the reply it annotates), for the replies [`read`] leaves
+//!   to redis-rs' `parse_redis_value` (which parses complete replies only): error replies
+//!   (their codes are redis-rs' to classify: `NOSCRIPT`, `WRONGTYPE`, ...), pushes, maps,
+//!   sets, doubles and the rest, and anything that is not the protocol.
+
+use redis::{RedisResult, Value};
+
+/// The next reply at the start of a connection's input ([`next`]).
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// A whole reply (as redis-rs' `parse_redis_value` makes it), and its length in bytes.
+    Reply(RedisResult<Value>, usize),
+    /// More bytes are needed.
+    Partial,
+    /// Not the Redis protocol: nothing after it can be trusted.
+    Invalid,
+}
+
+/// The reply that starts `buf`: read directly when it has one of the core's shapes, else
+/// framed and parsed by redis-rs (module docs).
+pub(crate) fn next(buf: &[u8]) -> Next {
+    match read(buf) {
+        Read::Reply(value, n) => Next::Reply(Ok(value), n),
+        Read::Partial => Next::Partial,
+        Read::Other => match frame(buf) {
+            Frame::Complete(n) => Next::Reply(redis::parse_redis_value(&buf[..n]), n),
+            Frame::Partial => Next::Partial,
+            Frame::Invalid => Next::Invalid,
+        },
+    }
+}
+
+/// What [`read`] found at the start of a buffer.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Read {
+    /// One whole reply, and its length in bytes.
+    Reply(Value, usize),
+    /// More bytes are needed.
+    Partial,
+    /// A reply of another shape, or not the protocol: for [`frame`] and redis-rs.
+    Other,
+}
+
+/// Why [`read`] stopped early.
+enum Stop {
+    Partial,
+    Other,
+}
+
+/// Nesting depth [`read`] decodes itself (redis-rs' parser refuses beyond 100).
+const MAX_DEPTH: usize = 32;
+
+/// Decodes the reply that starts `buf` if it has one of the shapes [`read`] knows (module docs).
+pub(crate) fn read(buf: &[u8]) -> Read {
+    let mut pos = 0;
+    match value(buf, &mut pos, 0) {
+        Ok(v) => Read::Reply(v, pos),
+        Err(Stop::Partial) => Read::Partial,
+        Err(Stop::Other) => Read::Other,
+    }
+}
+
+fn value(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Value, Stop> {
+    let Some(&kind) = buf.get(*pos) else {
+        return Err(Stop::Partial);
+    };
+    *pos += 1;
+    let line = line(buf, pos)?;
+    match kind {
+        b'+' if line == b"OK" => Ok(Value::Okay),
+        b'+' => std::str::from_utf8(line)
+            .map(|s| Value::SimpleString(s.to_owned()))
+            .map_err(|_| Stop::Other),
+        b':' => std::str::from_utf8(line)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map(Value::Int)
+            .ok_or(Stop::Other),
+        b'$' => {
+            let Some(len) = length(line).ok_or(Stop::Other)? else {
+                return Ok(Value::Nil);
+            };
+            let start = *pos;
+            let end = usize::try_from(len)
+                .ok()
+                .and_then(|l| start.checked_add(l))
+                .ok_or(Stop::Other)?;
+            let Some(tail) = buf.get(end..end.saturating_add(2)) else {
+                return Err(Stop::Partial);
+            };
+            if tail != b"\r\n" {
+                return Err(Stop::Other);
+            }
+            *pos = end + 2;
+            Ok(Value::BulkString(buf[start..end].to_vec()))
+        }
+        b'*' => {
+            let Some(count) = length(line).ok_or(Stop::Other)? else {
+                return Ok(Value::Nil);
+            };
+            if depth >= MAX_DEPTH {
+                return Err(Stop::Other);
+            }
+            // Each element takes 3 bytes at least: a count larger than the input is not
+            // allocated for before the bytes are there.
+            let room = (buf.len() - *pos) / 3;
+            let count = usize::try_from(count).map_err(|_| Stop::Other)?;
+            let mut items = Vec::with_capacity(count.min(room));
+            for _ in 0..count {
+                items.push(value(buf, pos, depth + 1)?);
+            }
+            Ok(Value::Array(items))
+        }
+        b'_' if line.is_empty() => Ok(Value::Nil),
+        b'#' if line == b"t" => Ok(Value::Boolean(true)),
+        b'#' if line == b"f" => Ok(Value::Boolean(false)),
+        _ => Err(Stop::Other),
+    }
+}
+
+/// The line at `pos` without its CRLF; moves `pos` past it. A CR not followed by LF is left
+/// to redis-rs (it reads up to the first CRLF).
+fn line<'a>(buf: &'a [u8], pos: &mut usize) -> Result<&'a [u8], Stop> {
+    let rest = &buf[*pos..];
+    let Some(cr) = rest.iter().position(|&b| b == b'\r') else {
+        return Err(Stop::Partial);
+    };
+    match rest.get(cr + 1) {
+        None => Err(Stop::Partial),
+        Some(b'\n') => {
+            *pos += cr + 2;
+            Ok(&rest[..cr])
+        }
+        Some(_) => Err(Stop::Other),
+    }
+}
 
 /// The outcome of looking for one reply at the start of a buffer.
 #[derive(Debug, PartialEq, Eq)]
@@ -81,49 +223,5 @@ fn length(line: &[u8]) -> Option<Option<u64>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{frame, Frame};
-
-    #[test]
-    fn whole_replies() {
-        for reply in [
-            &b"+OK\r\n"[..],
-            b"-ERR no\r\n",
-            b":42\r\n",
-            b"$-1\r\n",
-            b"$0\r\n\r\n",
-            b"$5\r\nhe\r\no\r\n",
-            b"*-1\r\n",
-            b"*0\r\n",
-            b"*2\r\n$1\r\na\r\n:1\r\n",
-            b"*2\r\n*1\r\n+x\r\n$-1\r\n",
-            b"%1\r\n+k\r\n:1\r\n",
-            b"|1\r\n+a\r\n+b\r\n:7\r\n",
-            b">2\r\n+message\r\n$1\r\n0\r\n",
-            b"_\r\n",
-        ] {
-            assert_eq!(
-                frame(reply),
-                Frame::Complete(reply.len()),
-                "{:?}",
-                String::from_utf8_lossy(reply)
-            );
-            for cut in 0..reply.len() {
-                assert_eq!(frame(&reply[..cut]), Frame::Partial, "{cut} bytes");
-            }
-        }
-    }
-
-    #[test]
-    fn only_the_first_reply() {
-        assert_eq!(frame(b":1\r\n:2\r\n"), Frame::Complete(4));
-    }
-
-    #[test]
-    fn not_the_protocol() {
-        assert_eq!(frame(b"HTTP/1.1 400\r\n"), Frame::Invalid);
-        assert_eq!(frame(b"$x\r\n"), Frame::Invalid);
-        assert_eq!(frame(b"*-2\r\n"), Frame::Invalid);
-        assert_eq!(frame(b"$99999999999999999999\r\n"), Frame::Invalid);
-    }
-}
+#[path = "resp_tests.rs"]
+mod tests;

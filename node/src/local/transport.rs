@@ -1,8 +1,9 @@
 //! [`LocalTransport`]: one Redis node for the local engine: a pipelined command connection
 //! (conn.rs) and a subscriber connection for waiters (pubsub.rs), both on Node sockets on the
 //! JavaScript thread and opened as node.rs says (TLS, AUTH/ACL, timeouts). redis-rs encodes
-//! the commands and parses the replies, and the core's `RedisTransport::run_on` picks them,
-//! so what goes on the wire is the native transport's.
+//! the commands, replies are read into redis-rs' values as its own parser reads them
+//! (resp.rs), and the core's `RedisTransport::run_on` picks them, so what goes on the wire
+//! is the native transport's.
 //!
 //! Reconnect: a connection whose socket ended (`CLIENT KILL`, a restart, an idle timeout) is
 //! dropped, and the next call opens a new one, so only calls already in flight fail (the core
