@@ -12,6 +12,7 @@ import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Redis from 'ioredis'
 import Redlock from 'redlock'
+import { timeLoop } from './timing.mjs'
 
 const url = process.env.REDLATCH_TEST_URL
 if (!url) throw new Error('set REDLATCH_TEST_URL (or run through target/debug/redlatch-fleet)')
@@ -66,16 +67,6 @@ async function collect() {
   globalThis.gc()
   await sleep(1)
 }
-async function timeLoop(ms, body) {
-  const end = performance.now() + ms
-  let n = 0
-  while (performance.now() < end) {
-    await body()
-    n++
-  }
-  return n
-}
-
 const state = libs.map((lib) => ({
   lib,
   name: key('s'),

@@ -31,6 +31,7 @@ import Redis from 'ioredis'
 import Redlock from 'redlock'
 import { Client } from 'redlatch'
 import * as wasm from 'redlatch/wasm'
+import { timeLoop } from './timing.mjs'
 
 const require = createRequire(import.meta.url)
 const url = process.env.REDLATCH_TEST_URL
@@ -104,16 +105,6 @@ function redlockAdapter(label, settings) {
     },
     close: async () => {},
   }
-}
-
-async function timeLoop(ms, body) {
-  const end = performance.now() + ms
-  let n = 0
-  while (performance.now() < end) {
-    await body()
-    n++
-  }
-  return n
 }
 
 async function pingLoop() {

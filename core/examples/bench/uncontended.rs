@@ -26,6 +26,13 @@ pub const CAD2_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[1] \
      then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0";
 
+/// `SET key token NX PX 10000`: a raw pair's acquire.
+fn set_nx_px(key: &str, token: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key).arg(token).arg("NX").arg("PX").arg(10_000);
+    cmd
+}
+
 /// One thing measured in the uncontended loop.
 pub enum Op {
     Ping(MultiplexedConnection),
@@ -53,14 +60,7 @@ impl Op {
             Op::RawPair(conn, cad, key) => {
                 // A token of a lock token's size, different every time.
                 let token = format!("{i:032x}");
-                let set: Option<String> = redis::cmd("SET")
-                    .arg(&*key)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(10_000)
-                    .query_async(conn)
-                    .await?;
+                let set: Option<String> = set_nx_px(key, &token).query_async(conn).await?;
                 if set.is_none() {
                     return Err("raw SET NX found the key taken".into());
                 }
@@ -73,14 +73,7 @@ impl Op {
                 let token = format!("{i:032x}");
                 let (key, token, cad) = (&*key, &token, &*cad);
                 let sets = futures::future::join_all(conns.iter_mut().map(|conn| async move {
-                    redis::cmd("SET")
-                        .arg(key)
-                        .arg(token)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(10_000)
-                        .query_async::<Option<String>>(conn)
-                        .await
+                    set_nx_px(key, token).query_async::<Option<String>>(conn).await
                 }))
                 .await;
                 if sets.into_iter().any(|r| !matches!(r, Ok(Some(_)))) {
@@ -99,18 +92,8 @@ impl Op {
             Op::RawTwoKeys(conn, cad, [a, b]) => {
                 let token = format!("{i:032x}");
                 let (sa, sb): (Option<String>, Option<String>) = redis::pipe()
-                    .cmd("SET")
-                    .arg(&*a)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(10_000)
-                    .cmd("SET")
-                    .arg(&*b)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(10_000)
+                    .add_command(set_nx_px(a, &token))
+                    .add_command(set_nx_px(b, &token))
                     .query_async(conn)
                     .await?;
                 if sa.is_none() || sb.is_none() {
