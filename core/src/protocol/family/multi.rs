@@ -191,16 +191,16 @@ pub enum AcquireReply {
 /// `Redis` when the reply has an unexpected shape.
 pub fn decode_acquire(reply: &Reply) -> Result<AcquireReply> {
     let script = &scripts::MULTI_ACQUIRE;
-    // The plain form: one `SET NX PX` answer per member, OK (taken) or nil (busy).
+    // The plain form: one `SET NX PX` answer per member, OK (taken) or nil (busy); a set of
+    // one member is answered by that one command's reply, not an array.
+    let answer = |r: &Reply| match r {
+        Reply::Bytes(b) if b == b"OK" => Some(true),
+        Reply::Nil => Some(false),
+        _ => None,
+    };
     let set_answers = match reply {
-        Reply::Array(items) => items
-            .iter()
-            .map(|r| match r {
-                Reply::Bytes(b) if b == b"OK" => Some(true),
-                Reply::Nil => Some(false),
-                _ => None,
-            })
-            .collect::<Option<Vec<bool>>>(),
+        Reply::Nil | Reply::Bytes(_) => answer(reply).map(|taken| vec![taken]),
+        Reply::Array(items) => items.iter().map(answer).collect::<Option<Vec<bool>>>(),
         _ => None,
     };
     if let Some(taken) = set_answers.filter(|t| !t.is_empty()) {
@@ -426,6 +426,15 @@ mod tests {
             }
         );
         assert!(decode_acquire(&Reply::Array(vec![])).is_err());
+        // A set of one member: its SET's own reply (found by the Python quorum suite).
+        assert_eq!(decode_acquire(&ok()).unwrap(), AcquireReply::Acquired);
+        assert_eq!(
+            decode_acquire(&Reply::Nil).unwrap(),
+            AcquireReply::PartlyBusy {
+                index: 0,
+                taken: false
+            }
+        );
         let codes = Reply::Array(vec![Reply::Int(1), Reply::Int(-2)]);
         assert_eq!(
             decode_release(&codes, 2).unwrap(),
