@@ -90,7 +90,7 @@ async fn undo_now(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usize>) 
     let failed: Vec<usize> = nodes
         .into_iter()
         .zip(replies)
-        .filter(|(_, r)| r.as_ref().is_err() || r.as_ref().is_ok_and(|r| multi::decode_abort(r).is_err()))
+        .filter(|(_, r)| !matches!(r.as_ref().map(multi::decode_abort), Ok(Ok(_))))
         .map(|(i, _)| i)
         .collect();
     if !failed.is_empty() {
@@ -218,7 +218,7 @@ pub(crate) async fn acquire(
 }
 
 /// One `multi_acquire` on every node, in its plain form (each member's `SET NX PX`, for lease
-/// members only) when `plain` (a first attempt). A grant disarms `armed`; anything else that
+/// members only) on a `first_attempt`. A grant disarms `armed`; anything else that
 /// may have applied somewhere is undone: in the background, except the members a plain
 /// attempt took on a node that refused others, which are undone before this returns (a
 /// caller told "busy" finds nothing of its own left).
@@ -227,7 +227,7 @@ async fn attempt(
     specs: &[LockSpec],
     armed: &mut UndoOnDrop<'_>,
     in_flight: &[Option<InFlight>],
-    plain: bool,
+    first_attempt: bool,
 ) -> Outcome {
     let Some(attempted) = armed.attempt.as_ref() else {
         return Outcome::Failed(Error::new(ErrorKind::Panic, "multi-lock attempt without members"));
@@ -239,7 +239,7 @@ async fn attempt(
         &attempted.request_id,
         engine.latch_ttl_ms(),
     ) {
-        Ok(r) if plain => r,
+        Ok(r) if first_attempt => r,
         Ok(r) => r.script_only(),
         Err(e) => return Outcome::Failed(e),
     };
@@ -282,7 +282,8 @@ async fn attempt(
             }
             Ok(AcquireReply::PartlyBusy { index, taken }) => {
                 refused += 1;
-                busy = Some(busy.map_or((index, -1), |(b, p)| (b, p.min(-1))));
+                // The plain form does not tell the member's TTL.
+                busy = Some((busy.map_or(index, |(b, _)| b), -1));
                 if taken {
                     partly_taken.push(i);
                 }
