@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use crate::launch::log_tail;
 use crate::options::ServerOptions;
 use crate::paths::redis_cli_path;
 use crate::server::RedisServer;
@@ -17,14 +18,24 @@ use crate::server::RedisServer;
 /// How long forming the cluster or a topology change may take before it is an error.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long one `CLUSTER FAILOVER` is given before it is sent again. Redis abandons a manual
+/// failover that has not completed after 5 s (`CLUSTER_MF_TIMEOUT`) and never retries it
+/// itself, e.g. when the masters refused their votes because gossip had not yet brought the
+/// replica its master's new config epoch; a slow machine hits that.
+const FAILOVER_RETRY: Duration = Duration::from_secs(6);
+
 /// 3 masters + 3 replicas. Dropping it stops every node.
 #[derive(Debug)]
 pub struct RedisCluster {
     nodes: Vec<RedisServer>,
 }
 
-fn wait_for(what: &str, mut ok: impl FnMut() -> io::Result<bool>) -> io::Result<()> {
-    let deadline = Instant::now() + SETTLE_TIMEOUT;
+fn wait_for(what: &str, ok: impl FnMut() -> io::Result<bool>) -> io::Result<()> {
+    wait_within(what, SETTLE_TIMEOUT, ok)
+}
+
+fn wait_within(what: &str, timeout: Duration, mut ok: impl FnMut() -> io::Result<bool>) -> io::Result<()> {
+    let deadline = Instant::now() + timeout;
     let mut last = None;
     while Instant::now() < deadline {
         match ok() {
@@ -35,7 +46,7 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> io::Result<bool>) -> io::Result<
         sleep(Duration::from_millis(100));
     }
     Err(io::Error::other(format!(
-        "cluster: {what} did not happen within {SETTLE_TIMEOUT:?}{}",
+        "cluster: {what} did not happen within {timeout:?}{}",
         last.map(|e| format!(" (last error: {e})")).unwrap_or_default()
     )))
 }
@@ -198,7 +209,8 @@ impl RedisCluster {
     /// master (after catching up), the old master its replica. Returns the new master.
     ///
     /// # Errors
-    /// No replica, the command refused, or the switch not completing within 30 s.
+    /// No replica, the command refused, or the switch not completing within 30 s (the
+    /// command is sent again every 6 s meanwhile); the message then holds every node's view.
     pub fn failover(&self, slot: u16) -> io::Result<&RedisServer> {
         let master = self.master_of(slot)?;
         let master_id = Self::node_id(master)?;
@@ -213,13 +225,44 @@ impl RedisCluster {
                 })
             })
             .ok_or_else(|| io::Error::other("the master has no replica"))?;
-        expect_ok(replica.cli(&["CLUSTER", "FAILOVER"])?)?;
-        let port = replica.port();
-        wait_for("the replica to take over the slot", || {
-            Ok(replica.cli(&["ROLE"])?.starts_with("master") && self.master_of(slot)?.port() == port)
+        // The replica asks for votes with its own view of its master's config epoch; until
+        // gossip brings it the epoch the slot's migration bumped, the masters refuse.
+        wait_for("the replica to see its master serve the slot", || {
+            let nodes = replica.cli(&["CLUSTER", "NODES"])?;
+            Ok(nodes
+                .lines()
+                .any(|l| l.starts_with(&master_id) && owns_slot(l, slot)))
         })?;
+        let port = replica.port();
+        let took_over =
+            || Ok(replica.cli(&["ROLE"])?.starts_with("master") && self.master_of(slot)?.port() == port);
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            expect_ok(replica.cli(&["CLUSTER", "FAILOVER"])?)?;
+            match wait_within("the replica to take over the slot", FAILOVER_RETRY, took_over) {
+                Ok(()) => break,
+                Err(_) if Instant::now() < deadline => continue,
+                Err(e) => return Err(io::Error::other(format!("{e}{}", self.describe()))),
+            }
+        }
         self.wait_settled()?;
         Ok(replica)
+    }
+
+    /// Every node's `CLUSTER NODES` view and log tail, for an error message.
+    fn describe(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| {
+                let nodes = n.cli(&["CLUSTER", "NODES"]).unwrap_or_else(|e| e.to_string());
+                format!(
+                    "\nnode {}:\n  {}{}",
+                    n.port(),
+                    nodes.replace('\n', "\n  "),
+                    log_tail(n.dir())
+                )
+            })
+            .collect()
     }
 }
 
