@@ -253,6 +253,22 @@ async function handoff(lib, rounds, settle) {
   return summary(samples)
 }
 
+// The floor under a hand-off: the release half of the ioredis pair sent after the same idle as a
+// hand-off round (the waiter's settle time). An idle client and server wake up slower than a
+// busy loop's, and every hand-off starts from that idle.
+async function idleReleaseFloor(rounds, settle) {
+  const name = key('idle')
+  const samples = []
+  for (let i = 0; i < rounds; i++) {
+    const release = await pair.acquire(name)
+    await sleep(settle)
+    const t0 = performance.now()
+    await release()
+    samples.push(performance.now() - t0)
+  }
+  return summary(samples)
+}
+
 const version = require('redlatch/package.json').version
 console.log(
   `redlatch ${version} vs redlock 5 (ioredis ${require('ioredis/package.json').version}), Redis ${url}, ` +
@@ -283,6 +299,7 @@ results[ours.label].handoff = await handoff(ours, 300, 2)
 results[oursLocal.label].handoff = await handoff(oursLocal, 300, 2)
 results[redlockDefault.label].handoff = await handoff(redlockDefault, 15, 5)
 results[redlockFast.label].handoff = await handoff(redlockFast, 100, 5)
+const idleFloor = await idleReleaseFloor(300, 2)
 const endLoad = load()
 
 console.log(`raw round trip (ioredis PING): ${rtt.ops.toFixed(0)} ops/s, p50 ${ms(rtt.p50)} ms, p99 ${ms(rtt.p99)} ms`)
@@ -318,6 +335,7 @@ for (const [label, r] of Object.entries(results)) {
   const h = r.handoff
   if (h) console.log(`  ${label.padEnd(28)} n=${String(h.n).padEnd(4)} p50 ${ms(h.p50)} ms   p99 ${ms(h.p99)} ms   max ${ms(h.max)} ms`)
 }
+console.log(`  floor: ioredis EVALSHA compare-and-delete after the same 2 ms idle: p50 ${ms(idleFloor.p50)} ms   p99 ${ms(idleFloor.p99)} ms (a hand-off is that release, a PUBLISH delivery and the waiter's acquire)`)
 console.log(`event-loop delay during the redlatch contended run: p99 ${ms(loopDuringContention.p99)} ms, max ${ms(loopDuringContention.max)} ms`)
 console.log(`load average ${endLoad} at the end${Number(endLoad) >= 2 ? ' (saturated at the number of cores)' : ''}`)
 

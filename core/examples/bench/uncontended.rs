@@ -27,7 +27,7 @@ pub const CAD2_SCRIPT: &str =
      then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0";
 
 /// `SET key token NX PX 10000`: a raw pair's acquire.
-fn set_nx_px(key: &str, token: &str) -> redis::Cmd {
+pub fn set_nx_px(key: &str, token: &str) -> redis::Cmd {
     let mut cmd = redis::cmd("SET");
     cmd.arg(key).arg(token).arg("NX").arg("PX").arg(10_000);
     cmd
