@@ -18,6 +18,14 @@
 //! that even after a retry replaced it), queued after the attempt, so on a node that is only slow (a stall, a long reply delay) it runs
 //! after the grant it undoes; on a new connection it could run first and leave the grant
 //! for its whole lease.
+//!
+//! A call that finds its connection dropped (a broken pipe, a reset) marks it lost
+//! ([`Live::mark_lost`]), and every other call still waiting on it ends at once with a
+//! connection error ([`Live::unless_lost`]) instead of waiting out its reply timeout:
+//! redis-rs 1.8 can lose a request handed to a connection while the connection dies (seen
+//! under `CLIENT KILL`: two calls failed with a broken pipe while a third, sent between
+//! them, waited its whole response timeout), and that wait would use up the budget in
+//! which the driver retries the call on a new connection.
 
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
@@ -30,6 +38,7 @@ use redis::{AsyncConnectionConfig, PushInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// Where the node is: a fixed address, or the master a Sentinel deployment names.
 #[derive(Clone)]
@@ -69,6 +78,40 @@ pub(crate) struct Live {
     pub(crate) node: String,
     /// The source's generation when the node was resolved.
     generation: u64,
+    /// Set once a call found the connection dropped (see the module docs).
+    lost: Arc<watch::Sender<bool>>,
+}
+
+impl Live {
+    /// Records that a call found this connection dropped: the calls waiting on it end (see
+    /// the module docs).
+    pub(crate) fn mark_lost(&self) {
+        self.lost.send_replace(true);
+    }
+
+    /// Whether a call found this connection dropped.
+    fn is_lost(&self) -> bool {
+        *self.lost.borrow()
+    }
+
+    /// `call` (a request on this connection), ended early with a connection error when
+    /// another call finds the connection dropped first (see the module docs).
+    ///
+    /// # Errors
+    /// `call`'s own, or an I/O error (`BrokenPipe`) when the connection was lost.
+    pub(crate) async fn unless_lost<T>(
+        &self,
+        call: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> redis::RedisResult<T> {
+        let mut lost = self.lost.subscribe();
+        tokio::select! {
+            reply = call => reply,
+            _ = lost.wait_for(|lost| *lost) => Err(redis::RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the connection was lost before this call's reply came",
+            ))),
+        }
+    }
 }
 
 /// Settings of a [`Reconnecting`].
@@ -108,12 +151,13 @@ impl Reconnecting {
         }
     }
 
-    /// The live connection, unless the source has moved on since it was made.
+    /// The live connection, unless the source has moved on since it was made or a call found
+    /// it dropped.
     fn current(&self) -> Option<Live> {
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         if live
             .as_ref()
-            .is_some_and(|l| l.generation != self.source.generation())
+            .is_some_and(|l| l.generation != self.source.generation() || l.is_lost())
         {
             *live = None;
         }
@@ -137,10 +181,9 @@ impl Reconnecting {
     pub(crate) async fn get_for(&self, follow_up: bool) -> Result<Live> {
         let suspect = {
             let mut suspect = self.suspect.lock().unwrap_or_else(|p| p.into_inner());
-            if suspect
-                .as_ref()
-                .is_some_and(|(_, since)| since.elapsed() >= self.settings.connect_timeout)
-            {
+            if suspect.as_ref().is_some_and(|(live, since)| {
+                since.elapsed() >= self.settings.connect_timeout || live.is_lost()
+            }) {
                 *suspect = None;
             }
             suspect.clone()
@@ -244,6 +287,7 @@ impl Reconnecting {
             facts,
             node: spec.label.clone(),
             generation,
+            lost: Arc::new(watch::channel(false).0),
         })
     }
 }

@@ -121,7 +121,9 @@ impl RedisTransport {
         let live = self.conn.get().await?;
         let mut conn = live.conn.clone();
         let in_flight = self.conn.in_flight(&live);
-        let pong = redis::cmd("PING").query_async::<()>(&mut conn).await;
+        let pong = live
+            .unless_lost(redis::cmd("PING").query_async::<()>(&mut conn))
+            .await;
         in_flight.done();
         pong.map_err(|e| self.failed(&live, &e, &[]))
     }
@@ -136,6 +138,9 @@ impl RedisTransport {
         } else if readonly || e.is_io_error() || e.is_connection_dropped() {
             tracing::debug!(node = %live.node, error = %redact::server_error(&e.to_string(), args), "dropping the connection");
             self.conn.invalidate(live.id);
+            if !readonly {
+                live.mark_lost();
+            }
         }
         describe(&live.node, e, args)
     }
@@ -253,7 +258,9 @@ impl Transport for RedisTransport {
             let live = self.conn.get_for(is_undo(request)).await?;
             let mut conn = live.conn.clone();
             let in_flight = self.conn.in_flight(&live);
-            let reply = self.run(&mut conn, live.facts.ifeq, request).await;
+            let reply = live
+                .unless_lost(self.run(&mut conn, live.facts.ifeq, request))
+                .await;
             let confirm = match (&reply, self.options.sync_replicas) {
                 (Ok(r), Some(sync)) => replication::write_to_confirm(request, r).map(|w| (w, sync)),
                 _ => None,
@@ -262,8 +269,8 @@ impl Transport for RedisTransport {
                 in_flight.done();
                 return reply.map_err(|e| self.failed(&live, &e, &request.args));
             };
-            let acks = replication::wait_command(sync)
-                .query_async::<i64>(&mut conn)
+            let acks = live
+                .unless_lost(replication::wait_command(sync).query_async::<i64>(&mut conn))
                 .await;
             in_flight.done();
             let acks = acks.map_err(|e| self.failed(&live, &e, &request.args))?;
@@ -418,3 +425,7 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 }
+
+#[cfg(test)]
+#[path = "transport_lost_tests.rs"]
+mod lost_connection_tests;

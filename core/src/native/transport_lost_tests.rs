@@ -1,0 +1,96 @@
+//! A connection another call found dropped ends the calls still waiting on it, and no
+//! undo follows its attempt onto it (see `connection.rs`); a reply timeout does neither.
+//! Real redis-server processes, with the replies held back by a proxy where a call must stay
+//! in flight.
+
+use super::*;
+use crate::protocol::request::Holder;
+use redlatch_fleet::{HoldingProxy, RedisServer};
+use std::time::Instant;
+
+/// A transport to `server` through a proxy holding its replies back, connected, with a
+/// network timeout long enough that a call waiting it out is told apart.
+async fn held(server: &RedisServer) -> (HoldingProxy, Arc<RedisTransport>) {
+    let proxy = HoldingProxy::start(server.port()).expect("proxy");
+    let url = format!("redis://127.0.0.1:{}", proxy.port());
+    let transport = Arc::new(RedisTransport::new(&url, Duration::from_secs(20)).unwrap());
+    transport.ping().await.expect("ping");
+    proxy.hold(true);
+    (proxy, transport)
+}
+
+fn acquire() -> Request {
+    let holder = Holder::Lease {
+        token: "t1".to_owned(),
+    };
+    holder.acquire("lost-conn", 60_000, None, "", 1_000)
+}
+
+/// Starts an acquire on `transport`, waits until it is in flight, and hands back the
+/// call and the connection it went out on.
+async fn call_in_flight(transport: &Arc<RedisTransport>) -> (tokio::task::JoinHandle<Result<Reply>>, Live) {
+    let live = transport.conn.existing().expect("connected");
+    let t = transport.clone();
+    let call = tokio::spawn(async move { t.eval(&acquire()).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!call.is_finished(), "the reply is held back, so the call waits");
+    (call, live)
+}
+
+#[tokio::test]
+async fn a_call_waiting_on_a_connection_another_call_found_dropped_ends_at_once() {
+    let server = RedisServer::start().expect("redis-server");
+    let (_proxy, transport) = held(&server).await;
+    let (call, live) = call_in_flight(&transport).await;
+    let started = Instant::now();
+    let broken = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+    let reported = transport.failed(&live, &broken, &[]);
+    assert_eq!(reported.kind(), ErrorKind::Connection);
+    let result = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the waiting call ended before its 20 s reply timeout")
+        .unwrap();
+    let e = result.expect_err("its connection was lost");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.to_string().contains("lost"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn a_reply_timeout_on_one_call_leaves_the_others_waiting() {
+    let server = RedisServer::start().expect("redis-server");
+    let (proxy, transport) = held(&server).await;
+    let (call, live) = call_in_flight(&transport).await;
+    let timed_out = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+    transport.failed(&live, &timed_out, &[]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!call.is_finished(), "a slow node is not a lost connection");
+    proxy.hold(false);
+    let reply = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the reply came once released")
+        .unwrap();
+    assert!(reply.is_ok(), "{reply:?}");
+}
+
+#[tokio::test]
+async fn an_undo_does_not_follow_its_attempt_onto_a_connection_found_dropped() {
+    let server = RedisServer::start().expect("redis-server");
+    let transport = RedisTransport::new(&server.url(), Duration::from_secs(20)).unwrap();
+    transport.ping().await.expect("ping");
+    let first = transport.conn.existing().expect("connected");
+    let timed_out = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+    transport.failed(&first, &timed_out, &[]);
+    let undo_goes_to = transport.conn.get_for(true).await.unwrap();
+    assert_eq!(
+        undo_goes_to.id, first.id,
+        "after a timeout an undo follows its attempt"
+    );
+    let broken = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+    transport.failed(&first, &broken, &[]);
+    let undo_goes_to = transport.conn.get_for(true).await.unwrap();
+    assert_ne!(
+        undo_goes_to.id, first.id,
+        "a dropped connection delivers nothing more"
+    );
+}
