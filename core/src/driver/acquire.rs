@@ -81,7 +81,7 @@ fn new_holder(spec: &LockSpec, wait: Option<Duration>) -> Result<Holder> {
 /// `NotAcquired` when the wait runs out; `Connection`, `Redis` or `Quorum` when errors persist.
 pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<Duration>) -> Result<Hold> {
     let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
-    let holder = new_holder(spec, wait)?;
+    let mut holder = new_holder(spec, wait)?;
     let request_id = holder.request_id()?;
     // A reentrant owner's acquires in flight are counted (see `drop_orphaned_counts`).
     let in_flight = engine.in_flight(&spec.name, &holder);
@@ -120,9 +120,13 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         if let Some(w) = waker.as_mut() {
             w.mark_seen();
         }
+        let first = attempts == 0;
+        if !first {
+            // The attempt before was settled: granted nowhere, or undone by its clean-up.
+            renew_lease_token(engine, &mut holder, &mut undo)?;
+        }
         undo.pending = true;
         let attempt_started = rt.now();
-        let first = attempts == 0;
         // A fair waiter queues once it listens on its own channel (and only if it waits).
         let queue = fair && waker.is_some() && wait != Some(Duration::ZERO);
         let turn = Turn {
@@ -207,6 +211,28 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         }
     }
 }
+
+/// Gives a quorum lease acquire a fresh token for its next attempt. The undo of an attempt
+/// that did not end in a grant can arrive late (its reply timed out, so its node was not
+/// skipped any more, while the request still waited in a stalled connection): with the same
+/// token it would delete the next attempt's grant on that node, which the holder would go on
+/// counting in its majority while another owner took the node (seen in CI as a release
+/// answered "another owner holds it"). A fresh token confines every undo to its own attempt.
+/// A single node keeps its token: it undoes nothing between attempts, and a retry there
+/// finds a grant whose reply was lost as its own.
+fn renew_lease_token(engine: &Engine, holder: &mut Holder, undo: &mut UndoOnDrop) -> Result<()> {
+    if engine.nodes.len() > 1 {
+        if let Holder::Lease { token } = holder {
+            *token = token::new_token()?;
+            undo.holder = holder.clone();
+        }
+    }
+    Ok(())
+}
+
+#[cfg(all(test, feature = "native"))]
+#[path = "tests/late_undo.rs"]
+mod late_undo_tests;
 
 #[cfg(all(test, feature = "native"))]
 mod tests {

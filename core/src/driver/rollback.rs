@@ -6,8 +6,11 @@
 //! is empty the undo is an `EVALSHA` answered `NOSCRIPT` and then an `EVAL`, and cutting it at
 //! the node timeout would leave the grant in place for the whole lease. The failed attempt
 //! waits for its clean-up up to the node timeout (as long as an inline undo took); the next
-//! attempt of the same acquire (same token, same request id) skips a node whose clean-up is
-//! still running there, so a late undo can never remove that attempt's own new grant.
+//! attempt of the same acquire skips a node whose clean-up is still running there. That
+//! alone cannot keep a late undo off the next attempt's grant: an undo whose reply timed out
+//! is over for the skip while its request may still land. A lease lock's next attempt
+//! therefore uses a token of its own (`acquire.rs`); the owner-based kinds keep their owner
+//! id and request id, and rely on the skip.
 
 use super::owner::InFlight;
 use super::Engine;
