@@ -24,7 +24,6 @@ use crate::driver::{BoxFut, Subscription, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
-use crate::protocol::scripts;
 use redis::aio::ConnectionLike;
 use std::sync::Arc;
 use std::time::Duration;
@@ -152,7 +151,7 @@ impl RedisTransport {
     /// it may wait a network timeout).
     async fn eval_local(&self, request: &Request) -> Option<Result<Reply>> {
         let local = self.local.as_ref()?;
-        let follows_a_timeout = is_undo(request) && local.has_suspect_for(request);
+        let follows_a_timeout = request.is_undo() && local.has_suspect_for(request);
         if !follows_a_timeout && !local_io::active() {
             return None; // checked first: the async path pays one thread-local read
         }
@@ -218,16 +217,6 @@ fn describe(node: &str, e: &redis::RedisError, args: &[String]) -> Error {
     map_error(e, args)
 }
 
-/// The undo of an acquire attempt ([`crate::protocol::request::Holder::abort`]: sent by
-/// source, a latch-less lease release or `rlock_abort`): it must run after the attempt, so
-/// it follows it onto its connection even when that one is suspect.
-fn is_undo(request: &Request) -> bool {
-    let is = |s: &scripts::Script| std::ptr::eq(request.script, s);
-    request.by_source
-        && (is(&scripts::RLOCK_ABORT)
-            || (is(&scripts::LEASE_RELEASE) && request.args.get(3).is_some_and(|ttl| ttl == "0")))
-}
-
 /// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`.
 pub(crate) async fn eval_script<C: ConnectionLike + Send>(
     conn: &mut C,
@@ -255,7 +244,7 @@ impl Transport for RedisTransport {
             if let Some(reply) = self.eval_local(request).await {
                 return reply;
             }
-            let live = self.conn.get_for(is_undo(request)).await?;
+            let live = self.conn.get_for(request.is_undo()).await?;
             let mut conn = live.conn.clone();
             let in_flight = self.conn.in_flight(&live);
             let reply = live

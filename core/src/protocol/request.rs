@@ -48,6 +48,16 @@ impl Request {
         self
     }
 
+    /// Whether this is the undo of an acquire attempt ([`Holder::abort`]: sent by source, a
+    /// latch-less lease release or `rlock_abort`). It must reach Redis after the attempt it
+    /// undoes, so transports send it on the attempt's connection (see `native/connection.rs`).
+    pub fn is_undo(&self) -> bool {
+        let is = |s: &Script| std::ptr::eq(self.script, s);
+        self.by_source
+            && (is(&scripts::RLOCK_ABORT)
+                || (is(&scripts::LEASE_RELEASE) && self.args.get(3).is_some_and(|ttl| ttl == "0")))
+    }
+
     /// The fair and write acquires' optional last argument: the fencing counter's TTL in ms
     /// when `fence` is `Some(ttl)` with `ttl > 0` (the counter persists otherwise, as in
     /// Redisson). Only for `fair_acquire` and `rw_write_acquire` requests.

@@ -18,23 +18,16 @@ use std::time::Duration;
 /// How long the first undo waits before it reaches its node (beyond the network timeout).
 const UNDO_DELAY: Duration = Duration::from_millis(1_500);
 
-/// A real node's transport whose first undo of an acquire attempt (a latch-less lease release
-/// sent by source) gets no reply, and reaches the node only after [`UNDO_DELAY`].
+/// A real node's transport whose first undo of an acquire attempt ([`Request::is_undo`]) gets no reply, and reaches the node only after [`UNDO_DELAY`].
 struct LateUndo {
     inner: Arc<RedisTransport>,
     delayed: AtomicBool,
     landed: Arc<AtomicBool>,
 }
 
-fn is_undo(request: &Request) -> bool {
-    request.by_source
-        && request.script.name() == "lease_release"
-        && request.args.get(3).is_some_and(|t| t == "0")
-}
-
 impl Transport for LateUndo {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
-        if is_undo(request) && !self.delayed.swap(true, Ordering::SeqCst) {
+        if request.is_undo() && !self.delayed.swap(true, Ordering::SeqCst) {
             let (inner, request, landed) = (self.inner.clone(), request.clone(), self.landed.clone());
             tokio::spawn(async move {
                 tokio::time::sleep(UNDO_DELAY).await;
