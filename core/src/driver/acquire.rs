@@ -82,7 +82,7 @@ fn new_holder(spec: &LockSpec, wait: Option<Duration>) -> Result<Holder> {
 pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<Duration>) -> Result<Hold> {
     let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
     let mut holder = new_holder(spec, wait)?;
-    let request_id = holder.request_id()?;
+    let mut request_id = holder.request_id()?;
     // A reentrant owner's acquires in flight are counted (see `drop_orphaned_counts`).
     let in_flight = engine.in_flight(&spec.name, &holder);
     let ticket = in_flight.as_ref().map(InFlight::ticket);
@@ -123,7 +123,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         let first = attempts == 0;
         if !first {
             // The attempt before was settled: granted nowhere, or undone by its clean-up.
-            renew_lease_token(engine, &mut holder, &mut undo)?;
+            renew_attempt_ids(engine, &mut holder, &mut request_id, &mut undo)?;
         }
         undo.pending = true;
         let attempt_started = rt.now();
@@ -212,19 +212,33 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     }
 }
 
-/// Gives a quorum lease acquire a fresh token for its next attempt. The undo of an attempt
-/// that did not end in a grant can arrive late (its reply timed out, so its node was not
-/// skipped any more, while the request still waited in a stalled connection): with the same
-/// token it would delete the next attempt's grant on that node, which the holder would go on
-/// counting in its majority while another owner took the node (seen in CI as a release
-/// answered "another owner holds it"). A fresh token confines every undo to its own attempt.
-/// A single node keeps its token: it undoes nothing between attempts, and a retry there
-/// finds a grant whose reply was lost as its own.
-fn renew_lease_token(engine: &Engine, holder: &mut Holder, undo: &mut UndoOnDrop) -> Result<()> {
+/// Gives a quorum acquire fresh ids for its next attempt: a lease lock a new token, an
+/// owner-based lock (reentrant) a new request id. The undo of an attempt that did not end in
+/// a grant can arrive late (its reply timed out, so its node was not skipped any more, while
+/// the request still waited in a stalled connection): with the same token it would delete the
+/// next attempt's grant on that node, and with the same request id it would find that
+/// attempt's replayed latch and take its count back. The holder would go on counting a node
+/// that another owner can now take (seen in CI as a release answered "another owner holds
+/// it"). Fresh ids confine every undo to its own attempt: a late `rlock_abort` of an earlier
+/// request removes only the count that request added (quorum mode never takes a count for an
+/// orphan, see `owner.rs`). A single node keeps its ids: it undoes nothing between attempts,
+/// and a retry there finds a grant whose reply was lost as its own.
+fn renew_attempt_ids(
+    engine: &Engine,
+    holder: &mut Holder,
+    request_id: &mut String,
+    undo: &mut UndoOnDrop,
+) -> Result<()> {
     if engine.nodes.len() > 1 {
-        if let Holder::Lease { token } = holder {
-            *token = token::new_token()?;
-            undo.holder = holder.clone();
+        match holder {
+            Holder::Lease { token } => {
+                *token = token::new_token()?;
+                undo.holder = holder.clone();
+            }
+            _ => {
+                *request_id = holder.request_id()?;
+                undo.request_id = request_id.clone();
+            }
         }
     }
     Ok(())

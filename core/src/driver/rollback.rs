@@ -8,9 +8,9 @@
 //! waits for its clean-up up to the node timeout (as long as an inline undo took); the next
 //! attempt of the same acquire skips a node whose clean-up is still running there. That
 //! alone cannot keep a late undo off the next attempt's grant: an undo whose reply timed out
-//! is over for the skip while its request may still land. A lease lock's next attempt
-//! therefore uses a token of its own (`acquire.rs`); the owner-based kinds keep their owner
-//! id and request id, and rely on the skip.
+//! is over for the skip while its request may still land. A quorum acquire's next attempt
+//! therefore uses ids of its own (`acquire.rs`): a lease lock a new token, a reentrant lock a
+//! new request id (its owner id stays: the owner's count is what the grant adds).
 
 use super::owner::InFlight;
 use super::Engine;
