@@ -2,12 +2,11 @@
 //! `RedissonMultiLock`), in one order so that overlapping sets never deadlock.
 
 use crate::client::Client;
-use crate::driver::{self, Engine, Hold, CLOSED};
+use crate::driver::{self, Engine, Hold, LockSpec, CLOSED};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
 use crate::protocol::family::multi::{self, Member, Plan};
-use crate::protocol::request::Holder;
 use crate::protocol::timing;
 use futures::future::{join_all, select, Either};
 use std::sync::Arc;
@@ -114,6 +113,23 @@ impl MultiLock {
         self.members.iter().map(Lock::name).collect()
     }
 
+    /// The members' specs with the multi-lock's lease, checked (as each member's acquire).
+    fn specs(&self) -> Result<Vec<LockSpec>> {
+        let lease = match self.lease {
+            Some(lease) => Some(Duration::from_millis(timing::to_millis("lease", lease, false)?)),
+            None => None,
+        };
+        self.members
+            .iter()
+            .map(|l| {
+                let mut spec = l.spec()?;
+                spec.lease = lease.or(spec.lease);
+                Ok(spec)
+            })
+            .collect()
+    }
+
+    /// The members with the multi-lock's lease, for the one-by-one path.
     fn effective(&self) -> Vec<Lock> {
         self.members
             .iter()
@@ -153,8 +169,7 @@ impl MultiLock {
     /// # Errors
     /// As [`Self::acquire`].
     pub async fn acquire_with_wait(&self, wait: Option<Duration>) -> Result<MultiGuard> {
-        let members = self.effective();
-        let specs = members.iter().map(Lock::spec).collect::<Result<Vec<_>>>()?;
+        let specs = self.specs()?;
         if let Some(w) = wait {
             timing::to_millis("wait", w, true)?;
         }
@@ -162,19 +177,11 @@ impl MultiLock {
         registry.check_open()?;
         // Open until the acquire is dropped, for its undo after a close (see Lock::acquire_spec).
         let _connections = self.engine.nodes.keep();
-        let one_script = members.iter().all(Lock::joins_one_script)
+        // Names were checked (valid, distinct) when the multi-lock was built.
+        let one_script = self.members.iter().all(Lock::joins_one_script)
             && specs.windows(2).all(|w| w[0].lease == w[1].lease)
-            && {
-                let plan_members: Vec<Member> = specs
-                    .iter()
-                    .map(|s| Member {
-                        name: s.name.clone(),
-                        holder: Some(Holder::Lease { token: String::new() }),
-                    })
-                    .collect();
-                let cluster = self.engine.nodes.transports().iter().any(|t| t.is_cluster());
-                matches!(multi::plan(&plan_members, cluster)?, Plan::OneScript(_))
-            };
+            && (!self.engine.nodes.transports().iter().any(|t| t.is_cluster())
+                || multi::one_slot(self.members.iter().map(Lock::name)));
         if one_script {
             let acquiring = std::pin::pin!(driver::multi::acquire(&self.engine, &specs, wait));
             let closed = std::pin::pin!(registry.until_closed());
@@ -191,7 +198,7 @@ impl MultiLock {
                 one_script: true,
             });
         }
-        self.acquire_in_order(&members, wait).await
+        self.acquire_in_order(&self.effective(), wait).await
     }
 
     /// One member after another in the sorted order, each through its own lock; a failure

@@ -27,8 +27,13 @@ fn reentrant(name: &str, owner: &str) -> Member {
 }
 
 /// The `multi_release` request over `order`, its members' latches named by `id` (a repeat of
-/// the same `id` is the same request).
-fn release_request(order: &[&Member], lease_ms: u64, id: &str) -> redlatch::protocol::request::Request {
+/// the same `id` is the same request, `sent_before` for a repeat: only then are latches read).
+fn release_request(
+    order: &[&Member],
+    lease_ms: u64,
+    id: &str,
+    sent_before: bool,
+) -> redlatch::protocol::request::Request {
     let ids: Vec<String> = (0..order.len()).map(|i| format!("{id}-{i}")).collect();
     let parts: Vec<multi::Releasing<'_>> = order
         .iter()
@@ -37,6 +42,7 @@ fn release_request(order: &[&Member], lease_ms: u64, id: &str) -> redlatch::prot
             member,
             request_id,
             latch_ttl_ms: 2_000,
+            sent_before,
         })
         .collect();
     multi::release(&parts, lease_ms, PUBLISH).unwrap()
@@ -87,7 +93,7 @@ async fn all_or_nothing_over_mixed_members() {
     assert_eq!(node.cmd::<i64>(&["EXISTS", "acct:3"]).await, 0);
 
     // `HandedOff`: released, and the message reached a listener (the recorder).
-    let release = release_request(&order, 10_000, "rel1");
+    let release = release_request(&order, 10_000, "rel1", false);
     assert_eq!(
         multi::decode_release(&node.run(&release).await, 2).unwrap(),
         [OwnershipReply::HandedOff, OwnershipReply::HandedOff]
@@ -101,14 +107,19 @@ async fn all_or_nothing_over_mixed_members() {
         ]
     );
     // The same request repeated (its reply lost): each member's latch replays the answer.
+    let repeat = release_request(&order, 10_000, "rel1", true);
     assert_eq!(
-        multi::decode_release(&node.run(&release).await, 2).unwrap(),
+        multi::decode_release(&node.run(&repeat).await, 2).unwrap(),
         [OwnershipReply::HandedOff, OwnershipReply::HandedOff]
     );
     assert!(rec.take().await.is_empty(), "a replay publishes nothing");
     // A new request finds nothing to release.
     assert_eq!(
-        multi::decode_release(&node.run(&release_request(&order, 10_000, "rel2")).await, 2).unwrap(),
+        multi::decode_release(
+            &node.run(&release_request(&order, 10_000, "rel2", false)).await,
+            2
+        )
+        .unwrap(),
         [OwnershipReply::Absent, OwnershipReply::Absent]
     );
     let r = multi::acquire(&sorted(&theirs), 10_000, "r3", 2_000).unwrap();
@@ -137,7 +148,7 @@ async fn a_member_of_another_type_is_an_error_and_nothing_is_taken() {
     // Releasing a set whose second member is application data releases nothing.
     node.cmd::<()>(&["SET", "a", "tok"]).await;
     let e = node
-        .eval(&release_request(&sorted(&members), 1_000, "rel"))
+        .eval(&release_request(&sorted(&members), 1_000, "rel", false))
         .await
         .unwrap_err();
     assert!(e.message().contains("WRONGTYPE"), "{e}");
@@ -160,7 +171,7 @@ async fn a_reentrant_member_counts_holds_and_a_partial_release_keeps_the_lease()
         AcquireReply::Acquired
     );
     assert_eq!(node.hash("r").await.get("u:1").map(String::as_str), Some("2"));
-    let release = release_request(&order, 20_000, "rel");
+    let release = release_request(&order, 20_000, "rel", false);
     assert_eq!(
         multi::decode_release(&node.run(&release).await, 2).unwrap(),
         [OwnershipReply::HandedOff, OwnershipReply::StillHeld],
@@ -199,7 +210,7 @@ async fn a_member_taken_meanwhile_is_left_alone_and_a_stale_retry_is_not_replaye
     // b stays theirs and nothing is published for it.
     node.cmd::<()>(&["SET", "a", "tok", "PX", "60000"]).await;
     rec.take().await;
-    let release = release_request(&order, 10_000, "rel");
+    let release = release_request(&order, 10_000, "rel", false);
     assert_eq!(
         multi::decode_release(&node.run(&release).await, 2).unwrap(),
         [OwnershipReply::HandedOff, OwnershipReply::Taken]

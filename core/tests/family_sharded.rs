@@ -110,6 +110,7 @@ async fn spublish_given_reaches_sharded_listeners_of_every_kind() {
                     member,
                     request_id: "rel",
                     latch_ttl_ms: 2_000,
+                    sent_before: false,
                 })
                 .collect::<Vec<_>>(),
             10_000,

@@ -31,25 +31,25 @@ struct Attempted {
 }
 
 impl Attempted {
+    /// One random value per attempt serves as every lease member's token and as the request
+    /// id: each names grants on distinct keys (a member's key, the latch in the first
+    /// member's slot), so one fresh value keeps every undo and repeat exact, as one per member
+    /// would, for one read of the OS random source instead of one per member.
     fn new(specs: &[LockSpec]) -> Result<Attempted> {
+        let fresh = token::new_token()?;
         let members = specs
             .iter()
-            .map(|spec| {
-                let holder = match &spec.owner {
+            .map(|spec| Member {
+                name: spec.name.clone(),
+                holder: Some(match &spec.owner {
                     Some(owner) => Holder::Reentrant { owner: owner.clone() },
-                    None => Holder::Lease {
-                        token: token::new_token()?,
-                    },
-                };
-                Ok(Member {
-                    name: spec.name.clone(),
-                    holder: Some(holder),
-                })
+                    None => Holder::Lease { token: fresh.clone() },
+                }),
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
         Ok(Attempted {
             members,
-            request_id: token::new_token()?,
+            request_id: fresh,
         })
     }
 

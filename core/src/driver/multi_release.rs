@@ -18,9 +18,16 @@ use crate::protocol::request::PUBLISH;
 pub(crate) async fn release(engine: &Engine, holds: &[&Hold]) -> Vec<Result<()>> {
     let mut results: Vec<Result<()>> = holds.iter().map(|_| Ok(())).collect();
     let mut begun: Vec<(usize, Releasing<'_>)> = Vec::new();
+    // One id for the members' new releases (their latches differ by name); a retried
+    // member keeps its own.
+    let fresh_id = match holds.first().map(|h| h.holder.release_id()) {
+        Some(Ok(id)) => Some(id),
+        Some(Err(e)) => return holds.iter().map(|_| Err(e.clone())).collect(),
+        None => None,
+    };
     // Each hold's release lock is taken in the members' (sorted) order, as every caller does.
     for (i, hold) in holds.iter().enumerate() {
-        match hold.begin_release().await {
+        match hold.begin_release_with(fresh_id.as_deref()).await {
             Ok(releasing) => begun.push((i, releasing)),
             Err(e) => results[i] = Err(e),
         }
@@ -41,6 +48,7 @@ pub(crate) async fn release(engine: &Engine, holds: &[&Hold]) -> Vec<Result<()>>
                 member,
                 request_id: r.request_id(),
                 latch_ttl_ms: r.latch_ttl_ms(),
+                sent_before: r.is_retry(),
             })
             .collect();
         match multi::release(&parts, lease_ms, PUBLISH) {

@@ -101,6 +101,12 @@ impl Hold {
     /// released, known lost, or a reentrant retry too late to be exact) or returns the begun
     /// release, whose request id is the unknown attempt's (a retry) or a new one.
     pub(crate) async fn begin_release(&self) -> Result<Releasing<'_>> {
+        self.begin_release_with(None).await
+    }
+
+    /// As [`Self::begin_release`], naming a new release `fresh_id` when given (the members of
+    /// one multi-lock share one: their latch keys differ by name) instead of a random one.
+    pub(crate) async fn begin_release_with(&self, fresh_id: Option<&str>) -> Result<Releasing<'_>> {
         let pending = self.releasing.lock().await;
         let engine = &self.engine;
         let started = engine.now();
@@ -138,9 +144,10 @@ impl Hold {
             }
         }
         let retry = pending.is_some();
-        let request_id = match pending.as_ref() {
-            Some(p) => p.request_id.clone(),
-            None => self.holder.release_id()?,
+        let request_id = match (pending.as_ref(), fresh_id) {
+            (Some(p), _) => p.request_id.clone(),
+            (None, Some(id)) => id.to_owned(),
+            (None, None) => self.holder.release_id()?,
         };
         let mut releasing = Releasing {
             hold: self,

@@ -23,16 +23,39 @@ pub const ACQUIRE_LATCH_PREFIX: &str = "redlatch_acquire_latch";
 
 /// `T(N)`: `{N}` when `name` contains no `{`, else `name` unchanged.
 pub fn tag(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 2);
+    push_tag(&mut out, name);
+    out
+}
+
+/// Appends `T(N)` to `out`.
+fn push_tag(out: &mut String, name: &str) {
     if name.contains('{') {
-        name.to_owned()
+        out.push_str(name);
     } else {
-        format!("{{{name}}}")
+        out.push('{');
+        out.push_str(name);
+        out.push('}');
     }
+}
+
+/// `prefix + ":" + T(N)`, then `":" + id` when an id is given: one allocation, as these are
+/// built for every acquire and release.
+fn build(prefix: &str, name: &str, id: Option<&str>) -> String {
+    let mut out = String::with_capacity(prefix.len() + name.len() + id.map_or(0, str::len) + 4);
+    out.push_str(prefix);
+    out.push(':');
+    push_tag(&mut out, name);
+    if let Some(id) = id {
+        out.push(':');
+        out.push_str(id);
+    }
+    out
 }
 
 /// `P(prefix)` = `prefix + ":" + T(N)`.
 pub fn prefixed(prefix: &str, name: &str) -> String {
-    format!("{prefix}:{}", tag(name))
+    build(prefix, name, None)
 }
 
 /// The channel on which releases of `name` are published (`redisson_lock__channel:{N}`).
@@ -47,12 +70,12 @@ pub fn fence_key(name: &str) -> String {
 
 /// The idempotency latch of one release request: `redisson_unlock_latch:{N}:<request id>`.
 pub fn unlock_latch(name: &str, request_id: &str) -> String {
-    format!("{}:{request_id}", prefixed(UNLOCK_LATCH_PREFIX, name))
+    build(UNLOCK_LATCH_PREFIX, name, Some(request_id))
 }
 
 /// The idempotency latch of one reentrant acquire request: `redlatch_acquire_latch:{N}:<id>`.
 pub fn acquire_latch(name: &str, request_id: &str) -> String {
-    format!("{}:{request_id}", prefixed(ACQUIRE_LATCH_PREFIX, name))
+    build(ACQUIRE_LATCH_PREFIX, name, Some(request_id))
 }
 
 /// Checks a lock name: non-empty and at most [`MAX_NAME_BYTES`] bytes.
@@ -87,6 +110,9 @@ mod tests {
         assert_eq!(lock_channel("x{y}"), "redisson_lock__channel:x{y}");
         assert_eq!(fence_key("a"), "redisson_lock_token:{a}");
         assert_eq!(unlock_latch("a", "r1"), "redisson_unlock_latch:{a}:r1");
+        assert_eq!(unlock_latch("{t}:a", "r1"), "redisson_unlock_latch:{t}:a:r1");
+        assert_eq!(acquire_latch("a", "r2"), "redlatch_acquire_latch:{a}:r2");
+        assert_eq!(acquire_latch("x{y}", "r2"), "redlatch_acquire_latch:x{y}:r2");
     }
 
     #[test]

@@ -83,10 +83,14 @@ impl Request {
 /// `SET name token NX PX lease_ms`: the plain form of an unfenced lease acquire (the
 /// redis-py / node-redlock command; the lease in ms).
 pub fn set_nx_px(name: &str, token: &str, lease_ms: u64) -> Vec<String> {
-    let lease = lease_ms.to_string();
-    ["SET", name, token, "NX", "PX", &lease]
-        .map(str::to_owned)
-        .to_vec()
+    vec![
+        "SET".to_owned(),
+        name.to_owned(),
+        token.to_owned(),
+        "NX".to_owned(),
+        "PX".to_owned(),
+        lease_ms.to_string(),
+    ]
 }
 
 /// Batch renewal of `holds` (`(name, holder)` pairs) to `lease_ms`.

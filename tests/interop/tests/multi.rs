@@ -89,6 +89,7 @@ async fn java_and_redlatch_multi_locks_on_overlapping_names_exclude() {
                     member,
                     request_id: "rel",
                     latch_ttl_ms: 2_000,
+                    sent_before: false,
                 })
                 .collect::<Vec<_>>(),
             10_000,

@@ -65,15 +65,20 @@ pub fn plan(members: &[Member], cluster: bool) -> Result<Plan> {
         return Err(Error::invalid("a multi-lock names the same lock twice"));
     }
     let scriptable = members.iter().all(|m| m.holder.is_some());
-    let one_slot = !cluster || {
-        let first = hash_slot(&members[0].name);
-        members.iter().all(|m| hash_slot(&m.name) == first)
-    };
+    let one_slot = !cluster || one_slot(members.iter().map(|m| m.name.as_str()));
     Ok(if scriptable && one_slot {
         Plan::OneScript(order)
     } else {
         Plan::InOrder(order)
     })
+}
+
+/// Whether every name hashes to one Redis Cluster slot (where one script may touch them all).
+pub fn one_slot<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
+    let Some(first) = names.next().map(hash_slot) else {
+        return true;
+    };
+    names.all(|n| hash_slot(n) == first)
 }
 
 fn specs<'a>(members: &'a [&'a Member]) -> Result<Vec<(&'a str, &'a Holder)>> {
@@ -233,11 +238,15 @@ pub struct Releasing<'a> {
     pub request_id: &'a str,
     /// How long its latch lives, ms.
     pub latch_ttl_ms: u64,
+    /// This release was sent before (its outcome unknown): its latch may hold the answer.
+    /// When no member's was, the script reads no latch (a new request id has none).
+    pub sent_before: bool,
 }
 
 /// The `multi_release` request over `members`, in one script: each member released as its
 /// own kind's release would, with its own latch, so a retry after a lost reply (this request
-/// again, or the member's own release with the same id) gets the first answer back.
+/// again, or the member's own release with the same id) gets the first answer back (the
+/// latches are read only when some member's release was [`sent_before`](Releasing::sent_before)).
 /// `lease_ms` is restored on a partial reentrant release; each member's `0` goes to its own
 /// unlock channel.
 ///
@@ -253,7 +262,12 @@ pub fn release(members: &[Releasing<'_>], lease_ms: u64, publish: &str) -> Resul
             .zip(members)
             .map(|((name, _), m)| keys::unlock_latch(name, m.request_id)),
     );
-    let mut args = vec![lease_ms.to_string(), publish.to_owned()];
+    let sent_before = members.iter().any(|m| m.sent_before);
+    let mut args = vec![
+        lease_ms.to_string(),
+        publish.to_owned(),
+        if sent_before { "1" } else { "0" }.to_owned(),
+    ];
     for ((name, holder), m) in specs.iter().zip(members) {
         args.push(holder.spec());
         args.push(keys::lock_channel(name));
@@ -349,11 +363,13 @@ mod tests {
                 member: &a,
                 request_id: "ra",
                 latch_ttl_ms: 2000,
+                sent_before: false,
             },
             Releasing {
                 member: &b,
                 request_id: "rb",
                 latch_ttl_ms: 30000,
+                sent_before: false,
             },
         ];
         let r = release(&releasing, 1000, "publish").unwrap();
@@ -371,6 +387,7 @@ mod tests {
             [
                 "1000",
                 "publish",
+                "0",
                 "Lt",
                 "redisson_lock__channel:{a}",
                 "2000",

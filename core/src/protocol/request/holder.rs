@@ -54,12 +54,18 @@ impl Holder {
     /// A read hold's spec is its owner's field: right for `inspect`, but its renewal is
     /// [`Holder::extend`] (the timeout keys), never `renew_batch` ([`Self::renews_in_batch`]).
     pub fn spec(&self) -> String {
+        let tagged = |tag: char, id: &str| {
+            let mut spec = String::with_capacity(id.len() + 1);
+            spec.push(tag);
+            spec.push_str(id);
+            spec
+        };
         match self {
-            Holder::Lease { token } => format!("L{token}"),
+            Holder::Lease { token } => tagged('L', token),
             Holder::Reentrant { owner } | Holder::Fair { owner, .. } | Holder::Read { owner } => {
-                format!("R{owner}")
+                tagged('R', owner)
             }
-            Holder::Write { owner } => format!("R{}", family_keys::write_owner(owner)),
+            Holder::Write { owner } => tagged('R', &family_keys::write_owner(owner)),
         }
     }
 

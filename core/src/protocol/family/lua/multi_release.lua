@@ -5,9 +5,11 @@
 -- answer back; '0' goes to a member's unlock channel when it goes.
 -- KEYS[1 .. n] member keys, KEYS[n + i] member i's release latch
 -- (`redisson_unlock_latch:{N}:<request id>`). ARGV[1] lease ms to restore on a partial
--- reentrant release, ARGV[2] publish command, then per member i: ARGV[3i] spec ('L' .. token
--- or 'R' .. owner id), ARGV[3i + 1] its unlock channel (`redisson_lock__channel:{N}`),
--- ARGV[3i + 2] its latch TTL ms.
+-- reentrant release, ARGV[2] publish command, ARGV[3] '1' when some member's release is sent
+-- again (its latch may hold the first answer), '0' when every request id is new (no latch can
+-- exist yet: none is read), then per member i: ARGV[3i + 1] spec ('L' .. token or
+-- 'R' .. owner id), ARGV[3i + 2] its unlock channel (`redisson_lock__channel:{N}`),
+-- ARGV[3i + 3] its latch TTL ms.
 -- Reply: one code per member, as rlock_release.lua's: 1 released, 2 released and a waiter was
 -- listening, 0 still held (reentrant count left), -1 held by another owner, -2 absent.
 -- Order, as in the one-member scripts: reads (a member that is application data fails before
@@ -17,11 +19,12 @@
 -- "gone", never a false "released").
 -- The members are deleted by one DEL (each redis.call costs Redis a few us of its own).
 local n = #KEYS / 2
+local check_latches = ARGV[3] == '1'
 local codes, replayed = {}, {}
 for i = 1, n do
-  local key, spec = KEYS[i], ARGV[3 * i]
+  local key, spec = KEYS[i], ARGV[3 * i + 1]
   local id = string.sub(spec, 2)
-  local replay = redis.call('GET', KEYS[n + i])
+  local replay = check_latches and redis.call('GET', KEYS[n + i])
   if replay then
     codes[i], replayed[i] = tonumber(replay), true
   elseif string.sub(spec, 1, 1) == 'L' then
@@ -45,21 +48,21 @@ for i = 1, n do
   end
 end
 for i = 1, n do
-  if codes[i] == 1 and not replayed[i] and redis.call(ARGV[2], ARGV[3 * i + 1], '0') > 0 then
+  if codes[i] == 1 and not replayed[i] and redis.call(ARGV[2], ARGV[3 * i + 2], '0') > 0 then
     codes[i] = 2
   end
 end
 for i = 1, n do
-  local spec = ARGV[3 * i]
+  local spec = ARGV[3 * i + 1]
   if not replayed[i] and codes[i] >= 0 and string.sub(spec, 1, 1) == 'R' then
-    redis.call('SET', KEYS[n + i], codes[i], 'PX', ARGV[3 * i + 2])
+    redis.call('SET', KEYS[n + i], codes[i], 'PX', ARGV[3 * i + 3])
   end
 end
 local deleted = {}
 for i = 1, n do
   if not replayed[i] then
     if codes[i] == 0 then
-      redis.call('HINCRBY', KEYS[i], string.sub(ARGV[3 * i], 2), -1)
+      redis.call('HINCRBY', KEYS[i], string.sub(ARGV[3 * i + 1], 2), -1)
       redis.call('PEXPIRE', KEYS[i], ARGV[1])
     elseif codes[i] > 0 then
       deleted[#deleted + 1] = KEYS[i]
@@ -70,9 +73,9 @@ if #deleted > 0 then
   redis.call('DEL', unpack(deleted))
 end
 for i = 1, n do
-  local spec = ARGV[3 * i]
+  local spec = ARGV[3 * i + 1]
   if not replayed[i] and codes[i] > 0 and string.sub(spec, 1, 1) == 'L' then
-    redis.pcall('SET', KEYS[n + i], codes[i], 'PX', ARGV[3 * i + 2])
+    redis.pcall('SET', KEYS[n + i], codes[i], 'PX', ARGV[3 * i + 3])
   end
 end
 return codes
