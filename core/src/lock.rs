@@ -166,12 +166,18 @@ impl Lock {
     }
 
     pub(crate) fn spec(&self) -> Result<LockSpec> {
-        self.checked(true)
+        self.checked(true, self.lease)
     }
 
-    /// The spec, checked; `at_acquire` adds the refusal of the kinds a quorum client does
-    /// not offer (documented as an acquire's error, not the lock's).
-    fn checked(&self, at_acquire: bool) -> Result<LockSpec> {
+    /// The spec with `lease` in place of the lock's own when given (a multi-lock's lease), as
+    /// `self.clone().lease(lease).spec()` without the clone.
+    pub(crate) fn spec_with_lease(&self, lease: Option<Duration>) -> Result<LockSpec> {
+        self.checked(true, lease.or(self.lease))
+    }
+
+    /// The spec with `lease`, checked; `at_acquire` adds the refusal of the kinds a quorum
+    /// client does not offer (documented as an acquire's error, not the lock's).
+    fn checked(&self, at_acquire: bool, lease: Option<Duration>) -> Result<LockSpec> {
         keys::validate_name(&self.name)?;
         if self.owner_on_lease_lock {
             return Err(Error::invalid(
@@ -187,7 +193,7 @@ impl Lock {
             ));
         }
         // Leases travel to Redis in whole milliseconds, rounded up.
-        let lease = match self.lease {
+        let lease = match lease {
             Some(lease) => Some(Duration::from_millis(timing::to_millis("lease", lease, false)?)),
             None => None,
         };
@@ -224,7 +230,7 @@ impl Lock {
     /// too long name, a zero or too large lease, wait or fence TTL, `owner()` on a lease
     /// lock, a fenced read lock, a fenced lock on a quorum client).
     pub fn check(&self) -> Result<()> {
-        self.checked(false).map(drop)
+        self.checked(false, self.lease).map(drop)
     }
 
     /// Acquires the lock, waiting up to the lock's wait (forever when none was set).

@@ -115,17 +115,9 @@ impl MultiLock {
 
     /// The members' specs with the multi-lock's lease, checked (as each member's acquire).
     fn specs(&self) -> Result<Vec<LockSpec>> {
-        let lease = match self.lease {
-            Some(lease) => Some(Duration::from_millis(timing::to_millis("lease", lease, false)?)),
-            None => None,
-        };
         self.members
             .iter()
-            .map(|l| {
-                let mut spec = l.spec()?;
-                spec.lease = lease.or(spec.lease);
-                Ok(spec)
-            })
+            .map(|l| l.spec_with_lease(self.lease))
             .collect()
     }
 

@@ -264,9 +264,22 @@ async fn bad_input_is_refused() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    // A member's own bad lease is refused at acquire, unless the multi-lock's lease replaces
+    // it (as every member's lease).
+    let zero = || c.multi_lock(vec![c.lock("z").lease(Duration::ZERO)]).unwrap();
+    let err = zero().acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
     let mut conn = raw(&s).await;
     let keys: Vec<String> = cmd(&mut conn, &["KEYS", "*"]).await;
     assert!(keys.is_empty(), "{keys:?}");
+    let guard = zero()
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .expect("the multi-lock's lease replaces the member's");
+    let pttl: i64 = cmd(&mut conn, &["PTTL", "z"]).await;
+    assert!(pttl > 9_000 && pttl <= 10_000, "{pttl}");
+    guard.release().await.unwrap();
 }
 
 #[tokio::test]
