@@ -191,7 +191,10 @@ pub(crate) fn describe_failure(e: &redis::RedisError, host: &str) -> Option<Stri
             Some(K::BrokenPipe | K::ConnectionReset | K::UnexpectedEof) => {
                 "the server closed the connection during the handshake: it may require a client certificate (mutual TLS) or refuse the one given"
             }
-            _ if e.is_timeout() => "no answer to the TLS handshake (is this a plain-text port? use redis:// there)",
+            // Also what a refused client certificate can look like: redis-rs can miss the
+            // close that follows it (its request raced the close; see connection.rs), and
+            // then its first command waits out the timeout.
+            _ if e.is_timeout() => "no answer to the TLS handshake within the network timeout: is this a plain-text port (use redis:// there), or does the server require a client certificate (mutual TLS) that was not given or not trusted?",
             _ => return None,
         };
         return Some(format!("TLS: {why}"));
