@@ -183,10 +183,24 @@ impl Inner {
     }
 
     /// Makes sure `names` are subscribed on the live connection (connecting, and
-    /// subscribing every wanted channel again, when it is a new one).
+    /// subscribing every wanted channel again, when it is a new one). A connection found
+    /// dropped (the server closed it while it sat idle: `CLIENT KILL`, an idle `timeout`) is
+    /// replaced once, as the command connection's calls are retried once.
     async fn ensure(&self, names: &[String]) -> Result<()> {
+        match self.ensure_once(names).await {
+            Err((e, true)) => {
+                tracing::debug!(error = %e, "subscribing again on a new connection");
+                self.ensure_once(names).await.map_err(|(e, _)| e)
+            }
+            other => other.map_err(|(e, _)| e),
+        }
+    }
+
+    /// [`ensure`](Self::ensure) on the connection there is; the error says whether that
+    /// connection was dropped.
+    async fn ensure_once(&self, names: &[String]) -> std::result::Result<(), (crate::error::Error, bool)> {
         let mut sub = self.subscribed.lock().await;
-        let live = self.conn.get().await?;
+        let live = self.conn.get().await.map_err(|e| (e, false))?;
         let mut todo: Vec<String> = names.to_vec();
         if sub.conn_id != live.id {
             sub.conn_id = live.id;
@@ -201,12 +215,15 @@ impl Inner {
             // Recorded before SUBSCRIBE is sent: if this future is dropped mid-way (a
             // cancelled acquire), the waker's drop still sends the UNSUBSCRIBE, after it.
             sub.names.insert(name.clone());
-            if let Err(e) = conn.subscribe(&name).await {
+            // `unless_lost`: a SUBSCRIBE alone on a connection whose task just ended would
+            // wait out its reply timeout (see connection.rs).
+            if let Err(e) = live.unless_lost(conn.subscribe(&name)).await {
                 sub.names.remove(&name);
-                if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+                let dropped = e.is_connection_dropped();
+                if e.is_io_error() || dropped || e.is_timeout() {
                     self.conn.invalidate(live.id);
                 }
-                return Err(map_error(&e, &[]));
+                return Err((map_error(&e, &[]), dropped && !e.is_timeout()));
             }
         }
         Ok(())
@@ -242,7 +259,9 @@ impl Unsubscriber for Unsubscribe {
             // Someone may have subscribed again while this task waited for its turn.
             if !inner.channels.wanted(&channel) && sub.names.remove(&channel) {
                 if let Some(live) = inner.conn.existing() {
-                    let _ = live.conn.clone().unsubscribe(&channel).await;
+                    // `unless_lost`: it holds the subscriptions' lock, and one alone on a
+                    // connection whose task just ended would hold it for a reply timeout.
+                    let _ = live.unless_lost(live.conn.clone().unsubscribe(&channel)).await;
                 }
             }
         });

@@ -94,3 +94,40 @@ async fn an_undo_does_not_follow_its_attempt_onto_a_connection_found_dropped() {
         "a dropped connection delivers nothing more"
     );
 }
+
+/// The subscriber's connection closed by the server while idle (`CLIENT KILL TYPE pubsub`):
+/// the next SUBSCRIBE finds it dropped and is sent again on a new connection, and one alone on
+/// a connection whose task just ended does not wait out its reply timeout (see
+/// `connection.rs`); nor does the UNSUBSCRIBE of the round before, which holds the
+/// subscriptions' lock. On the old code the SUBSCRIBE failed with a broken pipe (a waiter
+/// then polls instead of being woken); without `unless_lost` on the UNSUBSCRIBE, a round now
+/// and then waited its whole 20 s behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribe_after_the_server_closed_the_subscriber_connection_succeeds() {
+    use crate::driver::Transport;
+    let server = RedisServer::start().expect("redis-server");
+    let transport = RedisTransport::new(&server.url(), Duration::from_secs(20)).unwrap();
+    let mut admin = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let first = transport.subscribe("lost-sub:first").await.expect("subscribe");
+    drop(first);
+    for round in 0..300 {
+        let _: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query(&mut admin)
+            .unwrap();
+        let channel = format!("lost-sub:{round}");
+        let sub = tokio::time::timeout(Duration::from_secs(10), transport.subscribe(&channel))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: SUBSCRIBE waited past 10 s"));
+        assert!(
+            sub.as_ref().is_ok_and(Option::is_some),
+            "round {round}: SUBSCRIBE after CLIENT KILL: {:?}",
+            sub.err()
+        );
+    }
+}
