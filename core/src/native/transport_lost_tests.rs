@@ -107,11 +107,15 @@ async fn a_subscribe_after_the_server_closed_the_subscriber_connection_succeeds(
     use crate::driver::Transport;
     let server = RedisServer::start().expect("redis-server");
     let transport = RedisTransport::new(&server.url(), Duration::from_secs(20)).unwrap();
-    let mut admin = redis::Client::open(server.url())
+    let mut admin = redis::Client::open(server.admin_url())
         .unwrap()
         .get_connection()
         .unwrap();
-    let first = transport.subscribe("lost-sub:first").await.expect("subscribe");
+    // Channel names an ACL user of docs/deployments.md may subscribe to (`make test-acl`).
+    let first = transport
+        .subscribe("redisson_lock__channel:lost-sub")
+        .await
+        .expect("subscribe");
     drop(first);
     for round in 0..300 {
         let _: i64 = redis::cmd("CLIENT")
@@ -120,7 +124,7 @@ async fn a_subscribe_after_the_server_closed_the_subscriber_connection_succeeds(
             .arg("pubsub")
             .query(&mut admin)
             .unwrap();
-        let channel = format!("lost-sub:{round}");
+        let channel = format!("redisson_lock__channel:lost-sub:{round}");
         let sub = tokio::time::timeout(Duration::from_secs(10), transport.subscribe(&channel))
             .await
             .unwrap_or_else(|_| panic!("round {round}: SUBSCRIBE waited past 10 s"));
