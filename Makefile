@@ -11,7 +11,7 @@ export CARGO_TERM_COLOR ?= never
 .DEFAULT_GOAL := help
 
 .PHONY: help demo test check test-rust test-faults test-interop test-wasm test-c test-node test-python \
-	test-acl test-valkey test-readme publish-check bench rust-bench soak setup setup-test setup-java \
+	test-acl test-valkey test-readme publish-check bench rust-bench rust-bench-turns soak setup setup-test setup-java \
 	setup-valkey fmt install dist dist-test crate-dist
 
 help:
@@ -164,6 +164,13 @@ bench: setup
 
 rust-bench: setup
 	$(CARGO) run --release -p redlatch --example bench -- $(RUST_BENCH_ARGS)
+
+# The Rust `lock` row served to the Python and C benchmarks, which run it in their own turns
+# (core/examples/bench/turns.rs): their "within 1.15x of the Rust lock" targets then compare
+# code paths under one machine state.
+RUST_BENCH_TURNS := $(if $(CARGO_TARGET_DIR),$(abspath $(CARGO_TARGET_DIR)),$(CURDIR)/target)/release/examples/bench
+rust-bench-turns: setup
+	$(CARGO) build --release -p redlatch --example bench
 
 # The fault soak (tests/faults/src/soak): holder processes under random faults until 10^5
 # fenced critical sections ran (at most 30 min), then the checks and the figures; exits 1 if

@@ -116,12 +116,13 @@ py-check: py-setup py-build
 	cd /tmp && env -i PATH=/usr/bin:/bin HOME=/nonexistent $(PY_TARGET)/py-norust-venv/bin/python -c \
 	  'import redlatch, redlatch.asyncio; redlatch.Client("redis://127.0.0.1:1"); print("installed and imported without Rust:", redlatch.__version__)'
 
-py-bench: py-build-release
+py-bench: py-build-release rust-bench-turns
 	[ -x $(PY_BENCH_VENV)/bin/python ] || $(PYTHON) -m venv $(PY_BENCH_VENV)
 	$(PY_BENCH_VENV)/bin/python -m pip show -q redis python-redis-lock >/dev/null 2>&1 \
 	  || $(PY_BENCH_VENV)/bin/python -m pip install -q 'redis>=5' 'python-redis-lock>=4'
 	$(PY_BENCH_VENV)/bin/python -m pip install -q --force-reinstall --no-deps $(PY_RELEASE_WHEEL)
-	cd $(PY_TARGET) && $(PY_BENCH_VENV)/bin/python $(PY_DIR)/bench/bench.py $(PY_BENCH_ARGS)
+	cd $(PY_TARGET) && REDLATCH_BENCH_RUST_TURNS=$(RUST_BENCH_TURNS) \
+	  $(PY_BENCH_VENV)/bin/python $(PY_DIR)/bench/bench.py $(PY_BENCH_ARGS)
 
 py-demo-worker: py-build
 	[ -x $(PY_DEMO_VENV)/bin/python ] || $(PYTHON) -m venv $(PY_DEMO_VENV)

@@ -206,13 +206,13 @@ c-demo-worker: c-stage
 # would link it); run on a fleet like the suites.
 C_BENCH_STAGE := $(C_OUT)/bench-stage
 
-c-bench: c-fleet
+c-bench: c-fleet rust-bench-turns
 	$(CARGO) build -p redlatch-ffi --release
 	@rm -rf $(C_BENCH_STAGE)
 	@$(call c_install_to,$(C_BENCH_STAGE),$(C_BENCH_STAGE),$(C_TARGET_DIR)/release)
 	$(C_CC) -std=c11 -O2 -Wall -Wextra -Werror -o $(C_OUT)/c_bench $(C_DIR)/bench/bench.c \
 		-I$(C_BENCH_STAGE)/include -L$(C_BENCH_STAGE)/lib -lredlatch -Wl,-rpath,$(C_BENCH_STAGE)/lib -lpthread
-	$(C_FLEET) $(C_OUT)/c_bench $(C_BENCH_ARGS)
+	REDLATCH_BENCH_RUST_TURNS=$(RUST_BENCH_TURNS) $(C_FLEET) $(C_OUT)/c_bench $(C_BENCH_ARGS)
 
 c-clean:
 	rm -rf $(C_OUT)

@@ -21,6 +21,12 @@ and with ``sleep=0.001``. python-redis-lock waits on a BLPOP signal list.
 
 With ``REDLATCH_BENCH_ROWS=<file>`` (set by ``make bench``), the uncontended rows and the
 issue-15 ratio targets are appended to that file as JSON lines (``bench/summary.py``).
+
+With ``REDLATCH_BENCH_RUST_TURNS=<path of the Rust bench example>`` (set by ``make py-bench``),
+the Rust ``lock`` row is measured here too, as one more library taking its turn in the
+uncontended loop (``core/examples/bench/turns.rs``): the "Python lock p50 <= 1.15x Rust lock
+p50" target then compares the two under the same machine state, not against the Rust phase
+of ``make bench`` minutes earlier.
 """
 
 from __future__ import annotations
@@ -103,6 +109,8 @@ def pct(values: List[float], p: float) -> float:
     return s[k]
 
 
+RUST_TURNS_ROW = "Rust lock (its turns, turns.rs)"
+
 # Row ids in the REDLATCH_BENCH_ROWS file (bench/summary.py) for the rows measured here.
 EXPORTED = {
     "floor: PING": "python redis-py PING",
@@ -118,6 +126,7 @@ EXPORTED = {
     "redlatch.asyncio": "asyncio lock",
     "redis-py asyncio Lock": "asyncio redis-py Lock",
     "(diag) redlatch.asyncio locked()": "asyncio one call",
+    RUST_TURNS_ROW: "rust lock (python turns)",
 }
 
 # Issue 15's targets for these rows: (what, row, reference row, metric, "max" or "min", bound).
@@ -145,6 +154,8 @@ def export(results: Dict[str, Dict[str, float]], counts: Dict[str, int]) -> None
                 f.write(json.dumps({"row": row, "ops": round(r["ops"], 1), "p50_us": round(r["p50"] * 1e6, 2),
                                     "p99_us": round(r["p99"] * 1e6, 2), "n": counts[key]}) + "\n")
         for what, row, ref, metric, kind, bound in TARGETS:
+            if ref == "rust lock" and RUST_TURNS_ROW in results:
+                what, ref = f"{what} (Rust in the same turns)", EXPORTED[RUST_TURNS_ROW]
             f.write(json.dumps({"target": what, "row": row, "ref": ref, "metric": metric, kind: bound}) + "\n")
 
 
@@ -213,6 +224,29 @@ def floor_ops(url: str) -> Tuple[Callable[[], None], Callable[[], None]]:
     return ping, set_cad
 
 
+class RustTurns:
+    """The Rust ``lock`` row, served by ``bench --lock-turns URL`` (core/examples/bench/turns.rs):
+    one line with a slice length in ms out, one line with the pairs' latencies in ns back."""
+
+    def __init__(self, binary: str, url: str) -> None:
+        self.proc = subprocess.Popen([binary, "--lock-turns", url], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def turn(self, seconds: float) -> List[float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{max(1, round(seconds * 1000))}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the Rust lock turns helper ended (exit status {self.proc.wait(10)})")
+        return [int(ns) / 1e9 for ns in line.split()]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
 def uncontended(url: str, slice_s: float, rounds: int) -> Dict[str, List[float]]:
     ping, set_cad = floor_ops(url)
     ops: Dict[str, Callable[[], None]] = {"floor: PING": ping, "floor: SET NX + EVALSHA": set_cad}
@@ -235,10 +269,15 @@ def uncontended(url: str, slice_s: float, rounds: int) -> Dict[str, List[float]]
 
     ops["(diag) redlatch locked()"] = locked
     samples: Dict[str, List[float]] = {k: [] for k in ops}
+    binary = os.environ.get("REDLATCH_BENCH_RUST_TURNS")
+    rust = RustTurns(binary, url) if binary else None
     clock = time.perf_counter
     for fn in ops.values():  # warm up connections and script caches
         for _ in range(200):
             fn()
+    if rust is not None:
+        rust.turn(slice_s)  # its warm-up
+        samples[RUST_TURNS_ROW] = []
     for _ in range(rounds):
         for key, fn in ops.items():
             out = samples[key]
@@ -250,6 +289,10 @@ def uncontended(url: str, slice_s: float, rounds: int) -> Dict[str, List[float]]
                 out.append(t1 - t0)
                 if t1 >= end:
                     break
+        if rust is not None:
+            samples[RUST_TURNS_ROW].extend(rust.turn(slice_s))
+    if rust is not None:
+        rust.close()
     return samples
 
 
@@ -356,6 +399,9 @@ def main() -> int:
         base = results["redis-py"]["ops"]
         print(f"  redlatch / redis-py Lock: {results['redlatch']['ops'] / base:.2f}x "
               f"(watchdog mode {results['redlatch-watchdog']['ops'] / base:.2f}x)  [target >= 2x]")
+        if RUST_TURNS_ROW in results:
+            print(f"  redlatch / Rust lock p50 (same turns): "
+                  f"{results['redlatch']['p50'] / results[RUST_TURNS_ROW]['p50']:.2f}x  [target <= 1.15x]")
         print("\n== uncontended acquire + release (asyncio, one task on the default event loop) ==")
         summarize(aio_bench.uncontended(url, slice_s, rounds), results, counts)
         print(f"  redlatch.asyncio / redis-py asyncio Lock: "

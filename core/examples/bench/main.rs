@@ -3,6 +3,8 @@
 //! ```text
 //! cargo run --release -p redlatch --example bench            # full run, about 1.5 minutes
 //! cargo run --release -p redlatch --example bench -- --quick # short run, under 30 s
+//! target/release/examples/bench --lock-turns URL               # the `lock` row in another
+//!                                                              # benchmark's turns (`turns`)
 //! ```
 //!
 //! It starts its own `redis-server` processes (one single node and five independent quorum
@@ -26,7 +28,8 @@
 //!
 //! Layout: `stats` (plan, samples, percentiles, the interleaved driver, table rows, targets),
 //! `procfs` (CPU time, RSS, threads, `INFO commandstats`), one module per section
-//! (`uncontended` for 1, 2 and 2b, `handoff` for 3, `watchdog` for 4, `kinds` for 5, `family` for 6), and here the argument
+//! (`uncontended` for 1, 2 and 2b, `handoff` for 3, `watchdog` for 4, `kinds` for 5, `family` for 6),
+//! `turns` (the `lock` row served to the Python and C benchmarks), and here the argument
 //! parsing, the run order and the summary.
 
 mod family;
@@ -34,6 +37,7 @@ mod handoff;
 mod kinds;
 mod procfs;
 mod stats;
+mod turns;
 mod uncontended;
 mod watchdog;
 
@@ -49,12 +53,16 @@ const LEASE: Duration = Duration::from_secs(10);
 
 fn main() -> Res<()> {
     let mut quick = false;
-    for arg in std::env::args().skip(1) {
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => quick = true,
+            "--lock-turns" => return turns::serve(&args.next().ok_or("--lock-turns takes a Redis URL")?),
             // `cargo bench`-style harness flags are harmless.
             "--bench" => {}
-            other => return Err(format!("unknown argument {other:?} (only --quick)").into()),
+            other => {
+                return Err(format!("unknown argument {other:?} (only --quick, --lock-turns URL)").into())
+            }
         }
     }
     let plan = Plan::new(quick);
