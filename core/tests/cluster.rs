@@ -230,3 +230,32 @@ async fn a_plain_client_on_a_cluster_node_fails_at_once_saying_so() {
     assert!(e.message().contains("Cluster"), "{e}");
     assert!(e.message().contains("redis+cluster://"), "{e}");
 }
+
+/// A call right after the node's server closed its connection (`CLIENT KILL`) gets the
+/// truth, not a timeout: the single-node case of redlatch-faults'
+/// `lone_calls_after_killed_connections_never_wait_out_their_timeout`, on Cluster's own
+/// connections (redis-rs' cluster layer keeps one multiplexed connection per node).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lone_calls_after_killed_node_connections_get_the_truth() {
+    let cluster = RedisCluster::start().unwrap();
+    let client = cluster_client(&cluster).await;
+    let name = "kill-loop:order";
+    let master = cluster.master_of(cluster.slot_of(name).unwrap()).unwrap();
+    let guard = within(BOUND, client.lock(name).lease(Duration::from_secs(600)).acquire())
+        .await
+        .unwrap();
+    for round in 0..400u64 {
+        master.cli(&["CLIENT", "KILL", "TYPE", "normal"]).unwrap();
+        if round % 3 == 1 {
+            tokio::time::sleep(Duration::from_millis(round % 5)).await;
+        }
+        let started = std::time::Instant::now();
+        let owned = within(BOUND, guard.owned()).await;
+        assert!(
+            owned.as_ref().is_ok_and(|owned| *owned),
+            "round {round}: owned() after CLIENT KILL answered {owned:?} after {:?}",
+            started.elapsed()
+        );
+    }
+    within(BOUND, guard.release()).await.unwrap();
+}

@@ -38,7 +38,8 @@
 //! So a waiting call checks now and then that the task still runs
 //! ([`Live::unless_lost`]); once it has ended, the call ends with a connection error at
 //! once (the request was never sent: the task took nothing more) and is sent again on a
-//! new connection.
+//! new connection. The connect checks ([`probe`]), a new connection's first calls and alone
+//! on it, wait the same way (tests/faults, `calls_through_a_kill_storm_end_soon`).
 
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
@@ -130,24 +131,27 @@ impl Live {
         }
     }
 
-    /// Returns once this connection's redis-rs task is found ended, checked at growing
-    /// intervals while a call waits (see the module docs). The check is a `PING` polled once
-    /// and dropped: on an ended task it fails at that first poll (its channel is closed); on
-    /// a live one it is queued and then skipped unsent, since redis-rs sends nothing whose
-    /// caller has gone.
     async fn until_task_ended(&self) {
-        let mut every = FIRST_TASK_CHECK;
-        loop {
-            tokio::time::sleep(every).await;
-            let mut conn = self.conn.clone();
-            let ping = redis::cmd("PING").query_async::<()>(&mut conn).now_or_never();
-            if let Some(Err(e)) = ping {
-                if e.is_connection_dropped() {
-                    return;
-                }
+        until_task_ended(&self.conn).await
+    }
+}
+
+/// Returns once `conn`'s redis-rs task is found ended, checked at growing intervals while a
+/// call waits (see the module docs). The check is a `PING` polled once and dropped: on an
+/// ended task it fails at that first poll (its channel is closed); on a live one it is
+/// queued and then skipped unsent, since redis-rs sends nothing whose caller has gone.
+async fn until_task_ended(conn: &MultiplexedConnection) {
+    let mut every = FIRST_TASK_CHECK;
+    loop {
+        tokio::time::sleep(every).await;
+        let mut conn = conn.clone();
+        let ping = redis::cmd("PING").query_async::<()>(&mut conn).now_or_never();
+        if let Some(Err(e)) = ping {
+            if e.is_connection_dropped() {
+                return;
             }
-            every = (every * 2).min(LAST_TASK_CHECK);
         }
+        every = (every * 2).min(LAST_TASK_CHECK);
     }
 }
 
@@ -324,11 +328,18 @@ impl Reconnecting {
             });
         }
         let connected = client.get_multiplexed_async_connection_with_config(&config).await;
-        let mut conn = connected.map_err(|e| connect_error(&e, &spec))?;
+        let conn = connected.map_err(|e| connect_error(&e, &spec))?;
+        let mut probing = conn.clone();
         let facts = match &s.checks {
-            Some(warnings) => probe::probe(&mut conn, &spec.label, warnings)
-                .await
-                .map_err(|e| connect_error(&e, &spec))?,
+            // The checks are the new connection's first calls, alone on it: a server that
+            // closes it meanwhile can strand one as it strands any lone call (module docs).
+            Some(warnings) => tokio::select! {
+                biased;
+                facts = probe::probe(&mut probing, &spec.label, warnings) => {
+                    facts.map_err(|e| connect_error(&e, &spec))?
+                }
+                () = until_task_ended(&conn) => return Err(map_error(&lost_error(), &[])),
+            },
             None => Facts::default(),
         };
         Ok(Live {

@@ -241,6 +241,67 @@ async fn lone_calls_after_killed_connections_never_wait_out_their_timeout() {
     guard.release().await.unwrap();
 }
 
+/// A storm of `CLIENT KILL`s (one every 0.2-2 ms for 15 s) while one task calls on: each
+/// call ends soon, with the truth or a connection error, and never waits out its 10 s
+/// network timeout. The new connection's first calls (the connect checks of
+/// core/src/native/probe.rs) are alone on it, and a server close could strand one in
+/// redis-rs as it strands any lone call (core/src/native/connection.rs); on the old code
+/// about one call in 1,700 waited the whole timeout ("timed out" from the check's reply
+/// timeout, or "no reply to inspect" from the driver's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_through_a_kill_storm_end_soon() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    let server = server();
+    let client = client_with(&server, Duration::from_secs(30), Duration::from_secs(10)).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let killer = {
+        let (url, stop) = (server.admin_url(), stop.clone());
+        std::thread::spawn(move || {
+            let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut kills = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let kill = redis::cmd("CLIENT")
+                    .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+                    .query::<i64>(&mut conn);
+                kills += u64::from(kill.is_ok_and(|n| n > 0));
+                std::thread::sleep(Duration::from_micros(200 + (kills % 7) * 300));
+            }
+            kills
+        })
+    };
+    let lock = client.lock(name("kill-storm")).lease(Duration::from_secs(5));
+    let (mut answered, mut slowest) = (0u32, Duration::ZERO);
+    let started = Instant::now();
+    let outcome = loop {
+        if started.elapsed() >= Duration::from_secs(15) {
+            break Ok(());
+        }
+        let call = Instant::now();
+        let locked = bounded(lock.locked()).await;
+        slowest = slowest.max(call.elapsed());
+        match locked {
+            Ok(false) => answered += 1,
+            Ok(true) => break Err("locked() answered true for a lock nobody holds".to_owned()),
+            Err(e) if e.kind() == ErrorKind::Connection => {}
+            Err(e) => break Err(format!("locked() failed with {e:?}")),
+        }
+        if call.elapsed() > Duration::from_secs(2) {
+            break Err(format!("a call took {:?} (network timeout 10 s)", call.elapsed()));
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    let kills = killer.join().unwrap();
+    outcome.unwrap();
+    assert!(kills > 1_000, "the storm killed connections {kills} times");
+    assert!(
+        answered > 1_000,
+        "only {answered} calls got an answer (slowest {slowest:?})"
+    );
+}
+
 /// Issue 10 item 1, through the idle timeout of Redis (`timeout` in seconds).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_try_after_an_idle_timeout_succeeds() {
