@@ -136,6 +136,29 @@ test('application data under a lock name is a KeyConflictError at once', async (
   }
 })
 
+test('application data under a family name is a KeyConflictError, and forceUnlock keeps it', async () => {
+  // A user trial found a write lock granted inside an application hash, a fair lock waiting
+  // out its whole wait on one, and forceUnlock deleting a hash or string without TTL.
+  const raw = redis()
+  const client = await Client.connect(REDIS_URL)
+  const name = key('family-data')
+  await raw.hset(name, 'theme', 'dark')
+  try {
+    const rw = client.rwLock(name, { leaseMs: 1000 })
+    for (const lock of [rw.write(), rw.read(), client.fairLock(name, { leaseMs: 1000 })]) {
+      const started = Date.now()
+      await assert.rejects(lock.acquire(), KeyConflictError) // waits forever by default
+      assert.ok(Date.now() - started < 2000)
+    }
+    await assert.rejects(client.forceUnlock(name), KeyConflictError)
+    assert.deepEqual(await raw.hgetall(name), { theme: 'dark' })
+    assert.equal(await raw.pttl(name), -1)
+  } finally {
+    await client.close()
+    raw.disconnect()
+  }
+})
+
 test('the new error classes have their stable codes', () => {
   assert.equal(STATUS.ERR_NO_PERMISSION, 9)
   assert.equal(STATUS.ERR_OUT_OF_MEMORY, 10)

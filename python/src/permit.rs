@@ -11,6 +11,7 @@ use crate::errors::{not_owned, IntoPy};
 use crate::family::{InitialPermits, PerProcess};
 use crate::runtime::{self, pid};
 use pyo3::prelude::*;
+use redlatch::protocol::family::permits;
 use redlatch::ErrorKind;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -160,12 +161,15 @@ impl PermitSemaphore {
     /// Releases permit `permit_id` (32 hex digits). Raises `NotOwnedError` (unknown or
     /// expired id), `ValueError` (not a permit id), `RedisConnectionError`.
     fn release(&self, py: Python<'_>, permit_id: String) -> PyResult<()> {
+        // A bad id is refused before the lazy permit setup of `prepared` writes anything.
+        permits::validate_permit_id(&permit_id).py()?;
         let (fut, rt) = self.prepared(move |s| async move { s.release(&permit_id).await })?;
         runtime::block(py, &rt, fut)?.py()
     }
 
     /// Awaitable form of [`PermitSemaphore::release`].
     fn release_async<'py>(&self, py: Python<'py>, permit_id: String) -> PyResult<Bound<'py, PyAny>> {
+        permits::validate_permit_id(&permit_id).py()?;
         let (fut, _) = self.prepared(move |s| async move { s.release(&permit_id).await })?;
         crate::aio::awaitable(py, fut)
     }

@@ -169,6 +169,40 @@ def test_application_data_under_a_lock_name_is_a_key_conflict(
     assert r.get(name) == b"x"
 
 
+def test_application_data_under_a_family_name_is_a_key_conflict(
+    client: redlatch.Client, r: redis.Redis, name: str
+) -> None:
+    """A user trial found a write lock granted inside an application hash, a fair lock waiting
+    out its whole wait on one, force_unlock deleting data, and a Lua error from a semaphore."""
+    r.hset(name, "theme", "dark")
+    for lock in (client.rw_lock(name, lease=1.0).write(), client.rw_lock(name, lease=1.0).read(),
+                 client.fair_lock(name, lease=1.0)):
+        started = time.monotonic()
+        with pytest.raises(redlatch.KeyConflictError):
+            lock.acquire()  # waits forever by default
+        assert time.monotonic() - started < 2.0
+    with pytest.raises(redlatch.KeyConflictError):
+        client.force_unlock(name)
+    assert r.hgetall(name) == {b"theme": b"dark"} and r.pttl(name) == -1
+    text = f"{name}:text"
+    r.set(text, "hello")
+    with pytest.raises(redlatch.KeyConflictError):
+        client.force_unlock(text)
+    with pytest.raises(redlatch.KeyConflictError):
+        client.semaphore(text).available()
+    with pytest.raises(redlatch.KeyConflictError):
+        client.count_down_latch(text).count()
+    assert r.get(text) == b"hello"
+
+
+def test_a_bad_permit_id_writes_nothing(client: redlatch.Client, r: redis.Redis, name: str) -> None:
+    sem = client.permit_semaphore(name, permits=1)  # its permits are set lazily, by the first call
+    with pytest.raises(ValueError):
+        sem.release("zz")
+    assert r.exists(name) == 0
+    assert sem.available() == 1
+
+
 def test_an_acl_user_without_publish_gets_no_permission_and_keeps_the_hold(
     redis_url: str, r: redis.Redis, name: str
 ) -> None:

@@ -89,8 +89,8 @@ script!(
     RENEW_BATCH, "renew_batch"
 );
 script!(
-    /// Admin delete of a lock whatever its owner.
-    FORCE_UNLOCK, "force_unlock"
+    /// Admin delete of a lock whatever its owner (never of application data).
+    FORCE_UNLOCK, "force_unlock", with_conflict_checks
 );
 script!(
     /// Read-only lock state.

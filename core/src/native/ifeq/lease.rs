@@ -159,7 +159,11 @@ pub(super) async fn force_unlock<C: ConnectionLike + Send>(
     let key = &request.keys[0];
     let (publish, channel) = (&request.args[0], &request.args[1]);
     for _ in 0..3 {
-        let t = transaction(conn, &[cmd(&["TYPE", key]), cmd(&["GET", key])]).await?;
+        let t = transaction(
+            conn,
+            &[cmd(&["TYPE", key]), cmd(&["GET", key]), cmd(&["PTTL", key])],
+        )
+        .await?;
         let kind = match failed(&t[0])? {
             Value::SimpleString(s) => s.clone(),
             other => String::from_utf8_lossy(bytes(other).unwrap_or_default()).into_owned(),
@@ -178,6 +182,10 @@ pub(super) async fn force_unlock<C: ConnectionLike + Send>(
                 ))
             }
         };
+        // force_unlock.lua's rule: without TTL, only a string holding a token is a lock.
+        if int(failed(&t[2])?) == -1 && !looks_like_token(&value) {
+            return Err(conflict("a string without TTL"));
+        }
         let mut delete = redis::cmd("DELIFEQ");
         delete.arg(key).arg(value);
         let t = transaction(conn, &[delete, cmd(&[publish, channel, "0"])]).await?;

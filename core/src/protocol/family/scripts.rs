@@ -9,11 +9,20 @@ macro_rules! family_script {
         $(#[$doc])*
         pub static $ident: Script = Script::new($file, include_str!(concat!("lua/", $file, ".lua")));
     };
+    // Scripts that tell a lock from application data start with the core's `conflict.lua`;
+    // the semaphore and latch scripts, whose key is a count, with `count.lua`.
+    ($(#[$doc:meta])* $ident:ident, $file:literal, $checks:literal) => {
+        $(#[$doc])*
+        pub static $ident: Script = Script::new(
+            $file,
+            concat!(include_str!($checks), include_str!(concat!("lua/", $file, ".lua"))),
+        );
+    };
 }
 
 family_script!(
     /// Fair lock acquire: purge dead heads, grant to the queue head, else join the queue.
-    FAIR_ACQUIRE, "fair_acquire"
+    FAIR_ACQUIRE, "fair_acquire", "../lua/conflict.lua"
 );
 family_script!(
     /// Fair lock release: decrement or delete, tell the queue head on its own channel.
@@ -25,11 +34,11 @@ family_script!(
 );
 family_script!(
     /// Fair lock admin delete.
-    FAIR_FORCE_UNLOCK, "fair_force_unlock"
+    FAIR_FORCE_UNLOCK, "fair_force_unlock", "../lua/conflict.lua"
 );
 family_script!(
     /// Read lock acquire (shared; per-hold timeout keys).
-    RW_READ_ACQUIRE, "rw_read_acquire"
+    RW_READ_ACQUIRE, "rw_read_acquire", "../lua/conflict.lua"
 );
 family_script!(
     /// Read lock release (or, guarded by the acquire latch, undo).
@@ -41,7 +50,7 @@ family_script!(
 );
 family_script!(
     /// Write lock acquire (exclusive; refuses a read-to-write upgrade).
-    RW_WRITE_ACQUIRE, "rw_write_acquire"
+    RW_WRITE_ACQUIRE, "rw_write_acquire", "../lua/conflict.lua"
 );
 family_script!(
     /// Write lock release (or, guarded by the acquire latch, undo).
@@ -49,15 +58,15 @@ family_script!(
 );
 family_script!(
     /// Read/write lock admin delete.
-    RW_FORCE_UNLOCK, "rw_force_unlock"
+    RW_FORCE_UNLOCK, "rw_force_unlock", "../lua/conflict.lua"
 );
 family_script!(
     /// Semaphore acquire of n permits.
-    SEMAPHORE_ACQUIRE, "semaphore_acquire"
+    SEMAPHORE_ACQUIRE, "semaphore_acquire", "lua/count.lua"
 );
 family_script!(
     /// Semaphore release of n permits, publishing the new count.
-    SEMAPHORE_RELEASE, "semaphore_release"
+    SEMAPHORE_RELEASE, "semaphore_release", "lua/count.lua"
 );
 family_script!(
     /// Set the permits of a semaphore that does not exist yet (both semaphore kinds).
@@ -65,19 +74,19 @@ family_script!(
 );
 family_script!(
     /// Permits available.
-    SEMAPHORE_AVAILABLE, "semaphore_available"
+    SEMAPHORE_AVAILABLE, "semaphore_available", "lua/count.lua"
 );
 family_script!(
     /// Semaphore: give back what an acquire request took (latch-proven), for cancellation.
-    SEMAPHORE_UNDO, "semaphore_undo"
+    SEMAPHORE_UNDO, "semaphore_undo", "lua/count.lua"
 );
 family_script!(
     /// Permit-expirable semaphore acquire: new permit ids with an expiry.
-    PERMIT_ACQUIRE, "permit_acquire"
+    PERMIT_ACQUIRE, "permit_acquire", "lua/count.lua"
 );
 family_script!(
     /// Permit-expirable semaphore release by permit id.
-    PERMIT_RELEASE, "permit_release"
+    PERMIT_RELEASE, "permit_release", "lua/count.lua"
 );
 family_script!(
     /// Permit-expirable semaphore: a new expiry for a held permit.
@@ -85,7 +94,7 @@ family_script!(
 );
 family_script!(
     /// Permit-expirable semaphore: available and held permits.
-    PERMIT_AVAILABLE, "permit_available"
+    PERMIT_AVAILABLE, "permit_available", "lua/count.lua"
 );
 family_script!(
     /// Count-down latch: set the count if absent.
@@ -93,11 +102,11 @@ family_script!(
 );
 family_script!(
     /// Count-down latch: count down, open at zero.
-    LATCH_COUNT_DOWN, "latch_count_down"
+    LATCH_COUNT_DOWN, "latch_count_down", "lua/count.lua"
 );
 family_script!(
     /// Count-down latch: the count.
-    LATCH_COUNT, "latch_count"
+    LATCH_COUNT, "latch_count", "lua/count.lua"
 );
 family_script!(
     /// Multi-lock all-or-nothing acquire of lease and reentrant members in one script.

@@ -1,5 +1,6 @@
 -- Shared by the scripts that tell a lock from application data under the lock's name
--- (prepended to lease_acquire, rlock_acquire and inspect when the crate is built).
+-- (prepended to the acquire scripts of lease, reentrant, fair and read/write locks, to inspect
+-- and to the force unlocks when the crate is built).
 -- Every lock format sets a TTL on its key (redis-py's Lock without a timeout excepted, whose
 -- value is still a random token), so a key without TTL that is not a lock is application
 -- data; keys of a type no lock of this kind uses raise WRONGTYPE from the GET / HGET that

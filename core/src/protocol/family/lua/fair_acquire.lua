@@ -12,9 +12,13 @@
 -- (time until the waiter ahead is due, or the lock's pttl) as pttl.
 local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
 local owner, now = ARGV[2], tonumber(ARGV[4])
--- Read the lock first: a lock key holding data of another type fails here, before the purge
--- or the latch below has written anything.
+-- Read the lock first: a lock key holding data of another type fails here, and a hash without
+-- TTL (application data: a fair lock's hash always has one) is refused, before the purge or
+-- the latch below has written anything (conflict.lua).
 redis.call('HLEN', lock)
+if redis.call('PTTL', lock) == -1 then
+  return conflict('a hash without TTL')
+end
 
 local replay = redis.call('GET', KEYS[5])
 if replay and redis.call('HEXISTS', lock, owner) == 1 then

@@ -5,6 +5,10 @@
 -- down twice. ARGV[1] publish command, ARGV[2] channel, ARGV[3] request latch TTL ms (with
 -- KEYS[2]).
 -- Reply: the count after this call (0 opened now), -1 when the latch was not set.
+local refused = no_count(KEYS[1])
+if refused then
+  return refused
+end
 local latch = KEYS[2]
 if latch then
   local before = redis.call('GET', latch)

@@ -8,6 +8,10 @@
 -- (32 digits each; one per permit wanted).
 -- Reply: {1, left} taken; {0, earliest} not enough: earliest expiry among held permits, or -1
 -- when none expires (or none is held).
+local refused = no_count(KEYS[1])
+if refused then
+  return refused
+end
 local count, permits = KEYS[1], KEYS[2]
 -- Read the count first: a count key holding data of another type fails here, before the
 -- reclaim below has written anything.

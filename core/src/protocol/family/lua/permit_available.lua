@@ -2,6 +2,10 @@
 -- expired permits back. KEYS[1] semaphore key, KEYS[2] permit ZSET.
 -- ARGV[1] now (wall clock ms), ARGV[2] publish command, ARGV[3] channel.
 -- Reply: {available, permits held (not expired)}.
+local refused = no_count(KEYS[1])
+if refused then
+  return refused
+end
 local count, permits = KEYS[1], KEYS[2]
 -- Read the count first: a count key holding data of another type fails here, before the
 -- reclaim below has written anything.

@@ -5,6 +5,10 @@
 -- clock ms), ARGV[3] publish command, ARGV[4] channel (`redisson_sc:{N}`).
 -- Reply: 1 released, -1 released but its lease had already ended, 0 unknown id (never issued,
 -- released before or reclaimed).
+local refused = no_count(KEYS[1])
+if refused then
+  return refused
+end
 local count, permits = KEYS[1], KEYS[2]
 -- Reads first: a key holding data of another type fails here, before the permit is removed.
 redis.call('GET', count)

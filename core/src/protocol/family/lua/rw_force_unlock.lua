@@ -2,7 +2,13 @@
 -- with '1'. Redisson's readLock().forceUnlock() deletes only a read-mode lock (and
 -- writeLock()'s only a write-mode one); an admin delete here does not ask.
 -- KEYS[1] lock key. ARGV[1] publish command, ARGV[2] channel (`redisson_rwlock:{N}`).
--- Reply: 1 deleted, 0 nothing to delete.
+-- Reply: 1 deleted, 0 nothing to delete. WRONGTYPE (nothing deleted) when the key is not a
+-- read/write lock's hash (another type, or a hash without a 'read' or 'write' mode field):
+-- application data is never deleted by this (conflict.lua).
+local mode = redis.call('HGET', KEYS[1], 'mode')
+if mode ~= 'read' and mode ~= 'write' and (mode or redis.call('EXISTS', KEYS[1]) == 1) then
+  return conflict('a hash that is no read/write lock (no read or write mode field)')
+end
 if redis.call('DEL', KEYS[1]) == 1 then
   redis.call(ARGV[1], ARGV[2], '1')
   return 1

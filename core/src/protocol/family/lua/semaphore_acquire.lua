@@ -7,6 +7,10 @@
 -- gives back the permits of a grant that its caller never saw (cancelled, reply lost).
 -- Reply: {1, left} taken, left = permits still available; {0, available} not enough
 -- (available -1: the semaphore was never set).
+local refused = no_count(KEYS[1])
+if refused then
+  return refused
+end
 local latch = KEYS[2]
 if latch and redis.call('GET', latch) then
   return {1, tonumber(redis.call('GET', KEYS[1]) or '0')}

@@ -5,6 +5,10 @@
 -- ARGV[3] channel (`redisson_sc:{N}`), ARGV[4] latch TTL ms (with KEYS[2]).
 -- With a latch, a retry whose first reply was lost adds nothing again.
 -- Reply: {available after the release, clients that received the message}.
+local refused = no_count(KEYS[1])
+if refused then
+  return refused
+end
 local latch = KEYS[2]
 if latch and redis.call('GET', latch) then
   return {tonumber(redis.call('GET', KEYS[1]) or '0'), 0}

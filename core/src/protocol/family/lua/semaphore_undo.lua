@@ -4,6 +4,10 @@
 -- KEYS[1] semaphore key, KEYS[2] the acquire request's latch. ARGV[1] publish command,
 -- ARGV[2] channel (`redisson_sc:{N}`).
 -- Reply: the permits given back (0: nothing to undo).
+local refused = no_count(KEYS[1])
+if refused then
+  return refused
+end
 local taken = redis.call('GET', KEYS[2])
 if not taken then
   return 0
