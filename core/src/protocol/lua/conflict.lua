@@ -15,3 +15,12 @@ end
 local function conflict(what)
   return redis.error_reply('WRONGTYPE the lock key holds ' .. what .. ', not a lock (application data under the lock name?)')
 end
+local function no_rw_mode(key, mode)
+  -- A read/write lock's hash always has its mode field, 'read' or 'write' (Redisson deletes the
+  -- hash with its last hold): any other hash under the name is application data. `mode` is
+  -- the HGET of the field; nil when the key holds no such lock.
+  if mode ~= 'read' and mode ~= 'write' and (mode or redis.call('EXISTS', key) == 1) then
+    return conflict('a hash that is no read/write lock (no read or write mode field)')
+  end
+  return nil
+end

@@ -5,9 +5,9 @@
 -- Reply: 1 deleted, 0 nothing to delete. WRONGTYPE (nothing deleted) when the key is not a
 -- read/write lock's hash (another type, or a hash without a 'read' or 'write' mode field):
 -- application data is never deleted by this (conflict.lua).
-local mode = redis.call('HGET', KEYS[1], 'mode')
-if mode ~= 'read' and mode ~= 'write' and (mode or redis.call('EXISTS', KEYS[1]) == 1) then
-  return conflict('a hash that is no read/write lock (no read or write mode field)')
+local refused = no_rw_mode(KEYS[1], redis.call('HGET', KEYS[1], 'mode'))
+if refused then
+  return refused
 end
 if redis.call('DEL', KEYS[1]) == 1 then
   redis.call(ARGV[1], ARGV[2], '1')

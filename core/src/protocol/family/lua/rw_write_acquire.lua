@@ -14,10 +14,9 @@ if replay and redis.call('HEXISTS', lock, writer) == 1 then
   return {1, tonumber(string.sub(replay, 1, sep - 1)), tonumber(string.sub(replay, sep + 1))}
 end
 local mode = redis.call('HGET', lock, 'mode')
--- A read/write lock's hash always has its mode field, 'read' or 'write' (Redisson deletes the
--- hash with its last hold): any other hash under the name is application data (conflict.lua).
-if mode ~= 'read' and mode ~= 'write' and (mode or redis.call('EXISTS', lock) == 1) then
-  return conflict('a hash that is no read/write lock (no read or write mode field)')
+local refused = no_rw_mode(lock, mode)
+if refused then
+  return refused
 end
 local count
 if not mode then
