@@ -15,8 +15,7 @@ local owner, now = ARGV[2], tonumber(ARGV[4])
 -- Read the lock first: a lock key holding data of another type fails here, and a hash without
 -- TTL (application data: a fair lock's hash always has one) is refused, before the purge or
 -- the latch below has written anything (conflict.lua).
-redis.call('HLEN', lock)
-if redis.call('PTTL', lock) == -1 then
+if redis.call('HLEN', lock) > 0 and redis.call('PTTL', lock) == -1 then
   return conflict('a hash without TTL')
 end
 

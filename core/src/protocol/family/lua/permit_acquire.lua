@@ -13,9 +13,6 @@ if refused then
   return refused
 end
 local count, permits = KEYS[1], KEYS[2]
--- Read the count first: a count key holding data of another type fails here, before the
--- reclaim below has written anything.
-redis.call('GET', count)
 -- A retry whose first reply was lost: the ids are fresh random ones, so finding the first one
 -- held means that attempt took the permits; it is the answer (taking them twice would leak).
 local function bytes(hex)

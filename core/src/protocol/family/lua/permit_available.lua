@@ -7,9 +7,6 @@ if refused then
   return refused
 end
 local count, permits = KEYS[1], KEYS[2]
--- Read the count first: a count key holding data of another type fails here, before the
--- reclaim below has written anything.
-redis.call('GET', count)
 local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[1])
 if expired > 0 then
   local value = redis.call('INCRBY', count, expired)

@@ -10,8 +10,6 @@ if refused then
   return refused
 end
 local count, permits = KEYS[1], KEYS[2]
--- Reads first: a key holding data of another type fails here, before the permit is removed.
-redis.call('GET', count)
 local id = string.gsub(ARGV[1], '..', function(pair) return string.char(tonumber(pair, 16)) end)
 local expiry = redis.call('ZSCORE', permits, id)
 if not expiry then

@@ -12,8 +12,6 @@ local taken = redis.call('GET', KEYS[2])
 if not taken then
   return 0
 end
--- Read the count first: a key holding data of another type fails here, unchanged.
-redis.call('GET', KEYS[1])
 redis.call('DEL', KEYS[2])
 local value = redis.call('INCRBY', KEYS[1], taken)
 redis.call(ARGV[1], ARGV[2], value)
