@@ -163,6 +163,31 @@ async fn fencing_is_refused_in_quorum_mode() {
     assert_eq!(holders(&nodes, "q:f").await, 0);
 }
 
+/// A user trial found `[a, a, down]` accepted: one live server cast two votes, so every
+/// lock was decided by it alone. The same server under another database number is no
+/// independent node either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_given_twice_is_refused_before_any_node_is_asked() {
+    let nodes = servers(2);
+    let (a, b) = (nodes[0].url(), nodes[1].url());
+    let other_db = format!("{}/1", a.trim_end_matches('/').trim_end_matches("/0"));
+    for urls in [
+        vec![a.clone(), a.clone(), b.clone()],
+        vec![a.clone(), b.clone(), other_db],
+    ] {
+        let err = Client::quorum(&urls).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{urls:?}: {err}");
+        assert!(err.message().contains("more than once"), "{err}");
+        let checked = Client::quorum_builder(&urls).check().unwrap_err();
+        assert_eq!(checked.kind(), ErrorKind::InvalidArgument);
+    }
+    assert!(Client::quorum(&[a, b]).await.is_ok(), "distinct nodes are fine");
+    for s in &nodes {
+        let mut conn = raw(s).await;
+        assert_eq!(cmd::<i64>(&mut conn, &["DBSIZE"]).await, 0, "nothing written");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quorum_connect_needs_a_majority() {
     let nodes = servers(3);

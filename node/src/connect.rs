@@ -133,6 +133,8 @@ async fn connect_local(
         .iter()
         .map(|u| LocalTransport::new(u, config.network_timeout, runtime.clone()).map(Arc::new))
         .collect::<redlatch::Result<Vec<_>>>()?;
+    // Before any node is asked: a node given twice would cast two votes.
+    quorum::independent(&transports.iter().map(|t| t.label()).collect::<Vec<_>>())?;
     let timeout = config.network_timeout;
     let runtime = &runtime;
     let pings = futures::future::join_all(transports.iter().map(|t| async move {

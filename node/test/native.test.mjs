@@ -41,7 +41,7 @@ test('connection errors are RedisConnectionError / QuorumError', async () => {
   // Port 1 on loopback: nothing listens there.
   await assert.rejects(Client.connect('redis://127.0.0.1:1', { networkTimeoutMs: 500 }), RedisConnectionError)
   await assert.rejects(
-    Client.quorum(['redis://127.0.0.1:1', 'redis://127.0.0.1:1', REDIS_URL], { networkTimeoutMs: 500 }),
+    Client.quorum(['redis://127.0.0.1:1', 'redis://127.0.0.1:2', REDIS_URL], { networkTimeoutMs: 500 }),
     (e) => e instanceof QuorumError && e.nodes.length === 3 && e.nodes.filter((n) => n.error === null).length === 1,
   )
 })
@@ -61,6 +61,8 @@ test('bad client arguments', async () => {
   await assert.rejects(Client.quorum([]), isInvalid)
   await assert.rejects(Client.quorum(REDIS_URL), isInvalid)
   await assert.rejects(Client.quorum([REDIS_URL, 5]), isInvalid)
+  // One server given twice would cast two votes: one live node would decide every lock.
+  await assert.rejects(Client.quorum([REDIS_URL, REDIS_URL, 'redis://127.0.0.1:1']), isInvalid)
   await assert.rejects(Client.connect(REDIS_URL, { watchdogTimeoutMs: 2 }), isInvalid)
   await assert.rejects(Client.connect(REDIS_URL, { watchdogTimeoutMs: -5 }), isInvalid)
   await assert.rejects(Client.connect(REDIS_URL, { networkTimeoutMs: 1.5 }), isInvalid)

@@ -16,10 +16,20 @@ from conftest import admin, wait_until
 
 
 def dead_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"redis://127.0.0.1:{port}"
+    return dead_urls(1)[0]
+
+
+def dead_urls(n: int) -> List[str]:
+    """`n` distinct URLs where nothing listens (the ports are bound together, so they differ:
+    a quorum refuses a node given twice)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [f"redis://127.0.0.1:{s.getsockname()[1]}" for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def test_quorum_lock_on_every_node(quorum_urls: List[str], name: str) -> None:
@@ -64,7 +74,7 @@ def test_quorum_with_one_node_down(quorum_urls: List[str], name: str) -> None:
 
 
 def test_no_majority_is_a_quorum_error(quorum_urls: List[str], name: str) -> None:
-    client = redlatch.Client.quorum([quorum_urls[0], dead_url(), dead_url()], network_timeout=0.5)
+    client = redlatch.Client.quorum([quorum_urls[0], *dead_urls(2)], network_timeout=0.5)
     t0 = time.monotonic()
     with pytest.raises(redlatch.QuorumError) as info:
         client.lock(name, lease=5.0).acquire(timeout=10.0)
@@ -72,6 +82,18 @@ def test_no_majority_is_a_quorum_error(quorum_urls: List[str], name: str) -> Non
     assert info.value.code == 4
     assert isinstance(info.value.nodes, list)
     assert not redis.Redis.from_url(quorum_urls[0]).exists(name)  # rolled back
+
+
+def test_a_node_given_twice_is_refused(quorum_urls: List[str], name: str) -> None:
+    # A user trial found [a, a, down] accepted: one live server cast two votes and decided
+    # every lock alone. The same server under another database number is no other node.
+    a = quorum_urls[0]
+    for urls in ([a, a, dead_url()], [a, quorum_urls[1], a.rstrip("/") + "/1"]):
+        with pytest.raises(ValueError, match="more than once"):
+            redlatch.Client.quorum(urls)
+        with pytest.raises(ValueError, match="more than once"):
+            redlatch.asyncio.Client.quorum(urls)
+    assert not redis.Redis.from_url(admin(a)).exists(name)
 
 
 @pytest.mark.asyncio

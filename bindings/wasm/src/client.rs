@@ -66,6 +66,17 @@ impl WasmClient {
         }
         let mut nodes: Vec<Arc<dyn Transport>> = Vec::with_capacity(list.length() as usize);
         for (i, value) in list.iter().enumerate() {
+            // One transport object given twice would cast two votes for one server.
+            if list
+                .iter()
+                .take(i)
+                .any(|earlier| js_sys::Object::is(&earlier, &value))
+            {
+                return Err(invalid(format!(
+                    "a quorum's nodes must be independent servers: transport {} is given more than once",
+                    i + 1
+                )));
+            }
             nodes.push(Arc::new(JsTransport::from_js(value, i)?));
         }
         let runtime: Arc<dyn Runtime> = Arc::new(JsRuntime::new());

@@ -264,7 +264,7 @@ impl ClientBuilder {
         }
         // Calling-thread I/O for one node only: a quorum's nodes are asked concurrently.
         let single = parsed.len() == 1;
-        parsed
+        let nodes = parsed
             .into_iter()
             .map(|d| match d {
                 Deployment::Node(url) => {
@@ -276,7 +276,10 @@ impl ClientBuilder {
                     "a quorum is made of independent single nodes (redis:// or rediss:// URLs), not Cluster or Sentinel URLs",
                 )),
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        // Checked here, so `check` and `connect` refuse it before any node is asked.
+        quorum::independent(&nodes.iter().map(|t| t.label()).collect::<Vec<_>>())?;
+        Ok(nodes)
     }
 
     fn runtime_handle(&self) -> Result<TokioRuntime> {

@@ -47,6 +47,25 @@ pub fn tally(nodes: usize, yes: usize, no: usize) -> Tally {
     }
 }
 
+/// The rule that makes a quorum a quorum: its nodes are independent servers (Redis docs,
+/// "Distributed Locks with Redis": N masters "totally independent"). `labels` are the nodes'
+/// `host:port` from their URLs: a node given twice would let one server cast two votes, so a
+/// majority could be one server. (Host transports, whose labels are only names, are not
+/// checked by label: the wasm entry refuses one transport object given twice.)
+///
+/// # Errors
+/// `InvalidArgument` naming the node given twice.
+pub fn independent(labels: &[&str]) -> crate::Result<()> {
+    for (i, label) in labels.iter().enumerate() {
+        if labels[..i].contains(label) {
+            return Err(crate::Error::invalid(format!(
+                "a quorum's nodes must be independent servers: {label} is given more than once"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The connect-time rule of every client: `Ok` when a majority of the nodes labelled `labels`
 /// answered `PING` (`pings[i]` is node `i`'s answer); else the error `Client::connect` gives.
 /// One node: its own error kind, named by the node. More: `Quorum`, listing each failure
@@ -132,6 +151,18 @@ mod tests {
         assert_eq!(tally(5, 2, 1), Tally::Undecided);
         assert_eq!(tally(1, 0, 1), Tally::Refused);
         assert_eq!(tally(1, 0, 0), Tally::Undecided);
+    }
+
+    #[test]
+    fn a_node_given_twice_is_no_quorum() {
+        assert!(independent(&["a:1", "b:2", "c:3"]).is_ok());
+        assert!(independent(&["a:1"]).is_ok());
+        let e = independent(&["a:1", "b:2", "a:1"]).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(
+            e.message(),
+            "a quorum's nodes must be independent servers: a:1 is given more than once"
+        );
     }
 
     #[test]

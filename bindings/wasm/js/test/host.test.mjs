@@ -70,6 +70,9 @@ test("bad factory arguments are InvalidArgumentError; a quorum client's fenced l
   for (const f of bad) {
     assert.throws(f, (e) => e instanceof InvalidArgumentError && e.code === 'ERR_INVALID_ARGUMENT', String(f))
   }
+  // One transport given twice would cast two votes for one server.
+  const one = { eval() {} }
+  assert.throws(() => wasm.createQuorumClient([one, one, { eval() {} }]), (e) => e instanceof InvalidArgumentError && /more than once/.test(e.message))
   const quorum = wasm.createQuorumClient([{ eval() {} }, { eval() {} }, { eval() {} }])
   assert.throws(() => quorum.lock('x', { fenced: true }), InvalidArgumentError)
 })
