@@ -4,6 +4,7 @@ use crate::driver::{self, Engine, LockSpec};
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
 use crate::kind::LockKind;
+use crate::protocol::owner::MAX_OWNER;
 use crate::protocol::request::{self, Holder};
 use crate::protocol::{keys, reply, timing, token};
 use std::sync::Arc;
@@ -111,7 +112,8 @@ impl Lock {
     /// with the ones [`Client::rlock`](crate::Client::rlock), [`new_owner`](crate::new_owner)
     /// and [`thread_owner`](crate::thread_owner) hand out: take numbers from those (one per
     /// thread, task or async chain) and they never collide; a number made up by hand can
-    /// re-enter the hold of an automatically numbered handle.
+    /// re-enter the hold of an automatically numbered handle. A number outside that range is
+    /// `InvalidArgument` at acquire (and at every other call that checks the lock).
     pub fn owner(mut self, owner: u64) -> Lock {
         match self.owner {
             Some(_) => self.owner = Some(owner),
@@ -183,6 +185,11 @@ impl Lock {
             return Err(Error::invalid(
                 "owner() applies to reentrant, fair and read/write locks only",
             ));
+        }
+        if let Some(owner) = self.owner.filter(|n| !(1..=MAX_OWNER).contains(n)) {
+            return Err(Error::invalid(format!(
+                "owner must be a whole number in 1 ..= 2^53 - 1 (got {owner})"
+            )));
         }
         if at_acquire && self.kind.needs_single_node() && self.engine.is_quorum() {
             return Err(Error::invalid(QUORUM_REFUSED));

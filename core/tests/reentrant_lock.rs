@@ -161,6 +161,31 @@ async fn fence_ttl_lets_the_counter_expire() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
 
+/// A user trial found `owner(0)` and `owner(u64::MAX)` accepted although the docs give the
+/// owner space as 1 ..= 2^53 - 1 (the bindings' languages hold no larger integer exactly).
+#[tokio::test]
+async fn an_owner_number_outside_the_owner_space_is_invalid_and_writes_nothing() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    const MAX: u64 = (1 << 53) - 1;
+    for owner in [0, MAX + 1, u64::MAX] {
+        for lock in [
+            client.rlock("own-bad").owner(owner),
+            client.fair_lock("own-bad").owner(owner),
+            client.rw_lock("own-bad").owner(owner).write(),
+        ] {
+            let err = lock.try_acquire().await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{owner}: {err}");
+            assert!(err.message().contains("2^53 - 1"), "{err}");
+        }
+    }
+    let keys: Vec<String> = cmd(&mut conn, &["KEYS", "*own-bad*"]).await;
+    assert!(keys.is_empty(), "nothing written: {keys:?}");
+    let g = client.rlock("own-ok").owner(MAX).try_acquire().await.unwrap();
+    assert!(g.is_some(), "the largest owner number is a valid one");
+}
+
 #[tokio::test]
 async fn release_after_full_release_is_not_owned() {
     let s = server();
