@@ -42,6 +42,37 @@ async fn a_server_echoing_arguments_never_shows_the_token() {
     assert!(longest_hex_run(&logs::text()) < 32, "a token in the logs");
 }
 
+/// A user trial found a wrong password reported as `Connection` over RESP2 and as `Redis`
+/// (the raw `WRONGPASS` reply) over RESP3: one fault, one kind and message in either protocol.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_password_is_the_same_connection_error_in_both_protocols() {
+    let server = RedisServer::start_with_options(&ServerOptions {
+        password: Some("the-right-one".into()),
+        acl_user: Some(false),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let port = server.port();
+    let mut seen = Vec::new();
+    for url in [
+        format!("redis://default:{PASSWORD}@127.0.0.1:{port}"),
+        format!("redis://default:{PASSWORD}@127.0.0.1:{port}/0?protocol=resp3"),
+        format!("redis://nobody:{PASSWORD}@127.0.0.1:{port}/0?protocol=resp3"),
+        format!("redis://nobody:{PASSWORD}@127.0.0.1:{port}"),
+    ] {
+        let e = within(BOUND, Client::builder(&url).connect()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Connection, "{url}: {e}");
+        assert!(
+            e.message().contains("refused the URL's user name or password"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains(PASSWORD), "{e}");
+        seen.push(e.message().to_owned());
+    }
+    seen.dedup();
+    assert_eq!(seen.len(), 1, "one message: {seen:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passwords_stay_out_of_errors_debug_output_and_logs() {
     logs::capture();

@@ -6,7 +6,8 @@ use super::ErrorKind;
 /// `NOPERM ...`, Redis 7.0's script form `ERR The user executing the script can't ...` and
 /// Valkey's `ERR ACL failure in script: ...` are [`ErrorKind::NoPermission`]; `OOM ...` is [`ErrorKind::OutOfMemory`]; `WRONGTYPE ...`
 /// (also what redlatch's scripts answer for a key that holds application data) is
-/// [`ErrorKind::KeyConflict`]; anything else is [`ErrorKind::Redis`]. Client libraries may put
+/// [`ErrorKind::KeyConflict`]; `WRONGPASS ...` (credentials refused on connecting) is
+/// [`ErrorKind::Connection`]; anything else is [`ErrorKind::Redis`]. Client libraries may put
 /// their own prefix first (redis-rs writes `NoPerm: ...`), so the code is matched
 /// case-insensitively on the first word.
 pub fn redis_error_kind(reply: &str) -> ErrorKind {
@@ -20,6 +21,8 @@ pub fn redis_error_kind(reply: &str) -> ErrorKind {
         "NOPERM" => ErrorKind::NoPermission,
         "OOM" => ErrorKind::OutOfMemory,
         "WRONGTYPE" => ErrorKind::KeyConflict,
+        // Credentials refused when (re)connecting: reaching the server failed.
+        "WRONGPASS" => ErrorKind::Connection,
         _ if text.contains("The user executing the script can't")
             || text.contains("ACL failure in script") =>
         {
@@ -48,6 +51,7 @@ mod tests {
             ),
             ("OOM command not allowed when used memory > 'maxmemory'.", ErrorKind::OutOfMemory),
             ("WRONGTYPE Operation against a key holding the wrong kind of value", ErrorKind::KeyConflict),
+            ("WRONGPASS invalid username-password pair or user is disabled.", ErrorKind::Connection),
             ("ERR unknown command 'EVALSHA'", ErrorKind::Redis),
             ("BUSY Redis is busy running a script", ErrorKind::Redis),
             ("", ErrorKind::Redis),

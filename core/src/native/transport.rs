@@ -322,15 +322,26 @@ async fn invoke<C: ConnectionLike + Send>(
     cmd.query_async(conn).await
 }
 
+/// The message of a connection whose user name or password the server refused.
+const AUTH_REFUSED: &str =
+    "the server refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)";
+
 /// Maps a redis-rs error onto the taxonomy: server error replies by their code, as the core
 /// classifies them ([`crate::error::redis_error_kind`]: `NOPERM`, `OOM`, `WRONGTYPE`, others
-/// `Redis`), everything about reaching the server is `Connection`, including a peer whose
+/// `Redis`), everything about reaching the server is `Connection`, including a refused
+/// password (`WRONGPASS`, as redis-py's `AuthenticationError` is a `ConnectionError`) and a peer whose
 /// bytes are not the Redis protocol at all (redis-rs also answers such a parse error by
 /// reconnecting). `args` (the request's arguments) are kept out of the message, as are the
 /// arguments a server echoes.
 pub(crate) fn map_error(e: &redis::RedisError, args: &[String]) -> Error {
     use redis::ErrorKind as K;
     let text = redact::server_error(&e.to_string(), args);
+    // A refused password is one fault whatever the protocol: redis-rs reports RESP2's `AUTH`
+    // refusal as `AuthenticationFailed`, RESP3's `HELLO ... AUTH` one as the server's
+    // `WRONGPASS` reply.
+    if e.kind() == K::AuthenticationFailed || e.code() == Some("WRONGPASS") {
+        return Error::connection(AUTH_REFUSED);
+    }
     match e.kind() {
         K::Parse => Error::connection(format!("the server's reply is not the Redis protocol ({text})")),
         K::Server(_) | K::Extension => match e.code() {
