@@ -32,6 +32,12 @@ pub struct Error {
     reason: Option<Reason>,
 }
 
+/// How Redis words a command run on a key of another type.
+const REDIS_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+/// What redlatch says instead (as `conflict.lua` does for its own refusals).
+const KEY_OF_ANOTHER_TYPE: &str =
+    "WRONGTYPE the key holds a type that no lock, semaphore or latch of this kind uses (application data under its name?)";
+
 impl Error {
     /// Builds an error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
@@ -58,9 +64,14 @@ impl Error {
     }
 
     /// The error for an error reply of Redis with text `reply` (e.g. `"NOPERM ..."`), its
-    /// kind decided by [`redis_error_kind`].
+    /// kind decided by [`redis_error_kind`]. Redis' own `WRONGTYPE` text (a command in a
+    /// script meeting a key of another type, followed by the script's SHA and line) is
+    /// replaced by the words redlatch's scripts use for application data under a lock name.
     pub fn from_redis_reply(reply: impl Into<String>) -> Self {
         let reply = reply.into();
+        if reply.starts_with(REDIS_WRONGTYPE) {
+            return Self::new(ErrorKind::KeyConflict, KEY_OF_ANOTHER_TYPE);
+        }
         Self::new(redis_error_kind(&reply), reply)
     }
 

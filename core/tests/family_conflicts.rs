@@ -144,3 +144,54 @@ async fn semaphores_and_latches_over_a_text_string_are_key_conflicts() {
     assert_eq!(sem.available().await.unwrap(), 1);
     sem.release(1).await.unwrap();
 }
+
+/// A user trial found keys of another type reported with Redis' raw words plus the script's
+/// SHA and line ("WRONGTYPE Operation against a key holding the wrong kind of value script:
+/// ce03..., on @user_script:35."), where a string or hash without TTL gets redlatch's own
+/// sentence: every key-type conflict now reads the same.
+#[tokio::test]
+async fn a_key_of_another_type_reads_as_application_data_without_script_details() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let _: i64 = cmd(&mut conn, &["RPUSH", "a-list", "x"]).await;
+    let _: i64 = cmd(&mut conn, &["SADD", "a-set", "x"]).await;
+    let _: () = cmd(&mut conn, &["SET", "a-string", "1", "PX", "60000"]).await;
+    let _: i64 = cmd(&mut conn, &["HSET", "a-hash", "f", "v"]).await;
+    let errors = [
+        (
+            "lease on a list",
+            client.lock("a-list").try_acquire().await.map(drop),
+        ),
+        (
+            "lease on a set",
+            client.lock("a-set").try_acquire().await.map(drop),
+        ),
+        (
+            "rlock on a string",
+            client.rlock("a-string").try_acquire().await.map(drop),
+        ),
+        (
+            "fair on a list",
+            client.fair_lock("a-list").try_acquire().await.map(drop),
+        ),
+        (
+            "read on a string",
+            client.rw_lock("a-string").read().try_acquire().await.map(drop),
+        ),
+        (
+            "semaphore on a hash",
+            client.semaphore("a-hash").try_acquire(1).await.map(drop),
+        ),
+    ];
+    for (what, result) in errors {
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::KeyConflict, "{what}: {err}");
+        let text = err.to_string();
+        assert!(text.contains("application data"), "{what}: {text}");
+        assert!(
+            !text.contains("script") && !text.contains("wrong kind of value"),
+            "{what}: {text}"
+        );
+    }
+}
