@@ -16,7 +16,9 @@ pub enum ErrorKind {
     LockLost,
     /// Quorum (Redlock) mode: no majority of nodes granted the request. Code 4.
     Quorum,
-    /// Redis unreachable, connection dropped or a network timeout. Code 5.
+    /// Redis unreachable, connection dropped, a network timeout, or the server refused the
+    /// URL's user name or password (`WRONGPASS`; redis-py's `AuthenticationError` is a
+    /// `ConnectionError` too). Code 5.
     Connection,
     /// Bad input, refused before anything was sent to Redis. Code 6.
     InvalidArgument,
