@@ -343,7 +343,11 @@ pub(crate) fn map_error(e: &redis::RedisError, args: &[String]) -> Error {
         return Error::connection(AUTH_REFUSED);
     }
     match e.kind() {
-        K::Parse => Error::connection(format!("the server's reply is not the Redis protocol ({text})")),
+        // redis-rs' parse errors span several lines (one per unexpected byte): one line here.
+        K::Parse => Error::connection(format!(
+            "the server's reply is not the Redis protocol ({})",
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        )),
         K::Server(_) | K::Extension => match e.code() {
             // The reply as Redis sent it: `CODE detail`, with echoed arguments scrubbed.
             Some(code) => Error::from_redis_reply(format!(
