@@ -245,7 +245,8 @@ enum redlatch_status redlatch_client_new(const char *url,
 // `redlatch_client_new`.
 //
 // Errors: `REDLATCH_INVALID_ARGUMENT` (NULL array or element, `count` 0, non-UTF-8 or
-// malformed URL, bad option); `REDLATCH_QUORUM` (fewer than a majority answered).
+// malformed URL, a `host:port` given twice, bad option); `REDLATCH_QUORUM` (fewer than a
+// majority answered).
 //
 // # Safety
 // `urls` must be NULL or point to `count` pointers, each NULL or a NUL-terminated string;
