@@ -4,7 +4,6 @@ use crate::driver::{self, Engine, LockSpec};
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
 use crate::kind::LockKind;
-use crate::protocol::owner::MAX_OWNER;
 use crate::protocol::request::{self, Holder};
 use crate::protocol::{keys, reply, timing, token};
 use std::sync::Arc;
@@ -112,7 +111,8 @@ impl Lock {
     /// with the ones [`Client::rlock`](crate::Client::rlock), [`new_owner`](crate::new_owner)
     /// and [`thread_owner`](crate::thread_owner) hand out: take numbers from those (one per
     /// thread, task or async chain) and they never collide; a number made up by hand can
-    /// re-enter the hold of an automatically numbered handle. A number outside that range is
+    /// re-enter the hold of an automatically numbered handle. Numbers above that space are
+    /// accepted (the C binding numbers its thread owners from 2^63 up); 0 is
     /// `InvalidArgument` at acquire (and at every other call that checks the lock).
     pub fn owner(mut self, owner: u64) -> Lock {
         match self.owner {
@@ -186,10 +186,8 @@ impl Lock {
                 "owner() applies to reentrant, fair and read/write locks only",
             ));
         }
-        if let Some(owner) = self.owner.filter(|n| !(1..=MAX_OWNER).contains(n)) {
-            return Err(Error::invalid(format!(
-                "owner must be a whole number in 1 ..= 2^53 - 1 (got {owner})"
-            )));
+        if self.owner == Some(0) {
+            return Err(Error::invalid("owner numbers start at 1 (got 0)"));
         }
         if at_acquire && self.kind.needs_single_node() && self.engine.is_quorum() {
             return Err(Error::invalid(QUORUM_REFUSED));
