@@ -37,6 +37,9 @@ const REDIS_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wro
 /// What redlatch says instead (as `conflict.lua` does for its own refusals).
 const KEY_OF_ANOTHER_TYPE: &str =
     "WRONGTYPE the key holds a type that no lock, semaphore or latch of this kind uses (application data under its name?)";
+/// The message of a connection whose user name or password the server refused.
+const AUTH_REFUSED: &str =
+    "the server refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)";
 
 impl Error {
     /// Builds an error of `kind` with `message`.
@@ -66,13 +69,25 @@ impl Error {
     /// The error for an error reply of Redis with text `reply` (e.g. `"NOPERM ..."`), its
     /// kind decided by [`redis_error_kind`]. Redis' own `WRONGTYPE` text (a command in a
     /// script meeting a key of another type, followed by the script's SHA and line) is
-    /// replaced by the words redlatch's scripts use for application data under a lock name.
+    /// replaced by the words redlatch's scripts use for application data under a lock name;
+    /// a `WRONGPASS` reply is [`auth_refused`](Self::auth_refused).
     pub fn from_redis_reply(reply: impl Into<String>) -> Self {
         let reply = reply.into();
         if reply.starts_with(REDIS_WRONGTYPE) {
             return Self::new(ErrorKind::KeyConflict, KEY_OF_ANOTHER_TYPE);
         }
-        Self::new(redis_error_kind(&reply), reply)
+        match redis_error_kind(&reply) {
+            // The one error reply that is a Connection error: `WRONGPASS`.
+            ErrorKind::Connection => Self::auth_refused(),
+            kind => Self::new(kind, reply),
+        }
+    }
+
+    /// The server refused the URL's user name or password: `Connection`, one message whatever
+    /// the protocol or transport said (as redis-py's `AuthenticationError` is a
+    /// `ConnectionError`).
+    pub(crate) fn auth_refused() -> Self {
+        Self::connection(AUTH_REFUSED)
     }
 
     /// Builds an [`ErrorKind::InvalidArgument`] error.

@@ -322,10 +322,6 @@ async fn invoke<C: ConnectionLike + Send>(
     cmd.query_async(conn).await
 }
 
-/// The message of a connection whose user name or password the server refused.
-const AUTH_REFUSED: &str =
-    "the server refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)";
-
 /// Maps a redis-rs error onto the taxonomy: server error replies by their code, as the core
 /// classifies them ([`crate::error::redis_error_kind`]: `NOPERM`, `OOM`, `WRONGTYPE`, others
 /// `Redis`), everything about reaching the server is `Connection`, including a refused
@@ -336,13 +332,10 @@ const AUTH_REFUSED: &str =
 pub(crate) fn map_error(e: &redis::RedisError, args: &[String]) -> Error {
     use redis::ErrorKind as K;
     let text = redact::server_error(&e.to_string(), args);
-    // A refused password is one fault whatever the protocol: redis-rs reports RESP2's `AUTH`
-    // refusal as `AuthenticationFailed`, RESP3's `HELLO ... AUTH` one as the server's
-    // `WRONGPASS` reply.
-    if e.kind() == K::AuthenticationFailed || e.code() == Some("WRONGPASS") {
-        return Error::connection(AUTH_REFUSED);
-    }
     match e.kind() {
+        // RESP2's refused `AUTH` (redis-rs' own kind); RESP3's `HELLO ... AUTH` refusal is the
+        // server's `WRONGPASS` reply, which `from_redis_reply` gives the same error.
+        K::AuthenticationFailed => Error::auth_refused(),
         // redis-rs' parse errors span several lines (one per unexpected byte): one line here.
         K::Parse => Error::connection(format!(
             "the server's reply is not the Redis protocol ({})",
