@@ -158,6 +158,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         let delay = match outcome {
             Attempt::Granted(hold) => {
                 undo.pending = false;
+                if let Some(w) = waker.as_mut() {
+                    w.granted();
+                }
                 return Ok(hold);
             }
             Attempt::Busy { .. } if first && plain_first && out_of_time => continue,
@@ -177,7 +180,8 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 if waker.is_none() {
                     tracing::debug!(lock = %spec.name, pttl, "lock busy; subscribing and waiting");
                     let channel = holder.channel(&spec.name);
-                    waker = Some(Waker::subscribe(engine, &channel, remaining).await);
+                    let exclusive = matches!(spec.kind, LockKind::Lease | LockKind::Reentrant);
+                    waker = Some(Waker::subscribe(engine, &channel, remaining, exclusive).await);
                     continue;
                 }
                 timing::busy_retry_delay(pttl, engine.config.poll_interval, remaining, random_unit())

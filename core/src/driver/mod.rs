@@ -8,6 +8,7 @@ mod acquire;
 mod attempt;
 mod grant;
 mod hold;
+mod line;
 pub(crate) mod multi;
 pub(crate) mod multi_release;
 mod nodes;
@@ -111,6 +112,8 @@ pub(crate) struct Engine {
     pub(crate) validities: Arc<owner::Validities>,
     /// Live holds and the closed state (see `registry.rs`).
     pub(crate) registry: registry::Registry,
+    /// This client's waiters for each exclusive lock, in order (see `line.rs`).
+    pub(crate) lines: Arc<line::Lines>,
 }
 
 impl Engine {
@@ -133,6 +136,7 @@ impl Engine {
             handoffs: Mutex::default(),
             validities: Arc::default(),
             registry: registry::Registry::default(),
+            lines: Arc::default(),
         }))
     }
 

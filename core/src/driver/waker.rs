@@ -1,7 +1,9 @@
 //! Wake-ups for one waiter: a subscription to its holder's channel (the lock's unlock channel,
 //! a fair waiter's own, the read/write lock's) on every node that supports pub/sub (see
-//! `acquire.rs` for how the acquire loop uses them).
+//! `acquire.rs` for how the acquire loop uses them). A waiter for an exclusive lock also takes
+//! a place in its client's line for it (line.rs): its wake-ups go to the line's head.
 
+use super::line::Place;
 use super::transport::Subscription;
 use super::Engine;
 use futures::future::{select, select_all, Either};
@@ -10,12 +12,21 @@ use std::time::Duration;
 
 pub(super) struct Waker {
     subs: Vec<Box<dyn Subscription>>,
+    /// The waiter's place in its client's line (exclusive locks), else `None`.
+    place: Option<Place>,
 }
 
 impl Waker {
     /// Subscribes to `channel` (the holder's: `Holder::channel`) on every node, each bounded
-    /// by the network timeout and the remaining wait.
-    pub(crate) async fn subscribe(engine: &Arc<Engine>, channel: &str, remaining: Option<Duration>) -> Waker {
+    /// by the network timeout and the remaining wait. `exclusive` (lease and reentrant locks):
+    /// the waiter joins its client's line for `channel` first (line.rs).
+    pub(crate) async fn subscribe(
+        engine: &Arc<Engine>,
+        channel: &str,
+        remaining: Option<Duration>,
+        exclusive: bool,
+    ) -> Waker {
+        let place = exclusive.then(|| engine.lines.join(channel));
         let limit = remaining.map_or(engine.config.network_timeout, |r| {
             r.min(engine.config.network_timeout)
         });
@@ -34,18 +45,43 @@ impl Waker {
                 ),
             }
         }
-        Waker { subs }
+        Waker { subs, place }
     }
 
     pub(super) fn mark_seen(&mut self) {
         self.subs.iter_mut().for_each(|s| s.mark_seen());
     }
 
+    /// Resolves when this waiter should try again: a release message arrived, or (a waiter in
+    /// a line) the line handed it a wake-up. A waiter in a line that is not its head hands the
+    /// messages it receives to the head and waits on. Pending for ever with neither (the poll
+    /// decides).
     pub(super) async fn changed(&mut self) {
-        if self.subs.is_empty() {
-            return std::future::pending().await;
+        loop {
+            let Waker { subs, place } = self;
+            let message = async {
+                if subs.is_empty() {
+                    return std::future::pending().await;
+                }
+                let _ = select_all(subs.iter_mut().map(|s| s.changed())).await;
+            };
+            let Some(place) = place.as_ref() else {
+                return message.await;
+            };
+            match select(Box::pin(message), Box::pin(place.woken())).await {
+                Either::Right(_) => return,
+                Either::Left(_) if place.is_head() => return,
+                Either::Left(_) => place.pass_to_head(),
+            }
+            self.mark_seen();
         }
-        let _ = select_all(self.subs.iter_mut().map(|s| s.changed())).await;
+    }
+
+    /// The waiter got the lock: the next one in its line waits for the release message.
+    pub(super) fn granted(&mut self) {
+        if let Some(place) = self.place.as_mut() {
+            place.granted();
+        }
     }
 }
 
@@ -65,6 +101,7 @@ mod tests {
             &engine,
             "redisson_lock__channel:{w}",
             Some(Duration::from_millis(200)),
+            false,
         ))
         .await;
         assert_eq!(waker.subs.len(), 1, "subscribed on the live node only");
@@ -88,6 +125,7 @@ mod tests {
             &engine,
             "redisson_lock__channel:{p}",
             Some(Duration::from_millis(100)),
+            false,
         ))
         .await;
         a.resume().unwrap();
