@@ -349,8 +349,8 @@ enum redlatch_status redlatch_lock_release(const struct redlatch_lock *lock);
 enum redlatch_status redlatch_lock_release_final(const struct redlatch_lock *lock);
 
 // Resets the remaining lease of the calling owner's hold to `lease_ms` (replace, never add).
-// Never re-creates a lock that is gone. In watchdog mode the next renewal sets it back to the
-// watchdog timeout (extend is meant for fixed leases).
+// Never re-creates a lock that is gone. In watchdog mode the next renewal, within a third of
+// `lease_ms`, sets it back to the watchdog timeout (extend is meant for fixed leases).
 //
 // Errors: `REDLATCH_INVALID_ARGUMENT` (`lease_ms` 0 or above `REDLATCH_MAX_DURATION_MS`);
 // `REDLATCH_NOT_OWNED` (not held, or found gone or taken: the hold is then lost);

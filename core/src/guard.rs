@@ -99,8 +99,9 @@ impl Guard {
     }
 
     /// Resets the remaining lease to `lease` on Redis (replace, never add). Never re-creates a
-    /// lock that is gone. Sub-millisecond values round up to 1 ms. In watchdog mode the next
-    /// renewal (every third of the watchdog timeout) sets the lease back to the watchdog
+    /// lock that is gone. Sub-millisecond values round up to 1 ms. In watchdog mode the
+    /// watchdog's next renewal comes within a third of `lease` (sooner than its usual third of
+    /// the watchdog timeout when `lease` is shorter) and sets the lease back to the watchdog
     /// timeout, so `extend` is meant for fixed leases.
     ///
     /// # Errors

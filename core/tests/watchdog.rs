@@ -101,6 +101,28 @@ async fn extend_moves_the_validity_deadline() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_extend_in_watchdog_mode_is_renewed_before_it_runs_out() {
+    let s = server();
+    // The default 30 s watchdog timeout: its next renewal would come 10 s after the acquire.
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    for lock in [client.lock("wd:short-extend"), client.rlock("wd:short-extend-r")] {
+        let guard = lock.acquire().await.unwrap();
+        guard.extend(Duration::from_millis(600)).await.unwrap();
+        // Four times the new lease: the renewals (every 200 ms) set the watchdog timeout back.
+        tokio::time::sleep(Duration::from_millis(2_400)).await;
+        assert!(!guard.is_lost(), "{} lost after a short extend", lock.name());
+        let pttl: i64 = cmd(&mut conn, &["PTTL", lock.name()]).await;
+        assert!(
+            pttl > 20_000,
+            "{}: pttl {pttl}, renewed back to 30 s",
+            lock.name()
+        );
+        guard.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewal_racing_release_never_reports_loss_or_re_extends() {
     // Releases at every phase of the renewal cycle (every 40 ms), so some race a renewal in
     // flight. The lease (120 ms) leaves a stall of the test process up to ~80 ms without a

@@ -70,8 +70,8 @@ unsafe fn release(lock: *const redlatch_lock, finally: bool) -> Result<()> {
 }
 
 /// Resets the remaining lease of the calling owner's hold to `lease_ms` (replace, never add).
-/// Never re-creates a lock that is gone. In watchdog mode the next renewal sets it back to the
-/// watchdog timeout (extend is meant for fixed leases).
+/// Never re-creates a lock that is gone. In watchdog mode the next renewal, within a third of
+/// `lease_ms`, sets it back to the watchdog timeout (extend is meant for fixed leases).
 ///
 /// Errors: `REDLATCH_INVALID_ARGUMENT` (`lease_ms` 0 or above `REDLATCH_MAX_DURATION_MS`);
 /// `REDLATCH_NOT_OWNED` (not held, or found gone or taken: the hold is then lost);

@@ -144,6 +144,13 @@ impl Hold {
         match (quorum::tally(engine.nodes.len(), yes, no), validity) {
             (Tally::Granted, Some(v)) => {
                 self.signal.set_deadline(started + v);
+                if let Some(id) = self.watch_id {
+                    // Watchdog mode: the next renewal must come within the new lease, as it
+                    // would after an acquire with that lease (a third of it).
+                    engine
+                        .watchdog
+                        .renew_by(id, started + timing::renewal_period(lease));
+                }
                 tracing::debug!(lock = %self.name, lease_ms, "extended");
                 Ok(())
             }

@@ -100,6 +100,27 @@ impl Watchdog {
         id
     }
 
+    /// Renews hold `id` by `at` at the latest: an extend in watchdog mode set its key's TTL
+    /// to a lease that may end before the renewal that was due (the renewal then sets it back
+    /// to the watchdog timeout).
+    pub(crate) fn renew_by(&self, id: u64, at: Duration) {
+        let notify = {
+            let mut st = self.state();
+            let Some(entry) = st.entries.get_mut(&id) else {
+                return;
+            };
+            entry.due = entry.due.min(at);
+            let notify = st.next_wake.is_none_or(|w| w > at);
+            if notify {
+                st.next_wake = Some(at);
+            }
+            notify
+        };
+        if notify {
+            self.wake.notify(1);
+        }
+    }
+
     /// Stops renewing a hold (release or loss).
     pub(crate) fn unregister(&self, id: u64) {
         self.state().entries.remove(&id);

@@ -94,7 +94,7 @@ export class Held {
     }
   }
 
-  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal sets it back to the watchdog timeout. */
+  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal, within a third of `leaseMs`, sets it back to the watchdog timeout. */
   async extend(leaseMs) {
     if (leaseMs === undefined) throw new InvalidArgumentError('extend(leaseMs) needs a lease in milliseconds')
     args.millis('leaseMs', leaseMs)

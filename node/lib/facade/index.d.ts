@@ -175,7 +175,7 @@ export declare class Held implements AsyncDisposable {
    * is kept and `release()` may be called again.
    */
   release(): Promise<void>
-  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal sets it back to the watchdog timeout. */
+  /** Resets the remaining lease to `leaseMs` (replace, never add); never re-creates a lost lock. In watchdog mode the next renewal, within a third of `leaseMs`, sets it back to the watchdog timeout. */
   extend(leaseMs: number): Promise<void>
   /** Asks Redis whether this hold is still ours. */
   owned(): Promise<boolean>

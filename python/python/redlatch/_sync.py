@@ -337,8 +337,9 @@ class Lock:
 
     def extend(self, lease: float) -> None:
         """Resets the remaining lease of this thread's hold to ``lease`` seconds (replace,
-        never add). Never re-creates a lock that is gone. In watchdog mode the next renewal
-        sets it back to ``watchdog_timeout`` (``extend`` is meant for fixed leases).
+        never add). Never re-creates a lock that is gone. In watchdog mode the next renewal,
+        within a third of ``lease``, sets it back to ``watchdog_timeout`` (``extend`` is meant
+        for fixed leases).
 
         :raises NotOwnedError: not held by this thread, or found gone or taken
         :raises LockLostError: the loss had already been seen

@@ -274,8 +274,8 @@ class Lock:
 
     async def extend(self, lease: float) -> None:
         """Resets the remaining lease of this task's hold to ``lease`` seconds (replace,
-        never add); never re-creates a lost lock. In watchdog mode the next renewal sets it
-        back to ``watchdog_timeout``. Errors as for :meth:`release`, plus ``ValueError`` for a
+        never add); never re-creates a lost lock. In watchdog mode the next renewal, within a
+        third of ``lease``, sets it back to ``watchdog_timeout``. Errors as for :meth:`release`, plus ``ValueError`` for a
         bad lease."""
         holds = self._holds.get(_task())
         if not holds:
