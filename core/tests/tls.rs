@@ -174,6 +174,15 @@ async fn plain_text_and_tls_mixed_up_are_connection_errors() {
         connect(&plain_port, TlsOptions::new().ca_file(&pki.ca)).await,
         "plain-text port",
     );
+    // The same through a lazily connected client (Python's): its first call connects, and its
+    // error says why, not only that no reply came (a user trial found the latter).
+    let lazy = Client::builder(&plain_port)
+        .tls(TlsOptions::new().ca_file(&pki.ca))
+        .network_timeout(Duration::from_secs(1))
+        .build_lazy()
+        .unwrap();
+    let e = within(BOUND, lazy.lock("x").locked()).await.unwrap_err();
+    assert_tls_error(Err(e), "plain-text port");
     // TLS options on a redis:// URL are refused before connecting.
     let e = Client::builder(&server.url())
         .tls(TlsOptions::new().ca_file(&pki.ca))

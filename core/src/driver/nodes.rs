@@ -198,7 +198,13 @@ async fn call_once_more(
     };
     match select(Box::pin(attempts), sleep).await {
         Either::Left(((result, retried), _)) => (labelled(transport.label(), result), retried),
-        Either::Right(_) => (Err(timed_out(transport.label(), request, timeout)), false),
+        Either::Right(_) => {
+            let error = match transport.stalled() {
+                Some(why) => Error::connection(format!("{}: {why}", transport.label())),
+                None => timed_out(transport.label(), request, timeout),
+            };
+            (Err(error), false)
+        }
     }
 }
 

@@ -51,6 +51,13 @@ pub trait Transport: MaybeSend + 'static {
     fn is_cluster(&self) -> bool {
         false
     }
+
+    /// Why a call that got no reply within the driver's timeout got none, when the transport
+    /// knows better than "no reply" (a TLS connection still waiting for the server's side of
+    /// the handshake: a plain-text port). Default `None`.
+    fn stalled(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A live subscription to one unlock channel. Dropping it unsubscribes (when it was the last).

@@ -260,6 +260,13 @@ impl Reconnecting {
         Ok(live)
     }
 
+    /// `true` while a connection to a TLS address (a fixed one) is being made, its handshake
+    /// included.
+    pub(crate) fn is_connecting_tls(&self) -> bool {
+        let tls = matches!(&self.source, Source::Fixed(spec) if spec.tls_name().is_some());
+        tls && self.connecting.try_lock().is_err()
+    }
+
     /// Forgets connection `id` (broken, timed out, or the node is no longer the master).
     pub(crate) fn invalidate(&self, id: u64) {
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());

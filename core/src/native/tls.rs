@@ -179,6 +179,15 @@ fn io_kind(e: &redis::RedisError) -> Option<std::io::ErrorKind> {
     inner.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
 }
 
+/// Why a TLS connection got no answer within the network timeout (redis-rs' connection
+/// timeout covers the TCP connect and the handshake).
+const NO_HANDSHAKE: &str = "no answer to the TLS handshake within the network timeout: is this a plain-text port (use redis:// there), or does the server require a client certificate (mutual TLS) that was not given or not trusted?";
+
+/// What a call on a TLS connection still being made when the call's time ran out says.
+pub(crate) fn no_handshake() -> String {
+    format!("TLS: {NO_HANDSHAKE}")
+}
+
 /// A message naming why a TLS connection to `host` failed, or `None` if `e` is not a TLS
 /// failure.
 pub(crate) fn describe_failure(e: &redis::RedisError, host: &str) -> Option<String> {
@@ -194,7 +203,7 @@ pub(crate) fn describe_failure(e: &redis::RedisError, host: &str) -> Option<Stri
             // Also what a refused client certificate can look like: redis-rs can miss the
             // close that follows it (its request raced the close; see connection.rs), and
             // then its first command waits out the timeout.
-            _ if e.is_timeout() => "no answer to the TLS handshake within the network timeout: is this a plain-text port (use redis:// there), or does the server require a client certificate (mutual TLS) that was not given or not trusted?",
+            _ if e.is_timeout() => NO_HANDSHAKE,
             _ => return None,
         };
         return Some(format!("TLS: {why}"));

@@ -270,6 +270,10 @@ impl Transport for RedisTransport {
         })
     }
 
+    fn stalled(&self) -> Option<String> {
+        self.conn.is_connecting_tls().then(super::tls::no_handshake)
+    }
+
     fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
         Box::pin(async move {
             let sub = self.subscriber.subscribe(channel).await?;
