@@ -63,6 +63,7 @@ fn build() -> std::io::Result<tokio::runtime::Runtime> {
 /// The runtime of this process, built on first use and rebuilt in a forked child.
 ///
 /// # Errors
+/// `RedisConnectionError` once the interpreter is exiting (the runtime is shut down);
 /// `RuntimeError` when the OS refuses to start the runtime's threads.
 pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
     let pid = pid();
@@ -70,7 +71,9 @@ pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
     if let Some(s) = slot.as_ref() {
         if s.pid == pid {
             if s.runtime.is_none() {
-                return Err(PyRuntimeError::new_err("redlatch: the interpreter is exiting"));
+                return Err(crate::errors::to_py(redlatch::Error::connection(
+                    "the interpreter is exiting: redlatch's runtime is shut down",
+                )));
             }
             return Ok(s.handle.clone());
         }
@@ -89,6 +92,13 @@ pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
         handle: handle.clone(),
     });
     Ok(handle)
+}
+
+/// `true` once [`shutdown_runtime`] stopped this process's runtime.
+fn exiting() -> bool {
+    let slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    slot.as_ref()
+        .is_some_and(|s| s.pid == pid() && s.runtime.is_none())
 }
 
 /// The `atexit` hook (registered by `redlatch/__init__.py`): stops this process's runtime
@@ -172,11 +182,21 @@ where
         rx = back;
         match step {
             Ok(out) => return Ok(out),
-            // The task ended without sending: it panicked (or the runtime is shutting down).
+            // The task ended without sending. At exit (`shutdown_runtime` dropped it while a
+            // daemon thread waited) the thread stays blocked, GIL released, as in any other
+            // blocking call, until the process ends: returning would run Python code in a
+            // finalizing interpreter (an exception and a half-printed traceback at every
+            // exit, found by a user trial). Otherwise the task panicked (a bug): the outcome
+            // is unknown, as after a lost connection.
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(PyRuntimeError::new_err(
-                    "redlatch: background task failed (panicked or runtime shut down)",
-                ))
+                if exiting() {
+                    py.detach(|| loop {
+                        std::thread::park();
+                    });
+                }
+                return Err(crate::errors::to_py(redlatch::Error::connection(
+                    "the call could not finish: its task failed",
+                )));
             }
             Err(RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
