@@ -14,7 +14,6 @@ use napi_derive::napi;
 use redlatch::protocol::quorum;
 use redlatch::{Config, Error, ErrorKind, Transport};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What `connect` needs, kept from the constructor.
 pub(crate) struct Plan {
@@ -44,10 +43,9 @@ impl Plan {
 /// The core's settings from `options` (integer ms; checked).
 pub(crate) fn config(options: &ClientOptions) -> napi::Result<Config> {
     let mut config = Config::default();
+    // The core checks the watchdog timeout's minimum (`Config::validate`), with the words
+    // the wasm entry's and every binding's error has.
     if let Some(d) = opt_millis("watchdogTimeoutMs", options.watchdog_timeout_ms, false)? {
-        if d < Duration::from_millis(3) {
-            return Err(invalid("watchdogTimeoutMs must be at least 3 ms"));
-        }
         config.watchdog_timeout = d;
     }
     if let Some(d) = opt_millis("networkTimeoutMs", options.network_timeout_ms, false)? {

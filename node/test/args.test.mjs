@@ -84,3 +84,19 @@ for (const entry of ENTRIES) {
     })
   })
 }
+
+// The core checks client options for both entries, so the words are the same too (a user trial
+// found "watchdogTimeoutMs must be at least 3 ms" from the native entry and "watchdog timeout
+// must be at least 3 ms" from the wasm one).
+test('both entries refuse a client option with the same message', async () => {
+  const messages = []
+  for (const entry of ENTRIES) {
+    const error = await entry.connect({ watchdogTimeoutMs: 2 }).then(
+      ({ close }) => close().then(() => null),
+      (e) => e,
+    )
+    assert.ok(error instanceof entry.api.InvalidArgumentError, `${entry.name}: ${error}`)
+    messages.push(error.message)
+  }
+  assert.equal(new Set(messages).size, 1, messages.join(' / '))
+})

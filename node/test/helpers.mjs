@@ -58,8 +58,14 @@ export const ENTRIES = [
     async quorum(urls, options) {
       const conns = urls.map((u) => redis(u))
       const transports = conns.map((c) => wasm.fromIoredis(c))
-      const client =
-        urls.length === 1 ? wasm.createClient(transports[0], options) : wasm.createQuorumClient(transports, options)
+      let client
+      try {
+        client =
+          urls.length === 1 ? wasm.createClient(transports[0], options) : wasm.createQuorumClient(transports, options)
+      } catch (err) {
+        for (const c of conns) c.disconnect()
+        throw err
+      }
       return {
         client,
         close: async () => {
