@@ -9,7 +9,8 @@
 //! Hand-off: a client that has just released a lock to a listening waiter holds back its own
 //! next acquire of that lock for `Config::handoff_grace` (2 ms). The releaser needs no
 //! wake-up, so without this it wins nearly every race against waiters in other processes and
-//! starves them.
+//! starves them. Waiters of one client wait in a line (`line.rs`); a new acquire of a lease
+//! lock with waiters of its client in line queues behind them instead.
 //!
 //! Errors: an attempt that fails on a connection error or misses the quorum is rolled back on
 //! the nodes that granted it or did not answer (Redlock step 5, in the background: see
@@ -103,14 +104,27 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     let cleanups = Cleanups::new(engine.nodes.len());
     let rt = &engine.runtime;
     let deadline = wait.map(|w| rt.now() + w);
-    // Anti-barging: right after handing this lock to a waiter, let the waiter have it.
+    let mut waker: Option<Waker> = None;
+    // Anti-barging. A lease lock with waiters in this client's line: take the last place
+    // instead of trying first (they are served in order; line.rs). Else, right after handing
+    // the lock to a waiter (possibly in another process), let the waiter have it.
     if wait != Some(Duration::ZERO) {
-        if let Some(pause) = engine.handoff_pause(&spec.name) {
+        let pause = engine.handoff_pause(&spec.name);
+        let channel = holder.channel(&spec.name);
+        if spec.kind == LockKind::Lease && engine.lines.has_waiters(&channel) {
+            let remaining = deadline.map(|d| d.saturating_sub(rt.now()));
+            let mut w = Waker::subscribe(engine, &channel, remaining, true).await;
+            if !w.is_head() {
+                let poll =
+                    timing::busy_retry_delay(-1, engine.config.poll_interval, remaining, random_unit());
+                let _ = select(rt.sleep(poll), Box::pin(w.changed())).await;
+            }
+            waker = Some(w);
+        } else if let Some(pause) = pause {
             rt.sleep(deadline.map_or(pause, |d| pause.min(d.saturating_sub(rt.now()))))
                 .await;
         }
     }
-    let mut waker: Option<Waker> = None;
     let mut error_since: Option<Duration> = None;
     let mut failures = 0u32;
     let mut attempts = 0u32;

@@ -17,8 +17,16 @@
 //! release message. Polls (`Config::poll_interval`) still wake every waiter, so a holder that
 //! never publishes (redis-py) is seen as before.
 //!
+//! A new acquire of a lease lock that finds waiters of its client in the line takes the last
+//! place without trying first: the releaser's own next acquire then waits its turn instead of
+//! pausing for `Config::handoff_grace` and trying past the line (with 8 contenders in one
+//! process, every acquire used to wait at least that pause, 2 ms; now each waits its turn,
+//! about 7 hand-offs). Reentrant locks still try first: the owner may hold the lock already,
+//! and queueing behind waiters that wait for that owner would never end.
+//!
 //! The order holds among one client's waiters; waiters of other clients and processes compete
-//! as before (the releaser's own next acquire holds back for `Config::handoff_grace`).
+//! as before (a client whose line is empty holds its next acquire back for
+//! `Config::handoff_grace` after handing the lock to a waiter, who may be in another process).
 //! Read/write locks keep waking their waiters as before (a write release lets all readers in),
 //! fair locks have a channel per waiter, and semaphores and latches wait elsewhere
 //! (waiting.rs).
@@ -84,6 +92,19 @@ impl Lines {
     }
 }
 
+impl Lines {
+    /// Waiters in the line of `channel` (tests).
+    #[cfg(all(test, feature = "native"))]
+    pub(crate) fn len(&self, channel: &str) -> usize {
+        self.lock().get(channel).map_or(0, VecDeque::len)
+    }
+
+    /// `true` when some waiter of this client is in the line of `channel`.
+    pub(crate) fn has_waiters(&self, channel: &str) -> bool {
+        self.lock().contains_key(channel)
+    }
+}
+
 impl Place {
     /// `true` while this waiter is at the head of its line.
     pub(crate) fn is_head(&self) -> bool {
@@ -139,3 +160,7 @@ impl Drop for Place {
         }
     }
 }
+
+#[cfg(all(test, feature = "native"))]
+#[path = "tests/line.rs"]
+mod tests;

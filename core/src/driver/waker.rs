@@ -77,6 +77,11 @@ impl Waker {
         }
     }
 
+    /// `true` when this waiter is first in its line (or in none).
+    pub(super) fn is_head(&self) -> bool {
+        self.place.as_ref().is_none_or(Place::is_head)
+    }
+
     /// The waiter got the lock: the next one in its line waits for the release message.
     pub(super) fn granted(&mut self) {
         if let Some(place) = self.place.as_mut() {

@@ -127,7 +127,8 @@ impl ClientBuilder {
     }
 
     /// How long this client holds back from re-acquiring a lock it just handed to a waiter
-    /// (anti-barging). Default 2 ms; `Duration::ZERO` disables.
+    /// in another client or process (anti-barging). Default 2 ms; `Duration::ZERO` disables.
+    /// Waiters of this client need none: a new acquire of a lease lock queues behind them.
     pub fn handoff_grace(mut self, grace: Duration) -> Self {
         self.config.handoff_grace = grace;
         self
