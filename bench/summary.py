@@ -11,6 +11,8 @@ the file named by ``REDLATCH_BENCH_ROWS`` while it runs:
 * a target: ``{"target": "python lock p50 <= 1.15x rust lock p50", "row": "python lock",
   "ref": "rust lock", "metric": "p50_us", "max": 1.15}`` (or ``"min"``): the ratio
   ``row.metric / ref.metric`` must stay at or under ``max`` (at or over ``min``);
+* an absolute target: ``{"target": "node hand-off p50 <= 0.5 ms", "row": "node hand-off",
+  "metric": "p50_us", "at_most": 500}`` (or ``"at_least"``): the row's own figure;
 * a note: ``{"note": "load average at start: 1.2 0.9 0.8"}``, printed as is.
 
 Targets are declared by the part that measures their row, so a part added to ``make bench``
@@ -66,6 +68,15 @@ def main() -> int:
     for key, r in rows.items():
         print(f"  {key:<34} {r['ops']:>9.0f} {r['p50_us']:>9.1f} {r['p99_us']:>9.1f} {r.get('n', 0):>8}")
     for t in targets:
+        if "at_most" in t or "at_least" in t:
+            row = rows.get(t["row"])
+            if row is None or t["metric"] not in row:
+                print(f"  [MISS] {t['target']}: no figure (missing row {t['row']})")
+                continue
+            value = float(row[t["metric"]])
+            ok = value <= t["at_most"] if "at_most" in t else value >= t["at_least"]
+            print(f"  [{'PASS' if ok else 'MISS'}] {t['target']}: {value:.1f}")
+            continue
         value = ratio(rows, t)
         if value is None:
             missing = [k for k in (t["row"], t["ref"]) if k not in rows]

@@ -21,8 +21,11 @@
 // - hand-off: one holder, one waiter; time from the holder's release() call to the waiter's
 //   acquire resolving.
 // Yardsticks: ioredis PING, one redlatch call with one round trip (`lock.ttl()`), and the two
-// commands of an acquire + release sent through ioredis with no lock library.
+// commands of an acquire + release sent through ioredis with no lock library, and over a raw
+// socket with no client library at all (the floor of any library over Node's sockets).
 // The machine's load (`uptime`'s 1-minute average) is printed at the start and the end.
+import { appendFileSync } from 'node:fs'
+import net from 'node:net'
 import { loadavg } from 'node:os'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -134,17 +137,72 @@ async function ttlLoop(lib) {
 
 // The floor of any library doing its I/O through ioredis: the two commands of an uncontended
 // acquire + release, with no lock library around them.
+const CAD = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 function ioredisPair() {
   let sha = null
   return {
     label: 'ioredis SET NX + EVALSHA',
     async acquire(name) {
-      sha ??= await redis.script('load', "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end")
+      sha ??= await redis.script('load', CAD)
       const token = `t${++seq}`
       await redis.set(name, token, 'PX', LEASE, 'NX')
       return () => redis.evalsha(sha, 1, name, token)
     },
     close: async () => {},
+  }
+}
+
+// The floor of any Node library: the same two commands over a socket of its own, with no
+// client library at all (RESP encoded by hand, replies counted by their CRLF: `+OK`, `$-1`
+// and `:1` are one line each), no token drawn, one Promise per command. Writes of one tick go
+// out together (corked until the next tick), as a pipelining client would send them.
+async function rawSocketPair() {
+  const { hostname: host, port } = new URL(url)
+  const waiting = []
+  let head = 0
+  const buffer = Buffer.alloc(64 * 1024)
+  const socket = await new Promise((resolve, reject) => {
+    const s = net.connect(
+      {
+        host,
+        port: Number(port),
+        onread: {
+          buffer,
+          callback(n, buf) {
+            for (let i = 0; i < n; i++) if (buf[i] === 10) waiting[head++]()
+            if (head === waiting.length) waiting.length = head = 0
+          },
+        },
+      },
+      () => resolve(s),
+    )
+    s.once('error', reject)
+  })
+  socket.setNoDelay(true)
+  let corked = false
+  const send = (...args) =>
+    new Promise((resolve) => {
+      waiting.push(resolve)
+      if (!corked) {
+        corked = true
+        socket.cork()
+        process.nextTick(() => {
+          corked = false
+          socket.uncork()
+        })
+      }
+      socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`, 'latin1')
+    })
+  const sha = await redis.script('load', CAD)
+  const lease = String(LEASE)
+  return {
+    label: 'raw socket SET NX + EVALSHA',
+    async acquire(name) {
+      const token = `t${++seq}`
+      await send('SET', name, token, 'NX', 'PX', lease)
+      return () => send('EVALSHA', sha, '1', name, token)
+    },
+    close: async () => socket.destroy(),
   }
 }
 
@@ -280,11 +338,12 @@ const ourWasm = wasmAdapter('redlatch/wasm over ioredis')
 const redlockDefault = redlockAdapter('redlock (retryDelay 200)', { retryCount: -1 })
 const redlockFast = redlockAdapter('redlock (retryDelay 10)', { retryCount: -1, retryDelay: 10, retryJitter: 10 })
 const pair = ioredisPair()
+const rawPair = await rawSocketPair()
 
 const rtt = await pingLoop()
 const call = await ttlLoop(ours)
 const callLocal = await ttlLoop(oursLocal)
-const results = await uncontended([ours, oursLocal, redlockDefault, ourWasm, pair])
+const results = await uncontended([ours, oursLocal, redlockDefault, ourWasm, pair, rawPair])
 const loop = monitorEventLoopDelay({ resolution: 1 })
 loop.enable()
 results[ours.label].contended = await contended(ours)
@@ -339,6 +398,32 @@ console.log(`  floor: ioredis EVALSHA compare-and-delete after the same 2 ms idl
 console.log(`event-loop delay during the redlatch contended run: p99 ${ms(loopDuringContention.p99)} ms, max ${ms(loopDuringContention.max)} ms`)
 console.log(`load average ${endLoad} at the end${Number(endLoad) >= 2 ? ' (saturated at the number of cores)' : ''}`)
 
+// With REDLATCH_BENCH_ROWS (set by `make bench`), the rows and targets go to the run's summary
+// too (bench/summary.py): latencies in microseconds.
+const rowsFile = process.env.REDLATCH_BENCH_ROWS
+function exportLine(item) {
+  if (rowsFile) appendFileSync(rowsFile, `${JSON.stringify(item)}\n`)
+}
+function exportRow(row, { ops = 0, p50 = NaN, p99 = NaN, p999, n = 0 }) {
+  const us = (v) => (Number.isFinite(v) ? Number((v * 1000).toFixed(2)) : 0)
+  exportLine({ row, ops: Number(ops.toFixed(1)), p50_us: us(p50), p99_us: us(p99), ...(p999 === undefined ? {} : { p999_us: us(p999) }), n })
+}
+const ROW = { [ours.label]: 'node redlatch', [oursLocal.label]: 'node redlatch (local engine)', [redlockDefault.label]: 'node redlock', [ourWasm.label]: 'node redlatch/wasm', [pair.label]: 'node ioredis pair', [rawPair.label]: 'node raw socket pair (floor)' }
+for (const [label, r] of Object.entries(results)) {
+  if (r.uncontended) exportRow(ROW[label], r.uncontended)
+  if (r.parallel) exportRow(`${ROW[label]}, ${LOOPS} loops`, { ops: r.parallel.ops })
+}
+for (const lib of [ours, oursLocal]) {
+  const r = results[lib.label]
+  const name = ROW[lib.label]
+  exportRow(`${name} hand-off`, r.handoff)
+  exportRow(`${name} contended`, r.contended)
+  exportLine({ target: `${name} sequential >= 1.1x node redlock (ops)`, row: name, ref: 'node redlock', metric: 'ops', min: 1.1 })
+  exportLine({ target: `${name} ${LOOPS} loops >= 1.2x node redlock (ops)`, row: `${name}, ${LOOPS} loops`, ref: `node redlock, ${LOOPS} loops`, metric: 'ops', min: 1.2 })
+  exportLine({ target: `${name} hand-off p50 <= 500 us`, row: `${name} hand-off`, metric: 'p50_us', at_most: 500 })
+  exportLine({ target: `${name} contended wait p99.9 <= 10000 us`, row: `${name} contended`, metric: 'p999_us', at_most: 10000 })
+}
+
 /** PASS/MISS against the targets of issue #15 item 1, for one engine's rows. */
 function targets(label) {
   const mine = results[label]
@@ -353,8 +438,17 @@ function targets(label) {
   console.log(`\ntargets (issue #15 item 1), ${label}`)
   for (const [what, ok] of checks) console.log(`  ${ok ? 'PASS' : 'MISS'}  ${what}`)
 }
+// Where the targets sit against the floor of this run: no library over Node's sockets can be
+// faster than the raw socket pair, so a target above its ratio is out of reach here.
+const floor = results[rawPair.label]
+const floorSeq = floor.uncontended.ops / theirs.uncontended.ops
+const floorPar = floor.parallel.ops / theirs.parallel.ops
+console.log(
+  `\nfloor (the raw socket pair, no library): sequential ${floorSeq.toFixed(2)}x redlock (target 1.1x ${floorSeq >= 1.1 ? 'within reach' : 'above the floor in this run'}), ` +
+    `${LOOPS} loops ${floorPar.toFixed(2)}x redlock (target 1.2x ${floorPar >= 1.2 ? 'within reach' : 'above the floor in this run'})`,
+)
 targets(ours.label)
 targets(oursLocal.label)
 
-for (const lib of [ours, oursLocal, ourWasm]) await lib.close()
+for (const lib of [ours, oursLocal, ourWasm, rawPair]) await lib.close()
 redis.quit()
