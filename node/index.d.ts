@@ -279,6 +279,12 @@ export interface DeploymentWarning {
 }
 
 /**
+ * Throws the core's refusal of `what` (`"release"`, `"extend"`) on a hold of lock `name` that
+ * was released through this handle (its entry retired: module docs).
+ */
+export declare function holdRefusal(what: string, name: string): void
+
+/**
  * Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id, kind,
  * a, b, c, text)` settles call `id` for the tokio engine (the local one hands its results
  * back from each entry: host.rs); `kick()` asks for `localDrain(out)` soon, when a local

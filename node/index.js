@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.NativeClient = nativeBinding.NativeClient
 module.exports.NativePermitSemaphore = nativeBinding.NativePermitSemaphore
 module.exports.NativeSemaphore = nativeBinding.NativeSemaphore
+module.exports.holdRefusal = nativeBinding.holdRefusal
 module.exports.installLocal = nativeBinding.installLocal
 module.exports.localDrain = nativeBinding.localDrain
 module.exports.localSocketData = nativeBinding.localSocketData

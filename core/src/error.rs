@@ -66,6 +66,24 @@ impl Error {
         }
     }
 
+    /// The refusal of `what` (`"release"`, `"extend"`) on a hold of lock `name` that its owner
+    /// does not have any more, for `reason`: [`ErrorKind::LockLost`] when its lease ran out,
+    /// else [`ErrorKind::NotOwned`]. Bindings that retire a released hold's handle early
+    /// answer later calls on it with this (`Reason::NeverHeld`), as the core would.
+    pub fn hold_refused(what: &str, name: &str, reason: Reason) -> Self {
+        let why = match reason {
+            Reason::Deleted => "the key is gone",
+            Reason::Taken => "another owner holds it",
+            Reason::Expired => "its lease ran out",
+            Reason::NeverHeld => "this hold was already released",
+        };
+        Self::not_owned(
+            reason == Reason::Expired,
+            reason,
+            format!("cannot {what} lock {name:?}: not held by this owner ({why})"),
+        )
+    }
+
     /// The error for an error reply of Redis with text `reply` (e.g. `"NOPERM ..."`), its
     /// kind decided by [`redis_error_kind`]. Redis' own `WRONGTYPE` text (a command in a
     /// script meeting a key of another type, followed by the script's SHA and line) is

@@ -335,8 +335,8 @@ class NativeEngineLock {
       (id) =>
         raw.acquire(this.#name, this.#kind, this.#leaseMs, this.#fenced, this.#fenceTtlMs, waitMs, owner, ticket, id, out),
       (hold, token, leaseMs) => {
-        const engineHold = new NativeEngineHold(raw, hold, Number.isNaN(token) ? null : token, leaseMs)
-        holds.register(engineHold, hold)
+        const engineHold = new NativeEngineHold(raw, holds, hold, this.#name, Number.isNaN(token) ? null : token, leaseMs)
+        holds.register(engineHold, hold, engineHold)
         return engineHold
       },
     )
@@ -361,15 +361,29 @@ const CLOSED_BY_CLIENT = 2
 const HELD = 4
 const REASONS = [null, 'expired', 'taken', 'deleted']
 
+// A hold released through its handle leaves the client's table at once (../src/held.rs) and
+// is no longer watched for collection: the registry's callbacks for many released holds ran
+// in one burst after a major collection and stalled the event loop. Later calls through the
+// handle get the core's answers: "already released" (`holdRefusal`), owned() false.
 class NativeEngineHold {
   #raw
+  #holds
   #hold
+  #name
+  #retired = false
 
-  constructor(raw, hold, fencingToken, leaseMs) {
+  constructor(raw, holds, hold, name, fencingToken, leaseMs) {
     this.#raw = raw
+    this.#holds = holds
     this.#hold = hold
+    this.#name = name
     this.fencingToken = fencingToken
     this.leaseMs = leaseMs
+  }
+
+  #retire() {
+    this.#retired = true
+    this.#holds.unregister(this)
   }
 
   get lost() {
@@ -389,18 +403,24 @@ class NativeEngineHold {
   }
 
   watch(onEnd) {
-    this.#raw.watch(this.#hold, onEnd)
+    if (!this.#retired) this.#raw.watch(this.#hold, onEnd)
   }
 
   release(scopeEnd) {
-    return call((id) => this.#raw.release(this.#hold, scopeEnd, id, out), discard)
+    if (this.#retired) return call(() => native.holdRefusal('release', this.#name))
+    return call(
+      (id) => this.#raw.release(this.#hold, scopeEnd, id, out),
+      () => this.#retire(),
+    )
   }
 
   extend(leaseMs) {
+    if (this.#retired) return call(() => native.holdRefusal('extend', this.#name))
     return call((id) => this.#raw.extend(this.#hold, leaseMs, id, out), discard)
   }
 
   owned() {
+    if (this.#retired) return Promise.resolve(false)
     return call((id) => this.#raw.owned(this.#hold, id, out))
   }
 }

@@ -158,6 +158,19 @@ impl Shared {
     pub(crate) fn hold(&self, hold: f64) -> Option<Arc<HoldSlot>> {
         locked(&self.holds).get(&(hold as u64)).cloned()
     }
+
+    /// Removes hold `id` from the table if it is still `slot` (released: held.rs).
+    pub(crate) fn retire_hold(&self, id: u64, slot: &Arc<HoldSlot>) {
+        let retired = {
+            let mut holds = locked(&self.holds);
+            match holds.get(&id) {
+                Some(s) if Arc::ptr_eq(s, slot) => holds.remove(&id),
+                _ => None,
+            }
+        };
+        // Dropped outside the table's lock.
+        drop(retired);
+    }
 }
 
 /// Connection(s) to Redis: one node (or a Sentinel master), a Redlock quorum of independent

@@ -7,10 +7,16 @@
 //! that `release()` may be called again, and goes on in the background after a scope's
 //! release (`scopeEnd`, the core's `release_final`). `client.close()` is the core's
 //! `Client::close`: it releases every guard still held, lets go of the connections and
-//! makes later calls fail with "the client is closed". The entry stays in the table after a
-//! release, so a second release says "already released"; `dropHold` removes it when the
-//! JavaScript object is garbage-collected, and a guard never released is released by the
-//! core in the background.
+//! makes later calls fail with "the client is closed".
+//!
+//! A release that succeeds retires the hold's entry, and the facade's engine then stops
+//! watching the hold's JavaScript object for collection: a program that drops many released
+//! holds paid one `FinalizationRegistry` callback and one `dropHold` call per hold, all in one
+//! task after a major collection (16,000 of them stalled the event loop 19 ms in the
+//! contended benchmark, the slowest 0.1 % of its waits). Later calls through that handle get
+//! the core's own answers (`holdRefusal`: "already released"). `dropHold` removes the entry
+//! of a hold whose object was collected without a release, which the core then releases in
+//! the background.
 //!
 //! Loss reporting, only for holds someone watches (the facade asks with `watch(hold, onEnd)`
 //! when a program first reads `held.signal`, so a plain acquire + release pays for no
@@ -87,12 +93,16 @@ impl NativeClient {
         out: Scratch<'_>,
     ) -> napi::Result<Option<String>> {
         let slot = self.shared.hold(hold).ok_or_else(unknown_hold)?;
+        let shared = self.shared.clone();
         Ok(self.shared.driver.call(out, id, async move {
             let result = if scope_end {
                 slot.guard.release_final().await
             } else {
                 slot.guard.release().await
             };
+            if result.is_ok() {
+                shared.retire_hold(hold as u64, &slot);
+            }
             result.map(|()| Value::Unit)
         }))
     }
@@ -173,4 +183,15 @@ impl NativeClient {
         // Dropped outside the table's lock: the guard's drop starts the background release.
         drop(slot);
     }
+}
+
+/// Throws the core's refusal of `what` (`"release"`, `"extend"`) on a hold of lock `name` that
+/// was released through this handle (its entry retired: module docs).
+#[napi]
+pub fn hold_refusal(what: String, name: String) -> napi::Result<()> {
+    Err(crate::error::to_napi(Error::hold_refused(
+        &what,
+        &name,
+        Reason::NeverHeld,
+    )))
 }

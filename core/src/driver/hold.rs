@@ -67,21 +67,7 @@ impl Hold {
     }
 
     pub(super) fn refused(&self, what: &str, reason: Reason) -> Error {
-        let why = match reason {
-            Reason::Deleted => "the key is gone",
-            Reason::Taken => "another owner holds it",
-            Reason::Expired => "its lease ran out",
-            Reason::NeverHeld => "this hold was already released",
-        };
-        let lost = reason == Reason::Expired;
-        Error::not_owned(
-            lost,
-            reason,
-            format!(
-                "cannot {what} lock {:?}: not held by this owner ({why})",
-                self.name
-            ),
-        )
+        Error::hold_refused(what, &self.name, reason)
     }
 
     pub(super) fn unwatch(&self) {
