@@ -31,6 +31,7 @@ mod options;
 pub use client::NativeClient;
 pub use deployment::{DeploymentWarning, TlsOptions};
 pub use family::{NativePermitSemaphore, NativeSemaphore};
+pub use held::hold_refusal;
 pub use local::{
     install_local, local_drain, local_socket_data, local_socket_end, local_socket_open, local_timer,
 };
