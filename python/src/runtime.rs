@@ -20,8 +20,10 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::PyResult;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
-use std::sync::Mutex;
+use std::sync::{Mutex, Once};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -78,6 +80,7 @@ pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
             return Ok(s.handle.clone());
         }
     }
+    quiet_panics_at_exit();
     // A runtime from the parent process: its threads do not exist here. Dropping it would
     // wait for them forever, so it is leaked on purpose.
     if let Some(parent) = slot.take() {
@@ -94,11 +97,39 @@ pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
     Ok(handle)
 }
 
-/// `true` once [`shutdown_runtime`] stopped this process's runtime.
+/// Set by [`shutdown_runtime`]: the interpreter is exiting (a forked child starts again at
+/// `false`: it forks before any exit hook ran).
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// `true` once [`shutdown_runtime`] began to stop this process's runtime.
 fn exiting() -> bool {
-    let slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
-    slot.as_ref()
-        .is_some_and(|s| s.pid == pid() && s.runtime.is_none())
+    EXITING.load(Ordering::Acquire)
+}
+
+/// Stops the calling thread for good, GIL released: a daemon thread still inside a call when
+/// the interpreter exits (only daemon threads run then; `threading` joined the others before
+/// the exit hooks), as in any other blocking call. Returning would run Python code in a
+/// finalizing interpreter: an exception and a half-printed traceback at every exit.
+fn park_for_exit(py: pyo3::Python<'_>) -> ! {
+    py.detach(|| loop {
+        std::thread::park();
+    })
+}
+
+/// Keeps panics quiet once the interpreter exits: a daemon thread still polling a call then
+/// meets the runtime being shut down (tokio panics on a timer of a runtime that is shutting
+/// down), and [`park_for_exit`] stops it; the message would only be noise at every exit.
+/// Other panics print as before (the previous hook).
+fn quiet_panics_at_exit() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !exiting() {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// The `atexit` hook (registered by `redlatch/__init__.py`): stops this process's runtime
@@ -109,7 +140,10 @@ pub(crate) fn shutdown_runtime(py: pyo3::Python<'_>) {
     let runtime = {
         let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
         match slot.as_mut() {
-            Some(s) if s.pid == pid() => s.runtime.take(),
+            Some(s) if s.pid == pid() => {
+                EXITING.store(true, Ordering::Release);
+                s.runtime.take()
+            }
             _ => None,
         }
     };
@@ -160,8 +194,17 @@ where
     // First on this thread, with the GIL released: an uncontended call does its socket I/O
     // here and is done without waking any thread (see `redlatch::blocking::poll_here`).
     let mut fut = Box::pin(fut);
-    if let Poll::Ready(out) = py.detach(|| redlatch::blocking::poll_here(fut.as_mut(), rt)) {
-        return Ok(out);
+    let first = py.detach(|| {
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            redlatch::blocking::poll_here(fut.as_mut(), rt)
+        }))
+    });
+    match first {
+        Ok(Poll::Ready(out)) => return Ok(out),
+        Ok(Poll::Pending) => {}
+        // The runtime was shut down under this call: the interpreter is exiting.
+        Err(_) if exiting() => park_for_exit(py),
+        Err(panic) => std::panic::resume_unwind(panic),
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let task = rt.spawn(async move {
@@ -190,9 +233,7 @@ where
             // is unknown, as after a lost connection.
             Err(RecvTimeoutError::Disconnected) => {
                 if exiting() {
-                    py.detach(|| loop {
-                        std::thread::park();
-                    });
+                    park_for_exit(py);
                 }
                 return Err(crate::errors::to_py(redlatch::Error::connection(
                     "the call could not finish: its task failed",
