@@ -138,7 +138,8 @@ typedef struct redlatch_client_options {
     // 0 = 30000 ms. At least 3 ms.
     uint64_t watchdog_timeout_ms;
     // Timeout of each command and connection attempt; also how long repeated errors are
-    // retried while waiting before the error is returned. 0 = 3000 ms.
+    // retried by a wait without an end before the error is returned (a wait with one
+    // retries them until it ends). 0 = 3000 ms.
     uint64_t network_timeout_ms;
     // Quorum mode: timeout of one request to one node. 0 = min(lease / 20, 250 ms).
     uint64_t node_timeout_ms;

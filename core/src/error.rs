@@ -94,11 +94,10 @@ impl Error {
         if reply.starts_with(REDIS_WRONGTYPE) {
             return Self::new(ErrorKind::KeyConflict, KEY_OF_ANOTHER_TYPE);
         }
-        match redis_error_kind(&reply) {
-            // The one error reply that is a Connection error: `WRONGPASS`.
-            ErrorKind::Connection => Self::auth_refused(),
-            kind => Self::new(kind, reply),
+        if reply.trim_start().to_ascii_uppercase().starts_with("WRONGPASS") {
+            return Self::auth_refused();
         }
+        Self::new(redis_error_kind(&reply), reply)
     }
 
     /// The server refused the URL's user name or password: `Connection`, one message whatever

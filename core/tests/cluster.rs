@@ -259,3 +259,92 @@ async fn lone_calls_after_killed_node_connections_get_the_truth() {
     }
     within(BOUND, guard.release()).await.unwrap();
 }
+
+/// Waits until a node other than `old` serves `slot` (asking the live nodes), for a test that
+/// killed `old`.
+async fn until_promoted(cluster: &Arc<RedisCluster>, slot: u16, old: u16) {
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        // A live node that is a master and lists `slot` among its own ranges.
+        let serves = |n: &redlatch_fleet::RedisServer| {
+            n.cli(&["ROLE"]).is_ok_and(|r| r.starts_with("master"))
+                && n.cli(&["CLUSTER", "NODES"]).is_ok_and(|nodes| {
+                    nodes.lines().filter(|l| l.contains("myself")).any(|l| {
+                        l.split_whitespace().skip(8).any(|range| {
+                            let mut ends = range.split('-').map(|x| x.parse::<u16>());
+                            match (ends.next(), ends.next()) {
+                                (Some(Ok(a)), Some(Ok(b))) => (a..=b).contains(&slot),
+                                (Some(Ok(a)), None) => a == slot,
+                                _ => false,
+                            }
+                        })
+                    })
+                })
+        };
+        while std::time::Instant::now() < deadline {
+            if c.nodes()
+                .iter()
+                .any(|n| n.port() != old && n.is_running() && serves(n))
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let live = c
+            .nodes()
+            .iter()
+            .find(|n| n.port() != old && n.is_running())
+            .unwrap();
+        panic!(
+            "no replica took over slot {slot} within 30 s: {}",
+            live.cli(&["CLUSTER", "NODES"]).unwrap_or_default()
+        );
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
+    // A user trial: waiters failed with CLUSTERDOWN or a raw MOVED (kind Redis) about 3 s into
+    // their 30 s wait when the slot's master was killed, while the holder kept the lock.
+    let cluster = Arc::new(RedisCluster::start().unwrap());
+    let holder = cluster_client(&cluster).await;
+    let waiters = cluster_client(&cluster).await;
+    let name = "killed-master-lock".to_owned();
+    let slot = cluster.slot_of(&name).unwrap();
+    let held = within(BOUND, holder.lock(&name).lease(Duration::from_secs(60)).acquire())
+        .await
+        .unwrap();
+    let n = name.clone();
+    let waiter = tokio::spawn(async move { waiters.lock(&n).wait(Duration::from_secs(40)).acquire().await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let old = cluster.master_of(slot).unwrap();
+    let old_port = old.port();
+    old.kill().unwrap();
+    until_promoted(&cluster, slot, old_port).await;
+    assert!(
+        !waiter.is_finished(),
+        "the waiter still waits: {:?}",
+        waiter.await
+    );
+
+    // The holder's release goes through once the cluster has its new master (the lock was
+    // replicated before the kill, or it is gone: either way it is free after this).
+    within(BOUND, async {
+        while let Err(e) = held.release().await {
+            if e.kind().is_not_owned() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    let g = within(BOUND, waiter)
+        .await
+        .unwrap()
+        .expect("the waiter acquires after the failover and the release");
+    g.release().await.unwrap();
+}

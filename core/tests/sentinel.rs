@@ -83,6 +83,72 @@ async fn resolves_the_master_and_follows_a_failover() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
+    // A user trial: waiters failed with "no master" about 3 s into their 40 s wait when the
+    // master was killed, while the holder kept the lock through the failover.
+    let group = Arc::new(group(false));
+    let holder = client(&group, 0).await;
+    let waiters = client(&group, 0).await;
+    let held = within(
+        BOUND,
+        holder.lock("s-kill").lease(Duration::from_secs(30)).acquire(),
+    )
+    .await
+    .unwrap();
+    let master = group.master().unwrap();
+    let replica = 1 - master;
+    for _ in 0..100 {
+        if group.data_cli(replica, &["EXISTS", "s-kill"]).unwrap() == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waiter = tokio::spawn(async move {
+        waiters
+            .lock("s-kill")
+            .wait(Duration::from_secs(45))
+            .acquire()
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    group.data[master].kill().unwrap();
+    let g = group.clone();
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while g.master().ok() != Some(replica)
+            || !g.data_cli(replica, &["ROLE"]).unwrap().starts_with("master")
+        {
+            assert!(Instant::now() < deadline, "no failover within 40 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        !waiter.is_finished(),
+        "the waiter still waits: {:?}",
+        waiter.await
+    );
+
+    // The holder's release reaches the new master (retried while the client follows it).
+    within(BOUND, async {
+        while let Err(e) = held.release().await {
+            if e.kind().is_not_owned() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    let g = within(BOUND, waiter)
+        .await
+        .unwrap()
+        .expect("the waiter acquires after the failover and the release");
+    g.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_credentials_are_checked_and_not_shown() {
     let group = group(false);
     let e = within(

@@ -10,7 +10,7 @@ export * from './facade/index.js'
 export interface ClientOptions {
   /** Lease of locks acquired without `leaseMs` (watchdog mode), renewed every third of it. Default 30000; at least 3. */
   watchdogTimeoutMs?: number
-  /** Timeout of one command and of connecting; also how long errors are retried while waiting. Default 3000. */
+  /** Timeout of one command and of connecting; also how long errors are retried by a wait without `waitMs` (one with `waitMs` retries them until it ends). Default 3000. */
   networkTimeoutMs?: number
   /** Quorum mode: per-node timeout. Default `min(lease / 20, 250)`. */
   nodeTimeoutMs?: number

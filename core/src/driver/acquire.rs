@@ -14,10 +14,11 @@
 //!
 //! Errors: an attempt that fails on a connection error or misses the quorum is rolled back on
 //! the nodes that granted it or did not answer (Redlock step 5, in the background: see
-//! `rollback.rs`), then retried after a full-jitter back-off. Errors that persist for
-//! `network_timeout` are returned even when the wait is longer, so no call hangs on an
-//! unreachable Redis; errors that retrying cannot cure (a missing ACL permission, out of
-//! memory, a key that holds application data) are returned at once.
+//! `rollback.rs`), then retried after a full-jitter back-off until the wait ends, so a waiter
+//! rides out a failover shorter than its wait; a wait without an end returns errors that
+//! persist for `network_timeout`, so no call hangs on an unreachable Redis; errors that
+//! retrying cannot cure (a missing ACL permission, out of memory, a key that holds
+//! application data) are returned at once (`timing::wait_ends_on_error`).
 //!
 //! A busy answer to the plain `SET NX PX` of a first attempt says nothing about the key: when
 //! that is the only attempt (a wait of 0), the script form runs once more to learn whether the
@@ -207,7 +208,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 // A wrong kind of client for the deployment (a Cluster node on a plain client),
                 // a bad name, a refused permission or a key conflict is not cured by retrying.
                 let permanent = error.kind().is_permanent();
-                if permanent || out_of_time || now - since >= engine.config.network_timeout {
+                let finite = deadline.is_some();
+                let network_timeout = engine.config.network_timeout;
+                if timing::wait_ends_on_error(permanent, out_of_time, finite, now - since, network_timeout) {
                     return Err(error);
                 }
                 tracing::debug!(lock = %spec.name, error = %error, "acquire attempt failed; retrying");

@@ -47,7 +47,8 @@ pub struct Config {
     /// Lease of locks acquired without one; renewed every third of it. Default 30 s.
     pub watchdog_timeout: Duration,
     /// Timeout of one command on a single-node client, and how long consecutive errors are
-    /// retried while waiting before the error is returned. Default 3 s.
+    /// retried by a wait without an end before the error is returned (a wait with one
+    /// retries them until it ends). Default 3 s.
     pub network_timeout: Duration,
     /// Per-node timeout in quorum mode; `None` = `min(lease / 20, 250 ms)`.
     pub node_timeout: Option<Duration>,

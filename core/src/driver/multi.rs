@@ -193,8 +193,9 @@ pub(crate) async fn acquire(
             }
             Outcome::Failed(error) => {
                 let since = *error_since.get_or_insert(started);
-                if error.kind().is_permanent() || out_of_time || now - since >= engine.config.network_timeout
-                {
+                let (permanent, finite) = (error.kind().is_permanent(), deadline.is_some());
+                let network_timeout = engine.config.network_timeout;
+                if timing::wait_ends_on_error(permanent, out_of_time, finite, now - since, network_timeout) {
                     return Err(error);
                 }
                 tracing::debug!(error = %error, "multi-lock attempt failed; retrying");

@@ -5,8 +5,9 @@
 //! `redisson_sc:{N}` or latch channel) and tries again at once, so a release between the
 //! attempt and the subscription is not missed; afterwards it sleeps until a message arrives or
 //! a jittered poll interval passes (clients that do not publish are still seen). Errors are
-//! retried with full-jitter back-off while they persist for less than the network timeout;
-//! permanent ones (ACL, OOM, a key of another type) are returned at once.
+//! retried with full-jitter back-off until the wait ends (without an end: while they persist
+//! for less than the network timeout); permanent ones (ACL, OOM, a key of another type) are
+//! returned at once (`timing::wait_ends_on_error`).
 
 use super::transport::random_unit;
 use super::waker::Waker;
@@ -101,17 +102,16 @@ impl Waiter {
         true
     }
 
-    /// After a failed attempt that started at `started`: `Err` when waiting must end (a
-    /// permanent error, the deadline, or errors persisting for the network timeout); else
-    /// sleeps a back-off and returns `Ok`.
+    /// After a failed attempt that started at `started`: `Err` when waiting must end
+    /// (`timing::wait_ends_on_error`: a permanent error, the deadline, or, without one, errors
+    /// persisting for the network timeout); else sleeps a back-off and returns `Ok`.
     pub(crate) async fn failed(&mut self, error: Error, started: Duration) -> Result<()> {
         let now = self.engine.now();
         let since = *self.error_since.get_or_insert(started);
         let remaining = self.remaining();
-        if error.kind().is_permanent()
-            || remaining == Some(Duration::ZERO)
-            || now - since >= self.engine.config.network_timeout
-        {
+        let (permanent, out_of_time) = (error.kind().is_permanent(), remaining == Some(Duration::ZERO));
+        let (finite, network_timeout) = (self.deadline.is_some(), self.engine.config.network_timeout);
+        if timing::wait_ends_on_error(permanent, out_of_time, finite, now - since, network_timeout) {
             return Err(error);
         }
         tracing::debug!(channel = %self.channel, error = %error, "attempt failed; retrying");

@@ -7,7 +7,10 @@ use super::ErrorKind;
 /// Valkey's `ERR ACL failure in script: ...` are [`ErrorKind::NoPermission`]; `OOM ...` is [`ErrorKind::OutOfMemory`]; `WRONGTYPE ...`
 /// (also what redlatch's scripts answer for a key that holds application data) is
 /// [`ErrorKind::KeyConflict`]; `WRONGPASS ...` (credentials refused on connecting) is
-/// [`ErrorKind::Connection`]; anything else is [`ErrorKind::Redis`]. Client libraries may put
+/// [`ErrorKind::Connection`], and so are the replies of a deployment in the middle of a
+/// failover or a slot move, which name no fault of the request and pass when it is sent again
+/// (`CLUSTERDOWN`, `TRYAGAIN`, a `MOVED` or `ASK` redirect the client gave up following,
+/// `MASTERDOWN`, `LOADING`); anything else is [`ErrorKind::Redis`]. Client libraries may put
 /// their own prefix first (redis-rs writes `NoPerm: ...`), so the code is matched
 /// case-insensitively on the first word.
 pub fn redis_error_kind(reply: &str) -> ErrorKind {
@@ -23,6 +26,9 @@ pub fn redis_error_kind(reply: &str) -> ErrorKind {
         "WRONGTYPE" => ErrorKind::KeyConflict,
         // Credentials refused when (re)connecting: reaching the server failed.
         "WRONGPASS" => ErrorKind::Connection,
+        // The deployment is moving (a failover, a slot migration, a restart loading its data):
+        // reaching the node that serves the key failed for now.
+        "CLUSTERDOWN" | "TRYAGAIN" | "MOVED" | "ASK" | "MASTERDOWN" | "LOADING" => ErrorKind::Connection,
         _ if text.contains("The user executing the script can't")
             || text.contains("ACL failure in script") =>
         {
@@ -52,6 +58,11 @@ mod tests {
             ("OOM command not allowed when used memory > 'maxmemory'.", ErrorKind::OutOfMemory),
             ("WRONGTYPE Operation against a key holding the wrong kind of value", ErrorKind::KeyConflict),
             ("WRONGPASS invalid username-password pair or user is disabled.", ErrorKind::Connection),
+            ("CLUSTERDOWN The cluster is down", ErrorKind::Connection),
+            ("MOVED 3300 127.0.0.1:44397", ErrorKind::Connection),
+            ("TRYAGAIN Multiple keys request during rehashing of slot", ErrorKind::Connection),
+            ("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.", ErrorKind::Connection),
+            ("LOADING Redis is loading the dataset in memory", ErrorKind::Connection),
             ("ERR unknown command 'EVALSHA'", ErrorKind::Redis),
             ("BUSY Redis is busy running a script", ErrorKind::Redis),
             ("", ErrorKind::Redis),

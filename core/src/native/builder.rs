@@ -107,7 +107,8 @@ impl ClientBuilder {
     }
 
     /// Timeout of each command on a single node and of each connection attempt; also how
-    /// long consecutive errors are retried while waiting. Default 3 s.
+    /// long consecutive errors are retried by a wait without an end (a wait with one retries
+    /// them until it ends). Default 3 s.
     pub fn network_timeout(mut self, timeout: Duration) -> Self {
         self.config.network_timeout = timeout;
         self

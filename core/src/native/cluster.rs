@@ -216,8 +216,8 @@ impl ClusterTransport {
         if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::CrossSlot) {
             return cross_slot(request);
         }
-        let e = map_error(e, &request.args);
-        Error::new(e.kind(), format!("{}: {}", self.label, e.message()))
+        // Unprefixed: the driver names the node (the cluster's label) in front of every error.
+        map_error(e, &request.args)
     }
 
     /// Renews a batch whose locks live in several slots: one call per slot.

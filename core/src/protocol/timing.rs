@@ -83,6 +83,24 @@ pub fn backoff(attempt: u32, base: Duration, cap: Duration, unit: f64) -> Durati
     exp.min(cap).mul_f64(unit.clamp(0.0, 1.0))
 }
 
+/// Whether a wait ends on an error of an attempt, its errors having persisted since the
+/// attempt that failed first (`erring_for`): at once for a permanent error (retrying cannot
+/// cure it: `ErrorKind::is_permanent`) or when the wait ran out (`out_of_time`); a wait with
+/// an end (`finite`) otherwise retries until that end, so a waiter rides out a failover that
+/// is shorter than its wait (a Cluster master or a Sentinel master killed and replaced takes
+/// seconds); a wait without one gives up once errors have persisted for `network_timeout`,
+/// so no call hangs on an unreachable Redis. Either way a call ends within its wait plus one
+/// network timeout (docs/reliability.md, "Bounded calls").
+pub fn wait_ends_on_error(
+    permanent: bool,
+    out_of_time: bool,
+    finite: bool,
+    erring_for: Duration,
+    network_timeout: Duration,
+) -> bool {
+    permanent || out_of_time || (!finite && erring_for >= network_timeout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

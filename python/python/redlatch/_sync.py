@@ -71,7 +71,8 @@ class Client(ClientBase):
     :param watchdog_timeout: lease of locks acquired without one, renewed every third of it
         while held (default 30 s, at least 0.003 s)
     :param network_timeout: timeout of one command and of each connection attempt; also how
-        long errors are retried while waiting (default 3 s)
+        long errors are retried by a wait without a ``timeout`` (one with a timeout retries
+        them until it ends; default 3 s)
     :param poll_interval: longest pause between attempts while waiting for a busy lock
         (pub/sub usually wakes waiters sooner; default 0.05 s)
     :raises ValueError: a malformed URL or a bad duration

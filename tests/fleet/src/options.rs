@@ -134,6 +134,11 @@ impl ServerOptions {
                 bus.to_string(),
                 "--cluster-node-timeout".into(),
                 "2000".into(),
+                // A replica of a killed master always stands for election: Redis 7.0 replicas
+                // here judged their data too old to fail over (their last interaction with the
+                // master counted from long before the kill) and the slot stayed down.
+                "--cluster-replica-validity-factor".into(),
+                "0".into(),
             ]);
         }
         if let Some(p) = &self.password {
