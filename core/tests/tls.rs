@@ -191,3 +191,41 @@ async fn plain_text_and_tls_mixed_up_are_connection_errors() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_or_key_file_without_pem_content_is_refused_before_connecting() {
+    // A user trial gave an empty CA file, text, or a key as the CA: each was taken, and every
+    // connection then failed "not signed by a trusted CA (give the CA with the TLS CA option)".
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Optional);
+    let url = server.tls_url().unwrap();
+    let dir = std::env::temp_dir().join(format!("redlatch-tls-pem-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.pem");
+    std::fs::write(&empty, "").unwrap();
+    let text = dir.join("text.pem");
+    std::fs::write(&text, "not a pem\n").unwrap();
+    for (ca, says) in [
+        (&empty, "no certificate"),
+        (&text, "no certificate"),
+        (&pki.client_key, "no certificate"),
+    ] {
+        let e = connect(&url, TlsOptions::new().ca_file(ca)).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(
+            e.message().contains("CA PEM") && e.message().contains(says),
+            "{e}"
+        );
+    }
+    let e = Client::builder(&url)
+        .tls(
+            TlsOptions::new()
+                .ca_file(&pki.ca)
+                .client_cert_files(&pki.client_cert, &text),
+        )
+        .build_lazy()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("no private key"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}

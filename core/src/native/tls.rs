@@ -119,20 +119,51 @@ impl TlsOptions {
     /// The certificates for redis-rs, files read now.
     ///
     /// # Errors
-    /// `InvalidArgument` for an unreadable file.
+    /// `InvalidArgument` for an unreadable file, a CA or client certificate PEM without a
+    /// certificate (or with one that does not parse), a client key PEM without a key.
     pub(crate) fn certificates(&self) -> Result<redis::TlsCertificates> {
         let client_tls = match (&self.client_cert, &self.client_key) {
             (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
-                client_cert: cert.load("client certificate")?,
-                client_key: key.load("client key")?,
+                client_cert: certificates_in(cert.load("client certificate")?, "client certificate")?,
+                client_key: private_key_in(key.load("client key")?)?,
             }),
             _ => None,
         };
+        let root_cert = match &self.ca {
+            Some(ca) => Some(certificates_in(ca.load("CA")?, "CA")?),
+            None => None,
+        };
         Ok(redis::TlsCertificates {
             client_tls,
-            root_cert: self.ca.as_ref().map(|ca| ca.load("CA")).transpose()?,
+            root_cert,
         })
     }
+}
+
+/// `pem` back if it holds at least one PEM certificate and nothing unreadable: an empty file
+/// or one with other content would otherwise be taken, and every connection would then fail
+/// with "not signed by a trusted CA" although a CA was given (found by a user trial).
+fn certificates_in(pem: Vec<u8>, what: &str) -> Result<Vec<u8>> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut found = 0;
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        cert.map_err(|e| Error::invalid(format!("the {what} PEM does not parse: {e}")))?;
+        found += 1;
+    }
+    if found == 0 {
+        return Err(Error::invalid(format!(
+            "the {what} PEM holds no certificate (expected -----BEGIN CERTIFICATE-----)"
+        )));
+    }
+    Ok(pem)
+}
+
+/// `pem` back if it holds a private key (PKCS#8, PKCS#1 or SEC1). The key is not shown.
+fn private_key_in(pem: Vec<u8>) -> Result<Vec<u8>> {
+    use rustls::pki_types::{pem::PemObject, PrivateKeyDer};
+    PrivateKeyDer::from_pem_slice(&pem)
+        .map_err(|_| Error::invalid("the client key PEM holds no private key"))?;
+    Ok(pem)
 }
 
 /// Installs rustls's ring provider as the process default once (redis-rs's insecure mode
