@@ -103,8 +103,10 @@ fn not_acquired_is_none(r: redlatch::Result<redlatch::Guard>) -> redlatch::Resul
     }
 }
 
+/// A TTL (whole milliseconds from Redis) in seconds: the double nearest to its decimal form
+/// (5565 ms is 5.565, where `as_secs_f64` adds the parts and gives 5.5649999999999995).
 fn secs(d: Option<Duration>) -> Option<f64> {
-    d.map(|d| d.as_secs_f64())
+    d.map(|d| d.as_millis() as f64 / 1000.0)
 }
 
 #[pymethods]

@@ -89,6 +89,15 @@ def test_extend_replaces_ttl(client: redlatch.Client, name: str) -> None:
         assert ttl is not None and ttl <= 10.0
 
 
+def test_ttl_is_whole_milliseconds_in_seconds(client: redlatch.Client, r: redis.Redis, name: str) -> None:
+    # Redis gives whole milliseconds: 5565 ms reads 5.565, not 5.5649999999999995 (user trial).
+    lock = client.lock(name)
+    for ms in range(5000, 5600, 3):  # some of them read as a long fraction before
+        r.set(name, "t", px=ms)
+        ttl = lock.ttl()
+        assert ttl is not None and ttl == round(ttl, 3), ttl
+
+
 def test_rlock_reenters_within_a_thread(client: redlatch.Client, r: redis.Redis, name: str) -> None:
     rl = client.rlock(name)
     with rl:
