@@ -92,6 +92,8 @@ async fn passwords_stay_out_of_errors_debug_output_and_logs() {
     for url in [
         format!("redis://u:{PASSWORD}@127.0.0.1:1"),
         format!("redis://u:{PASSWORD}@[bad"),
+        format!("http://u:{PASSWORD}@127.0.0.1:6379"),
+        format!("redis://u:{PASSWORD}@127.0.0.1:notaport"),
         format!("redis+sentinel://u:{PASSWORD}@127.0.0.1:1/m"),
         format!("redis+cluster://u:{PASSWORD}@127.0.0.1:1"),
     ] {
@@ -104,6 +106,11 @@ async fn passwords_stay_out_of_errors_debug_output_and_logs() {
         .await;
         let e = result.unwrap_err();
         assert!(!e.to_string().contains(PASSWORD), "{url}: {e}");
+        if url.starts_with("http") || url.ends_with("notaport") {
+            // Says what a Redis URL looks like (a user trial got only "did not parse").
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+            assert!(e.message().contains("expected redis://"), "{e}");
+        }
     }
     // A working client: its Debug output and its logs carry no password and no token.
     let ok = format!("redis://default:the-right-one@127.0.0.1:{}", server.port());

@@ -66,7 +66,7 @@ pub(crate) fn node_spec(url: &str, tls: &TlsOptions) -> Result<NodeSpec> {
     }
     let bad = |e: redis::RedisError| {
         Error::invalid(format!(
-            "bad Redis URL: {}",
+            "bad Redis URL ({}): expected redis://[[user]:password@]host[:port][/db] (a numeric port), rediss:// for TLS, unix:///path, redis+cluster://host:port,... or redis+sentinel://host:port,.../master",
             redact::url_error(&e.to_string(), url)
         ))
     };
