@@ -10,22 +10,30 @@ redis.call('HLEN', KEYS[1])
 if redis.call('PTTL', KEYS[1]) == -1 then
   return conflict('a hash without TTL')
 end
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+-- The head is the first waiter whose deadline has not passed; the dead ones before it go.
+local dead = 0
+local head
 while true do
-  local head = redis.call('LINDEX', queue, 0)
+  head = redis.call('LINDEX', queue, dead)
   if not head then break end
   local due = redis.call('ZSCORE', deadlines, head)
   if due and tonumber(due) <= now then
-    redis.call('ZREM', deadlines, head)
-    redis.call('LPOP', queue)
+    dead = dead + 1
   else
     break
   end
 end
-if redis.call('DEL', KEYS[1]) == 1 then
-  local head = redis.call('LINDEX', queue, 0)
-  if head then
-    redis.call(ARGV[2], ARGV[3] .. ':' .. head, '0')
-  end
+local deleted = redis.call('EXISTS', KEYS[1]) == 1
+if deleted and head then
+  redis.call(ARGV[2], ARGV[3] .. ':' .. head, '0')
+end
+for _ = 1, dead do
+  redis.call('ZREM', deadlines, redis.call('LPOP', queue))
+end
+if deleted then
+  redis.call('DEL', KEYS[1])
   return 1
 end
 return 0

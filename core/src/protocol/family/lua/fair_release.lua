@@ -16,19 +16,27 @@ if replay then
   return tonumber(replay)
 end
 local now = tonumber(ARGV[3])
+-- Decided first, written after the PUBLISH: an ACL user refused the channel gets NoPermission
+-- with nothing written (subscribers see the message only after the script). The queue head
+-- is the first waiter whose deadline has not passed; the dead ones before it are purged.
+local dead = 0
+local head
 while true do
-  local head = redis.call('LINDEX', queue, 0)
+  head = redis.call('LINDEX', queue, dead)
   if not head then break end
   local due = redis.call('ZSCORE', deadlines, head)
   if due and tonumber(due) <= now then
-    redis.call('ZREM', deadlines, head)
-    redis.call('LPOP', queue)
+    dead = dead + 1
   else
     break
   end
 end
+local function purge()
+  for _ = 1, dead do
+    redis.call('ZREM', deadlines, redis.call('LPOP', queue))
+  end
+end
 local function wake_head()
-  local head = redis.call('LINDEX', queue, 0)
   if head and redis.call(ARGV[4], ARGV[5] .. ':' .. head, '0') > 0 then
     return 2
   end
@@ -36,17 +44,23 @@ local function wake_head()
 end
 if redis.call('EXISTS', lock) == 0 then
   wake_head()
+  purge()
   return -2
 end
 if redis.call('HEXISTS', lock, ARGV[2]) == 0 then
+  purge()
   return -1
 end
 local result = 0
-if redis.call('HINCRBY', lock, ARGV[2], -1) > 0 then
+local holds = tonumber(redis.call('HGET', lock, ARGV[2]))
+if holds > 1 then
+  purge()
+  redis.call('HINCRBY', lock, ARGV[2], -1)
   redis.call('PEXPIRE', lock, ARGV[1])
 else
-  redis.call('DEL', lock)
   result = wake_head()
+  purge()
+  redis.call('DEL', lock)
 end
 redis.call('SET', KEYS[4], result, 'PX', ARGV[6])
 return result

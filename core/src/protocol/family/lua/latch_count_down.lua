@@ -21,12 +21,16 @@ local current = redis.call('GET', KEYS[1])
 if not current then
   return -1
 end
-local left = redis.call('DECR', KEYS[1])
-if left <= 0 then
-  redis.call('DEL', KEYS[1])
-end
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+local left = tonumber(current) - 1
 if left == 0 then
   redis.call(ARGV[1], ARGV[2], '0')
+end
+if left <= 0 then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('DECR', KEYS[1])
 end
 if left < 0 then
   return -1

@@ -13,9 +13,11 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+redis.call(ARGV[2], ARGV[3], '1')
 redis.call('SET', KEYS[1], ARGV[1])
 if latch then
   redis.call('SET', latch, 1, 'PX', ARGV[4])
 end
-redis.call(ARGV[2], ARGV[3], '1')
 return 1

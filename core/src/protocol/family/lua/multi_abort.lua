@@ -30,16 +30,22 @@ end
 if not any then
   return 0
 end
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+for i = 1, n do
+  if found[i] == 1 then
+    redis.call(ARGV[1], ARGV[2 * i + 1], '0')
+  end
+end
 if not lease_only then
   redis.call('DEL', KEYS[n + 1])
 end
 for i = 1, n do
-  local spec, channel = ARGV[2 * i], ARGV[2 * i + 1]
+  local spec = ARGV[2 * i]
   if found[i] > 1 then
     redis.call('HINCRBY', KEYS[i], string.sub(spec, 2), -1)
   elseif found[i] == 1 then
     redis.call('DEL', KEYS[i])
-    redis.call(ARGV[1], channel, '0')
   end
 end
 return 1

@@ -21,12 +21,16 @@ end
 if redis.call('ZSCORE', permits, bytes(ARGV[7])) then
   return {1, tonumber(redis.call('GET', count) or '0')}
 end
-local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+local expired = redis.call('ZCOUNT', permits, 0, ARGV[3])
 if expired > 0 then
-  local value = redis.call('INCRBY', count, expired)
+  local value = tonumber(redis.call('GET', count) or '0') + expired
   if value > 0 then
     redis.call(ARGV[5], ARGV[6], value)
   end
+  redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
+  redis.call('INCRBY', count, expired)
 end
 local value = redis.call('GET', count)
 if value and tonumber(value) >= tonumber(ARGV[1]) then

@@ -7,11 +7,15 @@ if refused then
   return refused
 end
 local count, permits = KEYS[1], KEYS[2]
-local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[1])
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+local expired = redis.call('ZCOUNT', permits, 0, ARGV[1])
 if expired > 0 then
-  local value = redis.call('INCRBY', count, expired)
+  local value = tonumber(redis.call('GET', count) or '0') + expired
   if value > 0 then
     redis.call(ARGV[2], ARGV[3], value)
   end
+  redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[1])
+  redis.call('INCRBY', count, expired)
 end
 return {tonumber(redis.call('GET', count) or '0'), redis.call('ZCARD', permits)}

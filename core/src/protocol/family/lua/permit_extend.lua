@@ -7,12 +7,16 @@ local count, permits = KEYS[1], KEYS[2]
 -- Read the count first: a count key holding data of another type fails here, before the
 -- reclaim below has written anything.
 redis.call('GET', count)
-local expired = redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+local expired = redis.call('ZCOUNT', permits, 0, ARGV[3])
 if expired > 0 then
-  local value = redis.call('INCRBY', count, expired)
+  local value = tonumber(redis.call('GET', count) or '0') + expired
   if value > 0 then
     redis.call(ARGV[4], ARGV[5], value)
   end
+  redis.call('ZREMRANGEBYSCORE', permits, 0, ARGV[3])
+  redis.call('INCRBY', count, expired)
 end
 local id = string.gsub(ARGV[1], '..', function(pair) return string.char(tonumber(pair, 16)) end)
 if redis.call('ZSCORE', permits, id) then

@@ -15,9 +15,11 @@ local expiry = redis.call('ZSCORE', permits, id)
 if not expiry then
   return 0
 end
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+redis.call(ARGV[3], ARGV[4], tonumber(redis.call('GET', count) or '0') + 1)
 redis.call('ZREM', permits, id)
-local value = redis.call('INCRBY', count, 1)
-redis.call(ARGV[3], ARGV[4], value)
+redis.call('INCRBY', count, 1)
 if tonumber(expiry) <= tonumber(ARGV[2]) then
   return -1
 end

@@ -9,8 +9,11 @@ local refused = no_rw_mode(KEYS[1], redis.call('HGET', KEYS[1], 'mode'))
 if refused then
   return refused
 end
-if redis.call('DEL', KEYS[1]) == 1 then
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call(ARGV[1], ARGV[2], '1')
+  redis.call('DEL', KEYS[1])
   return 1
 end
 return 0

@@ -15,30 +15,36 @@ local replay = redis.call('GET', KEYS[2])
 if replay then
   return tonumber(replay)
 end
--- Read the lock before the undo consumes its latch: a lock key holding data of another type
--- fails here, with nothing written.
+-- Read the lock first: a lock key holding data of another type fails here, with nothing
+-- written. Decided first (on the state this release leaves), written after the PUBLISH: an
+-- ACL user refused the channel gets NoPermission with nothing written (subscribers see the
+-- message only after the script).
 local mode = redis.call('HGET', lock, 'mode')
-if KEYS[3] and redis.call('DEL', KEYS[3]) == 0 then
+local undo = KEYS[3]
+if undo and redis.call('EXISTS', undo) == 0 then
   return 3
 end
 if not mode then
   redis.call(ARGV[4], ARGV[5], '0')
+  if undo then redis.call('DEL', undo) end
   return -2
 end
 if redis.call('HEXISTS', lock, owner) == 0 then
+  if undo then redis.call('DEL', undo) end
   return -1
 end
-local left = redis.call('HINCRBY', lock, owner, -1)
-if left == 0 then
-  redis.call('HDEL', lock, owner)
-end
-redis.call('DEL', ARGV[2] .. ':' .. (left + 1))
+local left = tonumber(redis.call('HGET', lock, owner)) - 1
 local result = 1
 if left > 0 then result = 0 end
-if redis.call('HLEN', lock) > 1 then
-  local longest = -3
+-- Fields left after this release ('mode' among them) and the longest live read hold among
+-- them: none, and no writer, and the lock goes (the fields left belong to dead readers).
+local fields = redis.call('HLEN', lock)
+if left == 0 then fields = fields - 1 end
+local stays, longest = false, -3
+if fields > 1 then
   for _, field in ipairs(redis.call('HKEYS', lock)) do
     local holds = tonumber(redis.call('HGET', lock, field))
+    if field == owner then holds = left end
     if holds then
       for k = holds, 1, -1 do
         local ttl = redis.call('PTTL', ARGV[3] .. ':' .. field .. ':rwlock_timeout:' .. k)
@@ -46,18 +52,22 @@ if redis.call('HLEN', lock) > 1 then
       end
     end
   end
-  if longest > 0 or mode == 'write' then
-    if longest > 0 then
-      redis.call('PEXPIRE', lock, longest)
-    end
-    redis.call('SET', KEYS[2], result, 'PX', ARGV[6])
-    return result
-  end
+  stays = longest > 0 or mode == 'write'
 end
--- No live read hold is left (the fields that remain belong to dead readers): the lock goes.
-redis.call('DEL', lock)
-if redis.call(ARGV[4], ARGV[5], '0') > 0 then
+if not stays and redis.call(ARGV[4], ARGV[5], '0') > 0 then
   result = 2
+end
+if undo then redis.call('DEL', undo) end
+if left == 0 then
+  redis.call('HDEL', lock, owner)
+else
+  redis.call('HINCRBY', lock, owner, -1)
+end
+redis.call('DEL', ARGV[2] .. ':' .. (left + 1))
+if not stays then
+  redis.call('DEL', lock)
+elseif longest > 0 then
+  redis.call('PEXPIRE', lock, longest)
 end
 redis.call('SET', KEYS[2], result, 'PX', ARGV[6])
 return result

@@ -14,33 +14,40 @@ local replay = redis.call('GET', KEYS[2])
 if replay then
   return tonumber(replay)
 end
--- Read the lock before the undo consumes its latch: a lock key holding data of another type
--- fails here, with nothing written.
+-- Read the lock first: a lock key holding data of another type fails here, with nothing
+-- written. Decided first, written after the PUBLISH: an ACL user refused the channel gets
+-- NoPermission with nothing written (subscribers see the message only after the script).
 local mode = redis.call('HGET', lock, 'mode')
-if KEYS[3] and redis.call('DEL', KEYS[3]) == 0 then
+local undo = KEYS[3]
+if undo and redis.call('EXISTS', undo) == 0 then
   return 3
 end
 if not mode then
   redis.call(ARGV[3], ARGV[4], '1')
+  if undo then redis.call('DEL', undo) end
   return -2
 end
 if mode ~= 'write' or redis.call('HEXISTS', lock, writer) == 0 then
+  if undo then redis.call('DEL', undo) end
   return -1
 end
+local holds = tonumber(redis.call('HGET', lock, writer))
+-- The last hold of the only field besides 'mode': the lock goes away.
+local full = holds <= 1 and redis.call('HLEN', lock) == 2
 local result = 1
-if redis.call('HINCRBY', lock, writer, -1) > 0 then
+if full and redis.call(ARGV[3], ARGV[4], '1') > 0 then
+  result = 2
+end
+if undo then redis.call('DEL', undo) end
+if holds > 1 then
+  redis.call('HINCRBY', lock, writer, -1)
   redis.call('PEXPIRE', lock, ARGV[1])
   result = 0
+elseif full then
+  redis.call('DEL', lock)
 else
   redis.call('HDEL', lock, writer)
-  if redis.call('HLEN', lock) == 1 then
-    redis.call('DEL', lock)
-    if redis.call(ARGV[3], ARGV[4], '1') > 0 then
-      result = 2
-    end
-  else
-    redis.call('HSET', lock, 'mode', 'read')
-  end
+  redis.call('HSET', lock, 'mode', 'read')
 end
 redis.call('SET', KEYS[2], result, 'PX', ARGV[5])
 return result

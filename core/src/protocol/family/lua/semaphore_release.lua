@@ -13,8 +13,12 @@ local latch = KEYS[2]
 if latch and redis.call('GET', latch) then
   return {tonumber(redis.call('GET', KEYS[1]) or '0'), 0}
 end
-local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+local value = tonumber(redis.call('GET', KEYS[1]) or '0') + tonumber(ARGV[1])
+local listeners = redis.call(ARGV[2], ARGV[3], value)
+redis.call('INCRBY', KEYS[1], ARGV[1])
 if latch then
   redis.call('SET', latch, ARGV[1], 'PX', ARGV[4])
 end
-return {value, redis.call(ARGV[2], ARGV[3], value)}
+return {value, listeners}

@@ -14,6 +14,9 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+redis.call(ARGV[2], ARGV[3], ARGV[1])
 if ARGV[4] ~= '0' then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
 else
@@ -22,5 +25,4 @@ end
 if latch then
   redis.call('SET', latch, 1, 'PX', ARGV[5])
 end
-redis.call(ARGV[2], ARGV[3], ARGV[1])
 return 1

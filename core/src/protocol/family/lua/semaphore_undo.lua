@@ -12,7 +12,9 @@ local taken = redis.call('GET', KEYS[2])
 if not taken then
   return 0
 end
+-- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
+-- written (subscribers see the message only after the script, with the write done).
+redis.call(ARGV[1], ARGV[2], tonumber(redis.call('GET', KEYS[1]) or '0') + tonumber(taken))
 redis.call('DEL', KEYS[2])
-local value = redis.call('INCRBY', KEYS[1], taken)
-redis.call(ARGV[1], ARGV[2], value)
+redis.call('INCRBY', KEYS[1], taken)
 return tonumber(taken)

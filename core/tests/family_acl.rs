@@ -1,0 +1,145 @@
+//! The rest of the family under an ACL user refused the lock family's channels: every call
+//! that would publish is NoPermission and leaves Redis as it was (a user trial found the fair,
+//! read/write, semaphore and latch scripts writing first and publishing last, so Redis had
+//! applied the change when it refused the PUBLISH). The scripts now publish before they write.
+
+mod common;
+
+use common::{cmd, raw, within};
+use redis::aio::MultiplexedConnection;
+use redlatch::{Client, ErrorKind};
+use redlatch_fleet::{RedisServer, ServerOptions};
+use std::time::Duration;
+
+const BOUND: Duration = Duration::from_secs(30);
+
+/// Every key and its content, for "nothing changed".
+async fn snapshot(conn: &mut MultiplexedConnection) -> Vec<(String, String)> {
+    let mut keys: Vec<String> = cmd(conn, &["KEYS", "*"]).await;
+    keys.sort();
+    let mut out = Vec::new();
+    for key in keys {
+        let kind: String = cmd(conn, &["TYPE", &key]).await;
+        // As values: permit ids are raw bytes.
+        let content = match kind.as_str() {
+            "string" => cmd::<redis::Value>(conn, &["GET", &key]).await,
+            "hash" => cmd::<redis::Value>(conn, &["HGETALL", &key]).await,
+            "list" => cmd::<redis::Value>(conn, &["LRANGE", &key, "0", "-1"]).await,
+            _ => cmd::<redis::Value>(conn, &["ZRANGE", &key, "0", "-1", "WITHSCORES"]).await,
+        };
+        let content = format!("{kind} {content:?}");
+        out.push((key, content));
+    }
+    out
+}
+
+fn refused<T: std::fmt::Debug>(result: redlatch::Result<T>, what: &str) {
+    let e = result.expect_err(what);
+    assert_eq!(e.kind(), ErrorKind::NoPermission, "{what}: {e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_publish_are_refused_with_nothing_written() {
+    let s = RedisServer::start_with_options(&ServerOptions {
+        acl_user: Some(false),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let mut admin = raw(&s).await;
+    let _: () = cmd(
+        &mut admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "nochan",
+            "on",
+            ">pw",
+            "~*",
+            "+@all",
+            "resetchannels",
+        ],
+    )
+    .await;
+    let user = within(
+        BOUND,
+        Client::connect(&format!("redis://nochan:pw@127.0.0.1:{}", s.port())),
+    )
+    .await
+    .unwrap();
+    let full = within(BOUND, Client::connect(&s.admin_url())).await.unwrap();
+    let try_once = Duration::ZERO;
+
+    // Fair lock released with a waiter queued (its head is told on its own channel).
+    let fair = user.fair_lock("acl:fair").lease(Duration::from_secs(60));
+    let held = fair.clone().wait(try_once).acquire().await.unwrap();
+    let waiter = {
+        let lock = full.fair_lock("acl:fair").wait(Duration::from_secs(20));
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    within(BOUND, async {
+        while cmd::<i64>(&mut admin, &["LLEN", "redisson_lock_queue:{acl:fair}"]).await == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    let before = snapshot(&mut admin).await;
+    refused(held.release().await, "fair release");
+    assert_eq!(snapshot(&mut admin).await, before, "fair release wrote");
+    waiter.abort();
+
+    // Read and write locks, released.
+    let rw = user.rw_lock("acl:rw");
+    let write = rw.write().lease(Duration::from_secs(60)).acquire().await.unwrap();
+    let before = snapshot(&mut admin).await;
+    refused(write.release().await, "write release");
+    assert_eq!(snapshot(&mut admin).await, before, "write release wrote");
+    let rw2 = user.rw_lock("acl:rw2");
+    let read = rw2.read().lease(Duration::from_secs(60)).acquire().await.unwrap();
+    let before = snapshot(&mut admin).await;
+    refused(read.release().await, "read release");
+    assert_eq!(snapshot(&mut admin).await, before, "read release wrote");
+
+    // Count-down latch: set and count down.
+    let before = snapshot(&mut admin).await;
+    refused(
+        user.count_down_latch("acl:latch").try_set_count(3).await,
+        "latch set",
+    );
+    assert_eq!(snapshot(&mut admin).await, before, "latch set wrote");
+    assert!(full.count_down_latch("acl:latch").try_set_count(1).await.unwrap());
+    let before = snapshot(&mut admin).await;
+    refused(
+        user.count_down_latch("acl:latch").count_down().await,
+        "count down",
+    );
+    assert_eq!(snapshot(&mut admin).await, before, "count down wrote");
+
+    // Semaphore: set the permits, release one.
+    let before = snapshot(&mut admin).await;
+    refused(
+        user.semaphore("acl:sem").try_set_permits(2).await,
+        "semaphore set",
+    );
+    assert_eq!(snapshot(&mut admin).await, before, "semaphore set wrote");
+    assert!(full.semaphore("acl:sem").try_set_permits(1).await.unwrap());
+    let sem = user.semaphore("acl:sem");
+    sem.acquire(1).await.unwrap();
+    let before = snapshot(&mut admin).await;
+    refused(sem.release(1).await, "semaphore release");
+    assert_eq!(snapshot(&mut admin).await, before, "semaphore release wrote");
+
+    // Permit-expirable semaphore: release a permit.
+    assert!(full
+        .permit_semaphore("acl:permits")
+        .try_set_permits(1)
+        .await
+        .unwrap());
+    let permit = user
+        .permit_semaphore("acl:permits")
+        .acquire(Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let before = snapshot(&mut admin).await;
+    refused(permit.release().await, "permit release");
+    assert_eq!(snapshot(&mut admin).await, before, "permit release wrote");
+}
