@@ -310,15 +310,21 @@ impl Lock {
         // node costs at most that; a single node gets the network timeout.
         let lease = self.lease.unwrap_or(engine.config.watchdog_timeout);
         let mut out = Vec::new();
+        let mut reasons = Vec::new();
         for r in engine.nodes.broadcast(&req, engine.node_timeout(lease)).await {
             match r.and_then(|r| reply::decode_inspect(&r)) {
-                Ok(i) => out.push(i),
+                Ok(i) => {
+                    out.push(i);
+                    reasons.push(Ok(()));
+                }
                 Err(e) if !engine.is_quorum() || e.kind().is_permanent() => return Err(e),
-                Err(_) => {}
+                Err(e) => reasons.push(Err(e.to_string())),
             }
         }
         if out.len() < engine.majority() {
-            return Err(Error::new(ErrorKind::Quorum, "too few nodes answered"));
+            // Each node's answer or reason, as an acquire's quorum error lists them.
+            return Err(Error::new(ErrorKind::Quorum, "too few nodes answered")
+                .with_nodes(engine.nodes.outcomes(reasons)));
         }
         Ok(out)
     }

@@ -115,6 +115,11 @@ async fn a_paused_node_is_skipped_by_the_node_timeout() {
     assert_eq!(err.kind(), ErrorKind::Quorum, "{err}");
     let unreachable: Vec<bool> = err.nodes().iter().map(|n| n.result.is_err()).collect();
     assert_eq!(unreachable, [true, true, false]);
+    // So can `locked()`; its error lists the nodes too (a user trial found an empty list).
+    let err = within(bound, lock.locked()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Quorum, "{err}");
+    let unreachable: Vec<bool> = err.nodes().iter().map(|n| n.result.is_err()).collect();
+    assert_eq!(unreachable, [true, true, false], "{err}");
     nodes[1].resume().unwrap();
     nodes[0].resume().unwrap();
 }
