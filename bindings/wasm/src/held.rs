@@ -136,3 +136,15 @@ impl WasmHeld {
         future_to_promise(async move { Ok(JsValue::from_bool(guard.owned().await.js()?)) })
     }
 }
+
+/// The core's refusal of `what` (`"release"`, `"extend"`) on a hold of lock `name` released
+/// through its handle, as an `Error` to reject with: the adapter frees a released hold's
+/// `WasmHeld` at once (js/src/engine.mjs) and answers later calls with this.
+#[wasm_bindgen(js_name = holdRefusal)]
+pub fn hold_refusal(what: &str, name: &str) -> JsValue {
+    crate::error::to_js(&redlatch::Error::hold_refused(
+        what,
+        name,
+        redlatch::Reason::NeverHeld,
+    ))
+}

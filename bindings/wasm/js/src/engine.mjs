@@ -211,38 +211,47 @@ class WasmEngineLock {
   }
 }
 
+// A hold released through its handle frees its `WasmHeld` at once: wasm-bindgen watches every
+// such object with a FinalizationRegistry, whose callbacks for thousands of released holds ran
+// in one burst after a major collection and stalled the event loop (as in the native entry:
+// ../lib/engine.mjs). The hold's state after that is the released one; later calls through the
+// handle get the core's answers ("already released", owned() false).
 class WasmEngineHold {
   #raw
+  /** The lock's name once `#raw` was freed (released), else null. */
+  #retired = null
 
   constructor(raw) {
     this.#raw = raw
+    // Read now: they stay readable after the release frees `raw`.
+    this.fencingToken = raw.fencingToken ?? null
+    this.leaseMs = raw.leaseMs
   }
 
-  get fencingToken() {
-    return this.#raw.fencingToken ?? null
-  }
-
-  get leaseMs() {
-    return this.#raw.leaseMs
+  #retire() {
+    this.#retired = this.#raw.name
+    this.#raw.free()
+    this.#raw = null
   }
 
   get lost() {
-    return this.#raw.closedByClient || this.#raw.lost
+    return this.#raw !== null && (this.#raw.closedByClient || this.#raw.lost)
   }
 
   get closedByClient() {
-    return this.#raw.closedByClient
+    return this.#raw !== null && this.#raw.closedByClient
   }
 
   get held() {
-    return this.#raw.held
+    return this.#raw !== null && this.#raw.held
   }
 
   get lossReason() {
-    return this.#raw.lostReason ?? null
+    return this.#raw === null ? null : (this.#raw.lostReason ?? null)
   }
 
   watch(onEnd) {
+    if (this.#raw === null) return
     // Resolves with the loss reason, 'closed' (released by client.close()) or null (released).
     this.#raw.loss().then(
       (why) => {
@@ -253,14 +262,19 @@ class WasmEngineHold {
   }
 
   async release(scopeEnd) {
-    return keep(() => this.#raw.release(scopeEnd))
+    if (this.#raw === null) throw glue.holdRefusal('release', this.#retired)
+    await keep(() => this.#raw.release(scopeEnd))
+    // Released (a rejection keeps the hold as the core left it: held, lost or refused).
+    if (this.#raw !== null) this.#retire()
   }
 
   async extend(leaseMs) {
+    if (this.#raw === null) throw glue.holdRefusal('extend', this.#retired)
     return keep(() => this.#raw.extend(leaseMs))
   }
 
   async owned() {
+    if (this.#raw === null) return false
     return keep(() => this.#raw.owned())
   }
 }
