@@ -210,10 +210,17 @@ async function rawSocketPair() {
 // the turn (node --expose-gc, as make node-bench runs it): each library pays for its own
 // garbage, instead of the next library's turn paying for it.
 if (typeof globalThis.gc !== 'function') console.error('bench: run with node --expose-gc for turns that pay their own garbage')
+// The finalizers run in tasks V8 posts after the collection, one per registry with collected
+// cells (the native engine's holds, wasm-bindgen's objects and closures): the turn waits for a
+// sentinel registry's callback, posted with them, so a library's finalizers do not run inside
+// the next library's turn (they can take tens of ms after a turn of the wasm entry).
 async function collect() {
   if (typeof globalThis.gc !== 'function') return
+  const finalized = new Promise((resolve) => {
+    new FinalizationRegistry(resolve).register({}, null)
+  })
   globalThis.gc()
-  await sleep(1)
+  await Promise.race([finalized, sleep(200)])
   await sleep(1)
 }
 
