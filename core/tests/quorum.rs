@@ -301,3 +301,27 @@ async fn a_failed_attempt_is_undone_on_a_slow_node_with_an_empty_script_cache() 
         "the slow node's grant was undone, not left for the 20 s lease"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_waits_error_says_why_each_node_failed() {
+    // A user trial: with 3 of 5 nodes stopped and a wait, the error listed the stopped nodes as
+    // "not asked: undoing an earlier attempt there" and hid why they failed.
+    let nodes = servers(5);
+    let client = quorum_of(&nodes).await;
+    for n in &nodes[..3] {
+        n.pause().unwrap();
+    }
+    let lock = client
+        .lock("q:why")
+        .lease(Duration::from_secs(2))
+        .wait(Duration::from_millis(800));
+    let err = within(Duration::from_secs(10), lock.acquire()).await.unwrap_err();
+    for n in &nodes[..3] {
+        n.resume().unwrap();
+    }
+    assert_eq!(err.kind(), ErrorKind::Quorum, "{err}");
+    for outcome in &err.nodes()[..3] {
+        let why = outcome.result.as_ref().unwrap_err();
+        assert!(why.contains("no reply"), "{}: {why}", outcome.node);
+    }
+}

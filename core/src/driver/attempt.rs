@@ -69,8 +69,12 @@ pub(super) async fn attempt(
     let mut first_error = None;
     for (i, r) in replies.into_iter().enumerate() {
         let Some((r, _)) = r else {
-            // Not asked (its clean-up of an earlier attempt still runs), or not awaited.
-            reasons.push(Err("not asked: undoing an earlier attempt there".to_owned()));
+            // Not asked (its clean-up of an earlier attempt still runs), or not awaited: the
+            // earlier attempt's answer there says more than "not asked".
+            reasons.push(Err(match cleanups.why(i) {
+                Some(why) => format!("not asked: undoing an earlier attempt there, which got: {why}"),
+                None => "not asked: undoing an earlier attempt there".to_owned(),
+            }));
             continue;
         };
         match r.and_then(|r| holder.decode_acquire(&r)) {
@@ -117,6 +121,11 @@ pub(super) async fn attempt(
     if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
         let mut touched = granted.clone();
         touched.extend(&unanswered);
+        for &i in &unanswered {
+            if let Some(Err(why)) = reasons.get(i) {
+                cleanups.note(i, why.clone());
+            }
+        }
         let what = (spec.name.as_str(), holder, request_id, lease);
         cleanups
             .run(engine, what, &touched, engine.node_timeout(lease))

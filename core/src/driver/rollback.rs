@@ -28,6 +28,9 @@ pub(super) struct Cleanups {
 
 struct Running {
     nodes: Vec<AtomicBool>,
+    /// Per node, what the attempt whose clean-up runs there got from it (for the errors of
+    /// the attempts that skip the node meanwhile).
+    why: std::sync::Mutex<Vec<Option<String>>>,
     done: Event,
 }
 
@@ -36,6 +39,7 @@ impl Cleanups {
         Cleanups {
             state: Arc::new(Running {
                 nodes: (0..nodes).map(|_| AtomicBool::new(false)).collect(),
+                why: std::sync::Mutex::new(vec![None; nodes]),
                 done: Event::new(),
             }),
         }
@@ -48,6 +52,17 @@ impl Cleanups {
             .iter()
             .map(|r| r.load(Ordering::Acquire))
             .collect()
+    }
+
+    /// Notes what node `i` answered the attempt whose clean-up will run there.
+    pub(super) fn note(&self, i: usize, why: String) {
+        let mut all = self.state.why.lock().unwrap_or_else(|p| p.into_inner());
+        all[i] = Some(why);
+    }
+
+    /// What node `i` answered the attempt whose clean-up runs there, if noted.
+    pub(super) fn why(&self, i: usize) -> Option<String> {
+        self.state.why.lock().unwrap_or_else(|p| p.into_inner())[i].clone()
     }
 
     /// Undoes the attempt of `holder` (request `request_id`) on `nodes` in the background,
