@@ -183,6 +183,19 @@ async fn plain_text_and_tls_mixed_up_are_connection_errors() {
         .unwrap();
     let e = within(BOUND, lazy.lock("x").locked()).await.unwrap_err();
     assert_tls_error(Err(e), "plain-text port");
+    // redis:// to the TLS port: the server closes the connection; the error says why it may
+    // have (a user trial got only "Connection reset by peer").
+    let tls_port = format!("redis://127.0.0.1:{}", server.tls_port().unwrap());
+    let e = within(
+        BOUND,
+        Client::builder(&tls_port)
+            .network_timeout(Duration::from_secs(3))
+            .connect(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("is this a TLS port (use rediss://"), "{e}");
     // TLS options on a redis:// URL are refused before connecting.
     let e = Client::builder(&server.url())
         .tls(TlsOptions::new().ca_file(&pki.ca))

@@ -389,6 +389,8 @@ fn connect_error(e: &redis::RedisError, spec: &NodeSpec) -> Error {
         if let Some(why) = tls::describe_failure(e, name) {
             return Error::connection(why);
         }
+    } else if let Some(why) = tls::describe_plain_failure(e) {
+        return Error::connection(why);
     }
     map_error(e, &[])
 }

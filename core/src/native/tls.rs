@@ -214,6 +214,19 @@ fn io_kind(e: &redis::RedisError) -> Option<std::io::ErrorKind> {
 /// timeout covers the TCP connect and the handshake).
 const NO_HANDSHAKE: &str = "no answer to the TLS handshake within the network timeout: is this a plain-text port (use redis:// there), or does the server require a client certificate (mutual TLS) that was not given or not trusted?";
 
+/// A message for a plain (`redis://`) connection that the server closed while it was being
+/// made, as a TLS port does with bytes that are not a TLS handshake, or `None` for other
+/// failures.
+pub(crate) fn describe_plain_failure(e: &redis::RedisError) -> Option<String> {
+    use std::io::ErrorKind as K;
+    match io_kind(e) {
+        Some(K::ConnectionReset | K::UnexpectedEof | K::BrokenPipe) => Some(format!(
+            "the server closed the connection as it was made ({e}): is this a TLS port (use rediss:// there)?"
+        )),
+        _ => None,
+    }
+}
+
 /// What a call on a TLS connection still being made when the call's time ran out says.
 pub(crate) fn no_handshake() -> String {
     format!("TLS: {NO_HANDSHAKE}")
