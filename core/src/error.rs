@@ -88,7 +88,8 @@ impl Error {
     /// kind decided by [`redis_error_kind`]. Redis' own `WRONGTYPE` text (a command in a
     /// script meeting a key of another type, followed by the script's SHA and line) is
     /// replaced by the words redlatch's scripts use for application data under a lock name;
-    /// a `WRONGPASS` reply is [`auth_refused`](Self::auth_refused).
+    /// a `WRONGPASS` reply is an [`ErrorKind::Connection`] error saying that the server refused
+    /// the URL's user name or password (one message whatever the protocol).
     pub fn from_redis_reply(reply: impl Into<String>) -> Self {
         let reply = reply.into();
         if reply.starts_with(REDIS_WRONGTYPE) {
