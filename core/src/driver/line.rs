@@ -14,8 +14,10 @@
 //! The head leaves the line when its acquire ends. If it ended without the lock (its wait ran
 //! out, it was cancelled, an error), the waiter after it tries at once: the lock may be free
 //! and no message will say so. If it got the lock, the next waiter waits for that hold's
-//! release message. Polls (`Config::poll_interval`) still wake every waiter, so a holder that
-//! never publishes (redis-py) is seen as before.
+//! release message. The head also tries at each poll (`Config::poll_interval`), so a holder
+//! that never publishes (redis-py) is seen as before; the waiters behind it let their polls
+//! pass (acquire.rs `wait_turn`: trying on a poll would take a lock freed without a message
+//! past the waiters ahead), except for a last try when their wait runs out.
 //!
 //! A new acquire of a lease lock that finds waiters of its client in the line takes the last
 //! place without trying first: the releaser's own next acquire then waits its turn instead of

@@ -186,3 +186,24 @@ async fn a_head_that_leaves_without_the_lock_lets_the_next_waiter_try_at_once() 
     join_all(vec![next]).await;
     assert_eq!(*order.lock().unwrap(), vec![1]);
 }
+
+#[tokio::test]
+async fn a_poll_lets_only_the_head_try() {
+    // A user trial: with polls every 50 ms, a waiter behind others took a lock freed without
+    // a message (the first to poll won) in 7 rounds of 20. Polls every 20 ms here.
+    let s = testing::server();
+    let engine = testing::engine(&[&s], testing::config()).await;
+    let mut conn = raw(&s).await;
+    let name = "line:poll";
+    taken_by_another_process(&mut conn, name).await;
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for who in 0..5 {
+        tasks.push(waiter(&engine, name, &order, who));
+        until_in_line(&engine, name, who + 1).await;
+    }
+    // Freed without a message: only polls can see it.
+    let _: i64 = cmd(&mut conn, &["DEL", name]).await;
+    join_all(tasks).await;
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+}
