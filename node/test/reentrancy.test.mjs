@@ -201,6 +201,35 @@ for (const entry of ENTRIES) {
       await other.release()
     })
 
+    test('a scope that ended is not joined even while a hold taken inside it is still held', async () => {
+      // A user trial: a task started in the scope re-entered and kept its hold past the
+      // scope's end; a timer the scope had set then re-entered too, after the end.
+      const name = key()
+      let background, late
+      await client.rlock(name).using(async () => {
+        background = (async () => {
+          const h = await client.rlock(name).acquire({ waitMs: 0 }) // inside the scope: re-enters
+          await sleep(300)
+          await h.release()
+        })()
+        late = new Promise((resolve) => {
+          setTimeout(() => {
+            client
+              .rlock(name)
+              .acquire({ waitMs: 50 })
+              .then(
+                (h) => h.release().then(() => resolve('re-entered after the scope ended')),
+                resolve,
+              )
+          }, 100)
+        })
+        await sleep(10)
+      })
+      const outcome = await late
+      assert.ok(outcome instanceof NotAcquiredError, String(outcome))
+      await background
+    })
+
     test('lease locks are never reentrant: a second acquire contends', async () => {
       const name = key()
       await client.lock(name, { leaseMs: 5000 }).using(async () => {

@@ -104,7 +104,7 @@ export class Lock {
     const held = await this.#acquire(o, frame)
     let result
     try {
-      result = await (frame ? owners.run(frame, fn, held.signal) : fn(held.signal))
+      result = await (frame ? owners.runScope(frame, fn, held.signal) : fn(held.signal))
     } catch (err) {
       await giveBack(held)
       throw err

@@ -9,8 +9,10 @@
 // 3. else, a fresh owner of its own: a bare `acquire()` never lets unrelated code re-enter.
 // `using(fn)` runs `fn` with its owner as the scope's (1 or 2, else a fresh one).
 //
-// A scope's owner is joined only while the scope holds a granted hold: tasks it started that
-// ask later, after its end, get owners of their own. Nothing is entered into the caller's
+// A scope's owner is joined only while the scope runs (its `using` has not returned) and holds
+// a granted hold: tasks it started that ask later, after its end, get owners of their own,
+// even while a hold one of them took inside the scope is still held (a user trial found such
+// a task's hold letting a timer that fired after the scope's end re-enter). Nothing is entered into the caller's
 // context from a bare `acquire()` (AsyncLocalStorage `enterWith` would also enter the code the
 // caller runs next, which is how unrelated tasks used to re-enter a hold: issue #10 item 4).
 //
@@ -65,6 +67,8 @@ export class Frame {
   #owner = 0
   /** Granted holds of this owner not yet released (acquires in flight do not count). */
   active = 0
+  /** `using` calls running with this frame as their scope (`runScope`). */
+  scopes = 0
 
   /** Its owner number, drawn from the core on first use (an `Owner` may be made first). */
   get owner() {
@@ -94,10 +98,10 @@ function als() {
   return storage
 }
 
-/** The current scope's frame, while it has granted holds. */
+/** The current scope's frame, while its scope runs and has granted holds. */
 function current() {
   const frame = storage === null ? undefined : storage.getStore()
-  return frame !== undefined && frame.active > 0 ? frame : null
+  return frame !== undefined && frame.scopes > 0 && frame.active > 0 ? frame : null
 }
 
 /**
@@ -116,6 +120,19 @@ export function forUsing(explicit) {
 /** The frame whose holds `holdCount` reports (null: none). */
 export function forQuery(explicit) {
   return explicit ?? current()
+}
+
+/**
+ * Runs the body `fn(arg)` of a `using` scope with `frame` as its owner: joinable by the code it
+ * runs until `fn` settles.
+ */
+export async function runScope(frame, fn, arg) {
+  frame.scopes++
+  try {
+    return await run(frame, fn, arg)
+  } finally {
+    frame.scopes--
+  }
 }
 
 /** Runs `fn(arg)` with `frame` as the scope's owner where scopes are followed, else calls it. */
