@@ -21,6 +21,7 @@ use futures::FutureExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::IntoPyObjectExt;
 use redlatch::{Error, ErrorKind};
 use std::collections::{HashMap, HashSet};
@@ -114,9 +115,17 @@ impl Queue {
 }
 
 /// A call in flight: its asyncio future and the task computing it.
+///
+/// The future is held weakly: the task awaiting it keeps it alive. Held strongly, it kept
+/// its loop alive through this loop's own [`Completions`] (a value of [`BY_LOOP`]), so an
+/// acquire left pending on a closed loop was never dropped: it took the lock once free and
+/// its watchdog renewed it for the life of the process (found by a user trial). Now the loop
+/// and its futures are collected, and [`Completions`]'s drop stops the calls.
 struct Waiting {
     key: u64,
-    future: Py<PyAny>,
+    future: Py<PyWeakrefReference>,
+    /// The future's address when the call began (its key in `by_future`).
+    addr: usize,
     task: tokio::task::AbortHandle,
 }
 
@@ -131,22 +140,38 @@ struct InFlight {
 }
 
 impl InFlight {
-    fn add(&mut self, future: &Bound<'_, PyAny>, task: tokio::task::AbortHandle, key: u64) {
-        self.by_future.insert(future.as_ptr() as usize, key);
+    fn add(&mut self, future: &Bound<'_, PyAny>, task: tokio::task::AbortHandle, key: u64) -> PyResult<()> {
+        let weak = PyWeakrefReference::new(future)?.unbind();
+        let addr = future.as_ptr() as usize;
+        self.by_future.insert(addr, key);
         self.calls.insert(
             key,
             Waiting {
                 key,
-                future: future.clone().unbind(),
+                future: weak,
+                addr,
                 task,
             },
         );
+        Ok(())
     }
 
     fn remove(&mut self, key: u64) -> Option<Waiting> {
         let entry = self.calls.remove(&key)?;
-        self.by_future.remove(&(entry.future.as_ptr() as usize));
+        // The address may have been reused by a newer future: only this call's entry goes.
+        if self.by_future.get(&entry.addr) == Some(&key) {
+            self.by_future.remove(&entry.addr);
+        }
         Some(entry)
+    }
+
+    /// The key of the call whose future is `future` (still alive: the address is checked
+    /// against the weak reference, as a dead future's address can be reused).
+    fn key_of(&self, future: &Bound<'_, PyAny>) -> Option<u64> {
+        let key = *self.by_future.get(&(future.as_ptr() as usize))?;
+        let entry = self.calls.get(&key)?;
+        let alive = entry.future.bind(future.py()).upgrade();
+        alive.is_some_and(|f| f.is(future)).then_some(key)
     }
 }
 
@@ -191,7 +216,13 @@ impl Completions {
 }
 
 impl Drop for Completions {
+    /// The loop is gone (collected): nothing can await these calls any more. Stops them (an
+    /// acquire is undone in the background) and drops what finished (a dropped `Hold` is
+    /// released in the background).
     fn drop(&mut self) {
+        for call in self.waiting().calls.values() {
+            call.task.abort();
+        }
         let done = {
             let mut state = self.queue.lock();
             state.closed = true;
@@ -220,7 +251,10 @@ impl Completions {
             let Some(entry) = self.waiting().remove(key) else {
                 continue; // abandoned
             };
-            let future = entry.future.bind(py);
+            let Some(future) = entry.future.bind(py).upgrade() else {
+                continue; // nobody awaits it any more: the outcome is dropped
+            };
+            let future = &future;
             let cancelled = future
                 .call_method0(pyo3::intern!(py, "cancelled"))
                 .and_then(|c| c.is_truthy())
@@ -307,7 +341,10 @@ where
     });
     // Inserted after the spawn but before anything can drain: draining runs on this loop's
     // thread, which is here, holding the GIL.
-    completions.get().waiting().add(&future, task.abort_handle(), key);
+    completions
+        .get()
+        .waiting()
+        .add(&future, task.abort_handle(), key)?;
     Ok(future)
 }
 
@@ -320,7 +357,7 @@ pub(crate) fn abandon(py: Python<'_>, future: &Bound<'_, PyAny>) -> PyResult<()>
     let (_, completions) = for_running_loop(py)?;
     let entry = {
         let mut waiting = completions.get().waiting();
-        let key = waiting.by_future.get(&(future.as_ptr() as usize)).copied();
+        let key = waiting.key_of(future);
         key.and_then(|k| waiting.remove(k))
     };
     if let Some(entry) = entry {

@@ -303,3 +303,4 @@ async def test_awaited_calls_use_no_thread_beyond_the_worker(redis_url: str) -> 
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1", f"redlatch threads: {out.stdout.strip()} (want the 1 worker)"
+

@@ -5,6 +5,7 @@ NotOwnedError, application data under a lock name and a least-privilege ACL user
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from typing import Iterator
 
@@ -241,3 +242,24 @@ def test_reentry_keeps_the_outer_fencing_token_and_fence_ttl(
     rl.release()
     ttl = r.pttl(f"redisson_lock_token:{{{name}}}")
     assert 3_500_000 < ttl <= 3_600_000
+
+
+def test_an_acquire_left_pending_on_a_closed_loop_holds_nothing(redis_url: str, r: redis.Redis, name: str) -> None:
+    # A user trial: a loop closed while an acquire waited. Once the lock was free, that
+    # acquire took it, and its watchdog renewed it for the life of the process, with nothing
+    # left to release it. Now the closed loop and its calls are collected and the acquire stops.
+    blocker = redlatch.Client(redis_url).lock(name, lease=30.0)
+    assert blocker.acquire()
+    lock = redlatch.asyncio.Client(redis_url).lock(name)  # watchdog mode
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(lock.acquire())
+    loop.run_until_complete(asyncio.sleep(0.2))  # the acquire waits
+    loop.close()
+    del task, loop
+    gc.collect()
+    blocker.release()
+    # Nobody may get it for good: the pending acquire is stopped, or releases at once.
+    assert wait_until(lambda: not r.exists(name), timeout=10.0)
+    other = redlatch.Client(redis_url).lock(name, lease=5.0)
+    assert other.acquire(timeout=5.0)
+    other.release()
