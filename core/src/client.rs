@@ -129,7 +129,7 @@ impl Client {
                     deleted += usize::from(was_deleted);
                     reasons.push(Ok(()));
                 }
-                Err(e) if !engine.is_quorum() || e.kind().is_permanent() => return Err(e),
+                Err(e) if !engine.is_quorum() || e.is_permanent() => return Err(e),
                 Err(e) => {
                     tracing::warn!(lock = %name, error = %e, "force unlock did not reach a node");
                     reasons.push(Err(e.message().to_owned()));

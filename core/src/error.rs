@@ -30,6 +30,8 @@ pub struct Error {
     message: String,
     nodes: Vec<NodeOutcome>,
     reason: Option<Reason>,
+    /// Retrying cannot cure it although its kind could be transient (a refused password).
+    permanent: bool,
 }
 
 /// How Redis words a command run on a key of another type.
@@ -49,7 +51,16 @@ impl Error {
             message: message.into(),
             nodes: Vec::new(),
             reason: None,
+            permanent: false,
         }
+    }
+
+    /// `true` when retrying cannot cure it: a kind that never passes
+    /// ([`ErrorKind::is_permanent`]) or a refused password (a Connection error, as redis-py's
+    /// `AuthenticationError` is a `ConnectionError`, but the same credentials will be refused
+    /// again). Waits end at once on such an error.
+    pub fn is_permanent(&self) -> bool {
+        self.permanent || self.kind.is_permanent()
     }
 
     /// A [`ErrorKind::NotOwned`] (`lost == false`) or [`ErrorKind::LockLost`] error with its
@@ -105,7 +116,10 @@ impl Error {
     /// the protocol or transport said (as redis-py's `AuthenticationError` is a
     /// `ConnectionError`).
     pub(crate) fn auth_refused() -> Self {
-        Self::connection(AUTH_REFUSED)
+        Error {
+            permanent: true,
+            ..Self::connection(AUTH_REFUSED)
+        }
     }
 
     /// Builds an [`ErrorKind::InvalidArgument`] error.

@@ -246,7 +246,7 @@ async fn retry_release(hold: Arc<Hold>) {
             Err(e) => e,
         };
         let now = hold.engine.now();
-        if hold.signal.is_settled() || error.kind().is_permanent() || now >= hold.signal.deadline() {
+        if hold.signal.is_settled() || error.is_permanent() || now >= hold.signal.deadline() {
             tracing::debug!(lock = %hold.name, error = %error, "background release of a dropped guard failed");
             return;
         }

@@ -317,7 +317,7 @@ impl Lock {
                     out.push(i);
                     reasons.push(Ok(()));
                 }
-                Err(e) if !engine.is_quorum() || e.kind().is_permanent() => return Err(e),
+                Err(e) if !engine.is_quorum() || e.is_permanent() => return Err(e),
                 Err(e) => reasons.push(Err(e.to_string())),
             }
         }

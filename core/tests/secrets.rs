@@ -71,6 +71,23 @@ async fn a_refused_password_is_the_same_connection_error_in_both_protocols() {
     }
     seen.dedup();
     assert_eq!(seen.len(), 1, "one message: {seen:?}");
+    // A lazily connecting client's acquire with a long wait: the refusal ends the wait at once
+    // (the same password will be refused again), it is not retried (a user trial saw it
+    // retried for a network timeout; a wait with an end now retries errors until it ends).
+    let lazy = Client::builder(&format!("redis://default:{PASSWORD}@127.0.0.1:{port}"))
+        .build_lazy()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let e = within(BOUND, lazy.lock("pw").wait(Duration::from_secs(20)).acquire())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.is_permanent(), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}: retried",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

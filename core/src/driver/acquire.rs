@@ -17,7 +17,7 @@
 //! `rollback.rs`), then retried after a full-jitter back-off until the wait ends, so a waiter
 //! rides out a failover shorter than its wait; a wait without an end returns errors that
 //! persist for `network_timeout`, so no call hangs on an unreachable Redis; errors that
-//! retrying cannot cure (a missing ACL permission, out of memory, a key that holds
+//! retrying cannot cure (a missing ACL permission, a refused password, out of memory, a key that holds
 //! application data) are returned at once (`timing::wait_ends_on_error`).
 //!
 //! A busy answer to the plain `SET NX PX` of a first attempt says nothing about the key: when
@@ -207,7 +207,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 let since = *error_since.get_or_insert(attempt_started);
                 // A wrong kind of client for the deployment (a Cluster node on a plain client),
                 // a bad name, a refused permission or a key conflict is not cured by retrying.
-                let permanent = error.kind().is_permanent();
+                let permanent = error.is_permanent();
                 let finite = deadline.is_some();
                 let network_timeout = engine.config.network_timeout;
                 if timing::wait_ends_on_error(permanent, out_of_time, finite, now - since, network_timeout) {

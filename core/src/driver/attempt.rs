@@ -133,7 +133,7 @@ pub(super) async fn attempt(
     }
     match (tally, first_error) {
         // A node whose key holds application data, or that refuses this user: no retry helps.
-        (Tally::Refused | Tally::Undecided, Some(e)) if e.kind().is_permanent() => Attempt::Failed(e),
+        (Tally::Refused | Tally::Undecided, Some(e)) if e.is_permanent() => Attempt::Failed(e),
         (Tally::Refused, _) => Attempt::Busy {
             pttl: if min_pttl == i64::MAX { -1 } else { min_pttl },
         },

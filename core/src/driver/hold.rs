@@ -182,7 +182,7 @@ impl Hold {
             }
         }
         match first_error {
-            Some(e) if !engine.is_quorum() || e.kind().is_permanent() => Err(e),
+            Some(e) if !engine.is_quorum() || e.is_permanent() => Err(e),
             _ => Ok(yes >= engine.majority()),
         }
     }

@@ -193,7 +193,7 @@ pub(crate) async fn acquire(
             }
             Outcome::Failed(error) => {
                 let since = *error_since.get_or_insert(started);
-                let (permanent, finite) = (error.kind().is_permanent(), deadline.is_some());
+                let (permanent, finite) = (error.is_permanent(), deadline.is_some());
                 let network_timeout = engine.config.network_timeout;
                 if timing::wait_ends_on_error(permanent, out_of_time, finite, now - since, network_timeout) {
                     return Err(error);
@@ -347,7 +347,7 @@ async fn attempt(
         }
     }
     match (tally, first_error, busy) {
-        (_, Some(e), _) if e.kind().is_permanent() || n == 1 => Outcome::Failed(e),
+        (_, Some(e), _) if e.is_permanent() || n == 1 => Outcome::Failed(e),
         (Tally::Refused, _, Some((index, pttl))) => Outcome::Busy { index, pttl, plain },
         _ => Outcome::Failed(
             Error::new(

@@ -109,7 +109,7 @@ impl Waiter {
         let now = self.engine.now();
         let since = *self.error_since.get_or_insert(started);
         let remaining = self.remaining();
-        let (permanent, out_of_time) = (error.kind().is_permanent(), remaining == Some(Duration::ZERO));
+        let (permanent, out_of_time) = (error.is_permanent(), remaining == Some(Duration::ZERO));
         let (finite, network_timeout) = (self.deadline.is_some(), self.engine.config.network_timeout);
         if timing::wait_ends_on_error(permanent, out_of_time, finite, now - since, network_timeout) {
             return Err(error);
