@@ -72,3 +72,33 @@ def test_exit_during_a_starting_call_is_quiet(redis_url: str, name: str) -> None
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "exiting"
         assert "panicked" not in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+CLOSED_LOOP = textwrap.dedent(
+    """
+    import asyncio, gc, sys
+    import redlatch.asyncio
+    lock = redlatch.asyncio.Client(sys.argv[1]).rlock(sys.argv[2])
+
+    async def holder():
+        async with lock:
+            await asyncio.sleep(1000)
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(holder())
+    loop.run_until_complete(asyncio.sleep(0.1))
+    loop.close()
+    del task
+    gc.collect()
+    print("collected", flush=True)
+    """
+)
+
+
+def test_a_holder_collected_after_its_loop_closed_is_quiet(redis_url: str, r: redis.Redis, name: str) -> None:
+    # A user trial: the coroutine closed at collection ran `__aexit__` outside a loop, which
+    # raised "locks must be used from an asyncio task", printed as "Exception ignored".
+    out = subprocess.run([sys.executable, "-c", CLOSED_LOOP, redis_url, name], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "collected"
+    assert "Exception ignored" not in out.stderr and "RuntimeError" not in out.stderr, out.stderr

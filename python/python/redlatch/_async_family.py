@@ -14,7 +14,7 @@ from . import _native
 from ._common import add_note, already_held, exit_error, forget, live_holds, not_acquired_message, not_held
 from ._errors import LockError, NotAcquiredError
 from ._family import no_permit_message
-from ._tasks import _task, _task_owner
+from ._tasks import _current, _task, _task_owner
 
 __all__ = ["Semaphore", "PermitSemaphore", "Permit", "CountDownLatch", "MultiLock"]
 
@@ -284,7 +284,12 @@ class MultiLock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        holds = self._holds.get(_task())
+        task = _current()
+        if task is None:
+            # Closed outside its loop (the loop was closed and the task collected): its holds
+            # go with the task, released in the background.
+            return None
+        holds = self._holds.get(task)
         if not holds:
             return None
         hold = holds.pop()

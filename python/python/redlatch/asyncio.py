@@ -336,7 +336,12 @@ class Lock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        holds = self._holds.get(_task())
+        task = _current()
+        if task is None:
+            # The coroutine is being closed outside its loop (the loop was closed and the
+            # task collected): its holds go with the task, released in the background.
+            return None
+        holds = self._holds.get(task)
         if not holds:
             return None  # released inside the block
         # Popped whatever happens: a release with an unknown outcome goes on in the
