@@ -325,26 +325,5 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
     let old_port = old.port();
     old.kill().unwrap();
     until_promoted(&cluster, slot, old_port).await;
-    assert!(
-        !waiter.is_finished(),
-        "the waiter still waits: {:?}",
-        waiter.await
-    );
-
-    // The holder's release goes through once the cluster has its new master (the lock was
-    // replicated before the kill, or it is gone: either way it is free after this).
-    within(BOUND, async {
-        while let Err(e) = held.release().await {
-            if e.kind().is_not_owned() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
-    .await;
-    let g = within(BOUND, waiter)
-        .await
-        .unwrap()
-        .expect("the waiter acquires after the failover and the release");
-    g.release().await.unwrap();
+    common::release_to_the_waiter(&held, waiter, BOUND).await;
 }

@@ -125,27 +125,7 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
     })
     .await
     .unwrap();
-    assert!(
-        !waiter.is_finished(),
-        "the waiter still waits: {:?}",
-        waiter.await
-    );
-
-    // The holder's release reaches the new master (retried while the client follows it).
-    within(BOUND, async {
-        while let Err(e) = held.release().await {
-            if e.kind().is_not_owned() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
-    .await;
-    let g = within(BOUND, waiter)
-        .await
-        .unwrap()
-        .expect("the waiter acquires after the failover and the release");
-    g.release().await.unwrap();
+    common::release_to_the_waiter(&held, waiter, BOUND).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

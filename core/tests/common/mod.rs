@@ -116,3 +116,33 @@ pub async fn within<T>(limit: Duration, f: impl std::future::Future<Output = T>)
         .await
         .expect("call hung past its bound")
 }
+
+/// The end of a failover test: `waiter` (an acquire started before the failover) is still
+/// waiting; `held` is released once the client reaches the new master (a `NotOwned` answer
+/// also frees the lock: it was not replicated before the failover); then the waiter must get
+/// the lock, which it releases.
+pub async fn release_to_the_waiter(
+    held: &redlatch::Guard,
+    waiter: tokio::task::JoinHandle<redlatch::Result<redlatch::Guard>>,
+    bound: Duration,
+) {
+    assert!(
+        !waiter.is_finished(),
+        "the waiter still waits: {:?}",
+        waiter.await
+    );
+    within(bound, async {
+        while let Err(e) = held.release().await {
+            if e.kind().is_not_owned() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    let g = within(bound, waiter)
+        .await
+        .unwrap()
+        .expect("the waiter acquires after the failover and the release");
+    g.release().await.unwrap();
+}
