@@ -9,7 +9,9 @@ local count, permits = KEYS[1], KEYS[2]
 redis.call('GET', count)
 -- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
 -- written (subscribers see the message only after the script, with the write done).
-local expired = redis.call('ZCOUNT', permits, 0, ARGV[3])
+-- Counted with ZRANGE BYSCORE, a command the documented least-privilege ACL user has
+-- (docs/deployments.md); ZCOUNT is not in that list.
+local expired = #redis.call('ZRANGE', permits, 0, ARGV[3], 'BYSCORE')
 if expired > 0 then
   local value = tonumber(redis.call('GET', count) or '0') + expired
   if value > 0 then
