@@ -318,7 +318,12 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
         .await
         .unwrap();
     let n = name.clone();
-    let waiter = tokio::spawn(async move { waiters.lock(&n).wait(Duration::from_secs(40)).acquire().await });
+    // A fixed lease: the test is about the wait, not the 900 ms watchdog of these clients (an
+    // attempt slowed by the cluster's topology refresh could outlast it on a loaded machine).
+    let waiter = tokio::spawn(async move {
+        let lock = waiters.lock(&n).lease(Duration::from_secs(30));
+        lock.wait(Duration::from_secs(40)).acquire().await
+    });
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let old = cluster.master_of(slot).unwrap();

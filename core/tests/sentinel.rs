@@ -103,9 +103,11 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // A fixed lease: the test is about the wait, not these clients' 3 s watchdog.
     let waiter = tokio::spawn(async move {
         waiters
             .lock("s-kill")
+            .lease(Duration::from_secs(30))
             .wait(Duration::from_secs(45))
             .acquire()
             .await
