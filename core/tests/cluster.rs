@@ -327,6 +327,9 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let old = cluster.master_of(slot).unwrap();
+    // The hold must be on the replica that takes over: Redis replicates asynchronously (CI
+    // once killed the master before the replica had the key, and the waiter got the lock).
+    cluster.until_replicated(old).unwrap();
     let old_port = old.port();
     old.kill().unwrap();
     until_promoted(&cluster, slot, old_port).await;

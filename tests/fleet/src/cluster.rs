@@ -147,6 +147,29 @@ impl RedisCluster {
         Err(io::Error::other(format!("no master serves slot {slot}")))
     }
 
+    /// Waits until every replica of `master` is online and has applied all the writes
+    /// `master` had taken when this was called (its `INFO replication` offsets). Replication
+    /// is asynchronous: a test that kills a master right after a write would otherwise lose
+    /// that write with it, as Redis documents for Cluster failovers.
+    ///
+    /// # Errors
+    /// `redis-cli` failing or the replicas not catching up within 30 s.
+    pub fn until_replicated(&self, master: &RedisServer) -> io::Result<()> {
+        let target = replication_field(&master.cli(&["INFO", "replication"])?, "master_repl_offset")?;
+        wait_for("the replicas to apply the master's writes", || {
+            let info = master.cli(&["INFO", "replication"])?;
+            let replicas: Vec<&str> = info.lines().filter(|l| l.starts_with("slave")).collect();
+            let caught_up = |l: &&str| {
+                l.contains("state=online")
+                    && l.split(',')
+                        .find_map(|kv| kv.strip_prefix("offset="))
+                        .and_then(|o| o.trim().parse::<u64>().ok())
+                        .is_some_and(|o| o >= target)
+            };
+            Ok(!replicas.is_empty() && replicas.iter().all(caught_up))
+        })
+    }
+
     /// A master that does not serve `slot`.
     ///
     /// # Errors
@@ -284,6 +307,14 @@ fn owns_slot(line: &str, slot: u16) -> bool {
             _ => false,
         }
     })
+}
+
+/// The number after `field:` in an `INFO` reply.
+fn replication_field(info: &str, field: &str) -> io::Result<u64> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::other(format!("INFO replication has no {field}")))
 }
 
 #[cfg(test)]
