@@ -39,6 +39,9 @@ const REDIS_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wro
 /// What redlatch says instead (as `conflict.lua` does for its own refusals).
 const KEY_OF_ANOTHER_TYPE: &str =
     "WRONGTYPE the key holds a type that no lock, semaphore or latch of this kind uses (application data under its name?)";
+/// The message of a connection that gave no password to a server that requires one.
+const AUTH_REQUIRED: &str =
+    "the server requires a password (NOAUTH): give the user name and password in the URL (redis://user:password@host:port)";
 /// The message of a connection whose user name or password the server refused.
 const AUTH_REFUSED: &str =
     "the server refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)";
@@ -100,7 +103,9 @@ impl Error {
     /// script meeting a key of another type, followed by the script's SHA and line) is
     /// replaced by the words redlatch's scripts use for application data under a lock name;
     /// a `WRONGPASS` reply is an [`ErrorKind::Connection`] error saying that the server refused
-    /// the URL's user name or password (one message whatever the protocol).
+    /// the URL's user name or password (one message whatever the protocol), and a `NOAUTH`
+    /// reply (or Redis' `Protocol error: unauthenticated ...`) one saying that the server
+    /// requires them; retrying cures neither ([`Error::is_permanent`]).
     pub fn from_redis_reply(reply: impl Into<String>) -> Self {
         let reply = reply.into();
         if reply.starts_with(REDIS_WRONGTYPE) {
@@ -108,6 +113,12 @@ impl Error {
         }
         if reply.trim_start().to_ascii_uppercase().starts_with("WRONGPASS") {
             return Self::auth_refused();
+        }
+        if redis_reply::is_auth_required(&reply) {
+            return Error {
+                permanent: true,
+                ..Self::connection(AUTH_REQUIRED)
+            };
         }
         Self::new(redis_error_kind(&reply), reply)
     }

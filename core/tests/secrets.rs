@@ -90,6 +90,46 @@ async fn a_refused_password_is_the_same_connection_error_in_both_protocols() {
     );
 }
 
+/// A server that starts to require a password after the client connected (`CONFIG SET
+/// requirepass`, then the client's connections killed): its reconnects are answered `NOAUTH`,
+/// a permanent Connection error that ends a wait at once. A user trial saw lock, semaphore and
+/// multi-lock waits retry it as a `Redis` error for their whole wait, and a reentrant acquire
+/// end on `ERR Protocol error: unauthenticated multibulk length` after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_required_later_ends_waits_at_once() {
+    let server = RedisServer::start_with_options(&ServerOptions {
+        acl_user: Some(false),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let client = within(BOUND, Client::connect(&server.admin_url())).await.unwrap();
+    let mut admin = common::raw(&server).await;
+    let _: () = common::cmd(&mut admin, &["CONFIG", "SET", "requirepass", PASSWORD]).await;
+    let _: i64 = common::cmd(&mut admin, &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]).await;
+    let wait = Duration::from_secs(20);
+    let started = std::time::Instant::now();
+    let results = [
+        ("lease", client.lock("na:1").wait(wait).acquire().await.map(drop)),
+        (
+            "reentrant",
+            client.rlock("na:2").wait(wait).acquire().await.map(drop),
+        ),
+        ("semaphore", client.semaphore("na:3").wait(wait).acquire(1).await),
+    ];
+    for (what, result) in results {
+        let e = result.expect_err(what);
+        assert_eq!(e.kind(), ErrorKind::Connection, "{what}: {e}");
+        assert!(e.is_permanent(), "{what}: {e}");
+        assert!(e.message().contains("requires a password"), "{what}: {e}");
+        assert!(!e.to_string().contains(PASSWORD), "{e}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}: retried for the wait",
+        started.elapsed()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passwords_stay_out_of_errors_debug_output_and_logs() {
     logs::capture();

@@ -29,7 +29,7 @@ pub enum redlatch_status {
     REDLATCH_LOCK_LOST = 3,
     /// Quorum mode: no majority of nodes granted the request.
     REDLATCH_QUORUM = 4,
-    /// Redis unreachable, connection dropped, a network timeout, or a refused password (`WRONGPASS`).
+    /// Redis unreachable, connection dropped, a network timeout, or a refused or missing password (`WRONGPASS`, `NOAUTH`).
     REDLATCH_CONNECTION = 5,
     /// Bad input (NULL, non-UTF-8, empty name, zero or too large duration, misuse); nothing
     /// was sent to Redis.
