@@ -30,9 +30,10 @@
 //! (`fair_abort`): at once when the wait ran out, in the background otherwise.
 use super::attempt::{attempt, Attempt};
 use super::hold::Hold;
+use super::line::Patience;
 use super::owner::InFlight;
 use super::rollback::{Cleanups, UndoOnDrop};
-use super::transport::{random_unit, Runtime};
+use super::transport::random_unit;
 use super::waker::Waker;
 use super::Engine;
 use crate::error::{Error, ErrorKind, Result};
@@ -114,11 +115,11 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         let channel = holder.channel(&spec.name);
         if spec.kind == LockKind::Lease && engine.lines.has_waiters(&channel) {
             let remaining = deadline.map(|d| d.saturating_sub(rt.now()));
-            let mut w = Waker::subscribe(engine, &channel, remaining, true).await;
+            let mut w = Waker::subscribe(engine, &channel, remaining, Some(&holder)).await;
             if !w.is_head() {
                 let poll =
                     timing::busy_retry_delay(-1, engine.config.poll_interval, remaining, random_unit());
-                wait_turn(rt, &mut w, poll, deadline).await;
+                wait_turn(engine, &mut w, poll, deadline).await;
             }
             waker = Some(w);
         } else if let Some(pause) = pause {
@@ -134,6 +135,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     loop {
         if let Some(w) = waker.as_mut() {
             w.mark_seen();
+            w.ran(rt.now(), true);
         }
         let first = attempts == 0;
         if !first {
@@ -176,12 +178,19 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 if let Some(w) = waker.as_mut() {
                     w.granted();
                 }
+                // This owner's other acquires waiting in the line re-enter now (line.rs).
+                if let Holder::Reentrant { owner } = &holder {
+                    engine.lines.wake_owner(&holder.channel(&spec.name), owner);
+                }
                 return Ok(hold);
             }
             Attempt::Busy { .. } if first && plain_first && out_of_time => continue,
             Attempt::Busy { pttl } => {
                 error_since = None;
                 failures = 0;
+                if let Some(w) = &waker {
+                    w.answered();
+                }
                 if out_of_time {
                     tracing::debug!(lock = %spec.name, "not acquired: wait ran out");
                     // A fair waiter leaves the queue before the caller hears "not acquired",
@@ -196,15 +205,22 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                     tracing::debug!(lock = %spec.name, pttl, "lock busy; subscribing and waiting");
                     let channel = holder.channel(&spec.name);
                     let exclusive = matches!(spec.kind, LockKind::Lease | LockKind::Reentrant);
-                    waker = Some(Waker::subscribe(engine, &channel, remaining, exclusive).await);
+                    let line = exclusive.then_some(&holder);
+                    waker = Some(Waker::subscribe(engine, &channel, remaining, line).await);
                     continue;
                 }
                 timing::busy_retry_delay(pttl, engine.config.poll_interval, remaining, random_unit())
             }
             Attempt::Failed(error) => {
-                // Errors persist since the failed attempt *started*: an attempt that timed
-                // out already used a network timeout, so this returns after one, not two.
-                let since = *error_since.get_or_insert(attempt_started);
+                // Errors persist since the failed attempt *started* (an attempt that timed out
+                // already used a network timeout, so this returns after one, not two), or
+                // since the first error of this waiter's line (line.rs).
+                let line_since = waker.as_ref().and_then(Waker::line_erring_since);
+                let since = *error_since
+                    .get_or_insert_with(|| line_since.map_or(attempt_started, |l| l.min(attempt_started)));
+                if let Some(w) = &waker {
+                    w.failed(since);
+                }
                 // A wrong kind of client for the deployment (a Cluster node on a plain client),
                 // a bad name, a refused permission or a key conflict is not cured by retrying.
                 let permanent = error.is_permanent();
@@ -225,23 +241,41 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
             }
         };
         match waker.as_mut() {
-            Some(w) => wait_turn(rt, w, delay, deadline).await,
+            Some(w) => wait_turn(engine, w, delay, deadline).await,
             None => rt.sleep(delay).await,
         }
     }
 }
 
-/// Sleeps until `waker` says to try again, or for a poll `delay`. A waiter behind others in
-/// its client's line (line.rs) lets its polls pass until it is the head or its wait ends:
-/// trying on a poll would take the lock past the waiters ahead of it whenever a release
-/// fell in its poll (a user trial saw one waiter of ten served first in 7 rounds of 20).
-async fn wait_turn(rt: &Arc<dyn Runtime>, waker: &mut Waker, delay: Duration, deadline: Option<Duration>) {
+/// The least time a waiting head of a line may go without running before the waiters behind
+/// it pass it (line.rs): far above a busy machine's scheduling delays, so only a future that
+/// is not being polled at all is passed.
+const PARKED_AFTER_AT_LEAST: Duration = Duration::from_millis(250);
+
+/// Sleeps until `waker` says to try again, or for a poll `delay` (never past `deadline`). A
+/// waiter behind others in its client's line (line.rs) lets its polls pass until it is the
+/// head or its wait ends: trying on a poll would take the lock past the waiters ahead of it
+/// whenever a release fell in its poll (a user trial saw one waiter of ten served first in 7
+/// rounds of 20). It tries on a poll all the same while the line's attempts meet errors, and
+/// at each poll it moves a head that is not being polled to the end of the line.
+async fn wait_turn(engine: &Engine, waker: &mut Waker, delay: Duration, deadline: Option<Duration>) {
+    let rt = &engine.runtime;
+    let patience = Patience {
+        waiting: (engine.config.poll_interval * 2).max(PARKED_AFTER_AT_LEAST),
+        attempt: engine.config.network_timeout,
+    };
     loop {
-        if let Either::Right(_) = select(rt.sleep(delay), Box::pin(waker.changed())).await {
+        waker.ran(rt.now(), false);
+        let nap = deadline.map_or(delay, |d| delay.min(d.saturating_sub(rt.now())));
+        if let Either::Right(_) = select(rt.sleep(nap), Box::pin(waker.changed())).await {
             return;
         }
-        let out_of_time = deadline.is_some_and(|d| rt.now() >= d);
-        if waker.is_head() || out_of_time {
+        let now = rt.now();
+        if waker.is_head() || deadline.is_some_and(|d| now >= d) || waker.line_erring_since().is_some() {
+            return;
+        }
+        waker.pass_parked_head(now, patience);
+        if waker.is_head() {
             return;
         }
     }
@@ -284,124 +318,5 @@ fn renew_attempt_ids(
 mod late_undo_tests;
 
 #[cfg(all(test, feature = "native"))]
-mod tests {
-    use super::*;
-    use crate::driver::testing::{self, cmd, lease_spec, raw, within};
-    use crate::driver::Config;
-
-    #[test]
-    fn each_kind_is_known_to_redis_by_its_token_or_owner() {
-        let mut spec = lease_spec("k", None);
-        let (a, b) = (new_holder(&spec, None).unwrap(), new_holder(&spec, None).unwrap());
-        assert!(
-            matches!((&a, &b), (Holder::Lease { token: x }, Holder::Lease { token: y }) if x != y && !x.is_empty())
-        );
-        spec.owner = Some("c:7".to_owned());
-        for (kind, expect) in [
-            (LockKind::Reentrant, Holder::Reentrant { owner: "c:7".into() }),
-            (LockKind::Read, Holder::Read { owner: "c:7".into() }),
-            (LockKind::Write, Holder::Write { owner: "c:7".into() }),
-        ] {
-            spec.kind = kind;
-            assert_eq!(new_holder(&spec, None).unwrap(), expect);
-        }
-        spec.kind = LockKind::Fair;
-        let wait = Some(Duration::from_secs(2));
-        assert_eq!(
-            new_holder(&spec, wait).unwrap(),
-            Holder::Fair {
-                owner: "c:7".into(),
-                wait_slot_ms: fair::wait_slot_ms(Some(2_000)),
-            },
-            "a fair waiter queues with its wait"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_busy_lock_is_not_acquired_within_the_wait_and_application_data_is_a_conflict() {
-        let s = testing::server();
-        let engine = testing::engine(&[&s], testing::config()).await;
-        let mut conn = raw(&s).await;
-        let spec = lease_spec("a:1", Some(Duration::from_secs(60)));
-        let held = acquire(&engine, &spec, Some(Duration::ZERO)).await.unwrap();
-        let e = acquire(&engine, &spec, Some(Duration::ZERO))
-            .await
-            .err()
-            .expect("refused");
-        assert_eq!(e.kind(), ErrorKind::NotAcquired);
-        let e = within(acquire(&engine, &spec, Some(Duration::from_millis(100))))
-            .await
-            .err()
-            .expect("refused");
-        assert_eq!(e.kind(), ErrorKind::NotAcquired);
-        held.release().await.unwrap();
-
-        // A string without TTL that is no token: the plain SET NX only says "busy", the script
-        // form that follows says what it is, even with no wait.
-        let _: () = cmd(&mut conn, &["SET", "a:2", "application data"]).await;
-        let e = acquire(&engine, &lease_spec("a:2", None), Some(Duration::ZERO))
-            .await
-            .err()
-            .expect("refused");
-        assert_eq!(e.kind(), ErrorKind::KeyConflict, "{e}");
-        assert_eq!(
-            cmd::<Option<String>>(&mut conn, &["GET", "a:2"]).await.as_deref(),
-            Some("application data"),
-            "left untouched"
-        );
-    }
-
-    #[tokio::test]
-    async fn errors_end_the_wait_after_one_network_timeout_and_permanent_ones_at_once() {
-        let s = testing::server();
-        // A long network timeout: retrying a permanent error would outlast the hang bound.
-        let config = Config {
-            network_timeout: Duration::from_secs(60),
-            ..testing::config()
-        };
-        let engine = testing::engine(&[&s], config).await;
-        let mut conn = raw(&s).await;
-        let _: i64 = cmd(&mut conn, &["RPUSH", "a:3", "x"]).await;
-        let e = within(acquire(&engine, &lease_spec("a:3", None), None))
-            .await
-            .err()
-            .expect("refused");
-        assert_eq!(
-            e.kind(),
-            ErrorKind::KeyConflict,
-            "returned at once, not retried: {e}"
-        );
-
-        // Unreachable Redis with no wait limit: the error returns once it persisted for the
-        // network timeout (500 ms here), not never.
-        let engine = testing::engine(&[&s], testing::config()).await;
-        s.pause().unwrap();
-        let result = within(acquire(&engine, &lease_spec("a:4", None), None)).await;
-        s.resume().unwrap();
-        let e = result.err().expect("no grant from a paused server");
-        assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
-    }
-
-    #[tokio::test]
-    async fn a_waiter_is_woken_by_the_release_not_the_poll() {
-        let s = testing::server();
-        // Poll and lease far beyond the hang bound: only the unlock message can wake it.
-        let config = Config {
-            poll_interval: Duration::from_secs(120),
-            handoff_grace: Duration::ZERO,
-            ..testing::config()
-        };
-        let engine = testing::engine(&[&s], config).await;
-        let spec = lease_spec("a:5", Some(Duration::from_secs(120)));
-        let held = acquire(&engine, &spec, Some(Duration::ZERO)).await.unwrap();
-        let waiter = {
-            let (engine, spec) = (engine.clone(), spec.clone());
-            tokio::spawn(async move { acquire(&engine, &spec, None).await.map(|h| h.fence) })
-        };
-        // Let the waiter subscribe and go to sleep.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!waiter.is_finished());
-        held.release().await.unwrap();
-        within(waiter).await.unwrap().unwrap();
-    }
-}
+#[path = "tests/acquire.rs"]
+mod tests;

@@ -32,21 +32,44 @@
 //! Read/write locks keep waking their waiters as before (a write release lets all readers in),
 //! fair locks have a channel per waiter, and semaphores and latches wait elsewhere
 //! (waiting.rs).
+//!
+//! Three things let waiters past the line's order (each seen by a user trial to hold a waiter
+//! far beyond its wait while the line kept order):
+//! - a grant of a reentrant lock wakes the waiters of the same owner wherever they stand: they
+//!   re-enter now, and the waiters ahead of them wait for that owner's release;
+//! - once an attempt of any waiter in the line fails on an error, every waiter tries on its own
+//!   until an attempt gets an answer (busy or granted), and errors count from when the line's
+//!   first failed: with Redis gone, waiters without a wait end one network timeout after the
+//!   errors began, not one network timeout after another;
+//! - a head whose acquire is not being polled (a future kept but parked, e.g. the losing branch
+//!   of a `select!`) is moved to the end of the line once it has not run for two poll intervals
+//!   (`Config::poll_interval`, at least 250 ms) plus, during an attempt, a network timeout.
 
 use event_listener::Event;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// One client's lines, by channel (one per lock name).
 #[derive(Default)]
 pub(crate) struct Lines {
-    lines: Mutex<HashMap<String, VecDeque<Arc<Turn>>>>,
+    lines: Mutex<HashMap<String, Line>>,
+}
+
+#[derive(Default)]
+struct Line {
+    turns: VecDeque<Arc<Turn>>,
+    /// When the first of the errors that the line's attempts meet now began (the runtime's
+    /// clock); `None` once an attempt got an answer.
+    erring_since: Option<Duration>,
 }
 
 /// A waiter's state in its line.
 #[derive(Default)]
 struct Turn {
+    /// The reentrant lock's owner this waiter acquires for (`None`: a lease lock).
+    owner: Option<String>,
     /// At the head of the line.
     head: AtomicBool,
     /// The head should try now (a wake-up handed to it, or it became the head after a waiter
@@ -54,6 +77,10 @@ struct Turn {
     try_now: AtomicBool,
     /// Notified when `try_now` is set.
     event: Event,
+    /// The waiter is attempting (or subscribing), not waiting.
+    active: AtomicBool,
+    /// When it last ran (ms of the runtime's clock).
+    ran_ms: AtomicU64,
 }
 
 impl Turn {
@@ -61,6 +88,27 @@ impl Turn {
         self.try_now.store(true, Ordering::Release);
         self.event.notify(usize::MAX);
     }
+
+    /// `true` when the waiter has not run for longer than its `patience` allows.
+    fn stalled(&self, now: Duration, patience: Patience) -> bool {
+        let limit = if self.active.load(Ordering::Acquire) {
+            patience.waiting + patience.attempt
+        } else {
+            patience.waiting
+        };
+        let ran = Duration::from_millis(self.ran_ms.load(Ordering::Acquire));
+        now.saturating_sub(ran) > limit
+    }
+}
+
+/// How long a head may go without running before it counts as parked.
+#[derive(Clone, Copy)]
+pub(crate) struct Patience {
+    /// While waiting: two poll intervals, at least 250 ms (a waiting head runs at least once
+    /// per poll).
+    pub(crate) waiting: Duration,
+    /// Added during an attempt: the network timeout that bounds it.
+    pub(crate) attempt: Duration,
 }
 
 /// A waiter's place in the line of `channel`; it leaves the line when dropped.
@@ -72,19 +120,25 @@ pub(crate) struct Place {
 }
 
 impl Lines {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, VecDeque<Arc<Turn>>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Line>> {
         self.lines.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Joins the line of `channel` at its end.
-    pub(crate) fn join(self: &Arc<Self>, channel: &str) -> Place {
-        let turn = Arc::new(Turn::default());
+    /// Joins the line of `channel` at its end, at `now`; `owner`: the reentrant lock's owner
+    /// the waiter acquires for.
+    pub(crate) fn join(self: &Arc<Self>, channel: &str, owner: Option<&str>, now: Duration) -> Place {
+        let turn = Arc::new(Turn {
+            owner: owner.map(str::to_owned),
+            active: AtomicBool::new(true),
+            ran_ms: AtomicU64::new(as_ms(now)),
+            ..Turn::default()
+        });
         let mut lines = self.lock();
         let line = lines.entry(channel.to_owned()).or_default();
-        if line.is_empty() {
+        if line.turns.is_empty() {
             turn.head.store(true, Ordering::Release);
         }
-        line.push_back(turn.clone());
+        line.turns.push_back(turn.clone());
         Place {
             lines: self.clone(),
             channel: channel.to_owned(),
@@ -92,13 +146,27 @@ impl Lines {
             granted: false,
         }
     }
+
+    /// `owner` was granted the reentrant lock of `channel`: its waiters in the line re-enter now.
+    pub(crate) fn wake_owner(&self, channel: &str, owner: &str) {
+        if let Some(line) = self.lock().get(channel) {
+            line.turns
+                .iter()
+                .filter(|t| t.owner.as_deref() == Some(owner))
+                .for_each(|t| t.wake());
+        }
+    }
+}
+
+fn as_ms(at: Duration) -> u64 {
+    u64::try_from(at.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Lines {
     /// Waiters in the line of `channel` (tests).
     #[cfg(all(test, feature = "native"))]
     pub(crate) fn len(&self, channel: &str) -> usize {
-        self.lock().get(channel).map_or(0, VecDeque::len)
+        self.lock().get(channel).map_or(0, |l| l.turns.len())
     }
 
     /// `true` when some waiter of this client is in the line of `channel`.
@@ -115,14 +183,15 @@ impl Place {
 
     /// Hands a wake-up this waiter received to the head of its line.
     pub(crate) fn pass_to_head(&self) {
-        if let Some(head) = self.lines.lock().get(&self.channel).and_then(VecDeque::front) {
+        if let Some(head) = self.lines.lock().get(&self.channel).and_then(|l| l.turns.front()) {
             head.wake();
         }
     }
 
-    /// Resolves when this waiter (the head) should try now: a wake-up handed to it, or it
-    /// became the head after a waiter that left without the lock; at once if that happened
-    /// since the last time it resolved.
+    /// Resolves when this waiter should try now: a wake-up handed to it (the head), it became
+    /// the head after a waiter that left without the lock, its owner was granted the lock, or
+    /// the line's attempts began to fail; at once if that happened since the last time it
+    /// resolved.
     pub(crate) async fn woken(&self) {
         loop {
             let listener = self.turn.event.listen();
@@ -130,6 +199,61 @@ impl Place {
                 return;
             }
             listener.await;
+        }
+    }
+
+    /// The waiter runs at `now`: it starts an attempt (`active`) or goes back to waiting.
+    pub(crate) fn ran(&self, now: Duration, active: bool) {
+        self.turn.ran_ms.store(as_ms(now), Ordering::Release);
+        self.turn.active.store(active, Ordering::Release);
+    }
+
+    /// Moves a head that has not run within `patience` to the end of the line (a parked
+    /// future would otherwise hold every waiter behind it); the new head tries at once.
+    pub(crate) fn pass_parked_head(&self, now: Duration, patience: Patience) {
+        let mut lines = self.lines.lock();
+        let Some(line) = lines.get_mut(&self.channel) else {
+            return;
+        };
+        let parked = line
+            .turns
+            .front()
+            .is_some_and(|h| !Arc::ptr_eq(h, &self.turn) && h.stalled(now, patience));
+        if !parked {
+            return;
+        }
+        if let Some(head) = line.turns.pop_front() {
+            head.head.store(false, Ordering::Release);
+            line.turns.push_back(head);
+        }
+        if let Some(next) = line.turns.front() {
+            next.head.store(true, Ordering::Release);
+            next.wake();
+        }
+    }
+
+    /// When the errors the line's attempts meet began, if they still do.
+    pub(crate) fn erring_since(&self) -> Option<Duration> {
+        self.lines.lock().get(&self.channel).and_then(|l| l.erring_since)
+    }
+
+    /// An attempt failed on an error persisting since `since`: if the line was not erring,
+    /// every waiter in it tries on its own from now on.
+    pub(crate) fn failed(&self, since: Duration) {
+        let mut lines = self.lines.lock();
+        let Some(line) = lines.get_mut(&self.channel) else {
+            return;
+        };
+        if line.erring_since.is_none() {
+            line.erring_since = Some(since);
+            line.turns.iter().for_each(|t| t.wake());
+        }
+    }
+
+    /// An attempt got an answer (busy or granted): the line waits in order again.
+    pub(crate) fn answered(&self) {
+        if let Some(line) = self.lines.lock().get_mut(&self.channel) {
+            line.erring_since = None;
         }
     }
 
@@ -145,19 +269,19 @@ impl Drop for Place {
         let Some(line) = lines.get_mut(&self.channel) else {
             return;
         };
-        let Some(at) = line.iter().position(|t| Arc::ptr_eq(t, &self.turn)) else {
+        let Some(at) = line.turns.iter().position(|t| Arc::ptr_eq(t, &self.turn)) else {
             return;
         };
-        line.remove(at);
+        line.turns.remove(at);
         if at == 0 {
-            if let Some(next) = line.front() {
+            if let Some(next) = line.turns.front() {
                 next.head.store(true, Ordering::Release);
                 if !self.granted {
                     next.wake();
                 }
             }
         }
-        if line.is_empty() {
+        if line.turns.is_empty() {
             lines.remove(&self.channel);
         }
     }

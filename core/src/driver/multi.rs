@@ -185,7 +185,7 @@ pub(crate) async fn acquire(
                     tracing::debug!(lock = %name, pttl, "multi-lock member busy; subscribing and waiting");
                     waker = Some((
                         index,
-                        Waker::subscribe(engine, &keys::lock_channel(name), remaining, false).await,
+                        Waker::subscribe(engine, &keys::lock_channel(name), remaining, None).await,
                     ));
                     continue;
                 }

@@ -88,7 +88,7 @@ impl Waiter {
         }
         let Some(waker) = self.waker.as_mut() else {
             tracing::debug!(channel = %self.channel, "not yet; subscribing and waiting");
-            self.waker = Some(Waker::subscribe(&self.engine, &self.channel, remaining, false).await);
+            self.waker = Some(Waker::subscribe(&self.engine, &self.channel, remaining, None).await);
             return true;
         };
         let hint_ms = hint.map_or(-1, |h| h.as_millis().min(i64::MAX as u128) as i64);

@@ -3,9 +3,10 @@
 //! `acquire.rs` for how the acquire loop uses them). A waiter for an exclusive lock also takes
 //! a place in its client's line for it (line.rs): its wake-ups go to the line's head.
 
-use super::line::Place;
+use super::line::{Patience, Place};
 use super::transport::Subscription;
 use super::Engine;
+use crate::protocol::request::Holder;
 use futures::future::{select, select_all, Either};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,15 +19,21 @@ pub(super) struct Waker {
 
 impl Waker {
     /// Subscribes to `channel` (the holder's: `Holder::channel`) on every node, each bounded
-    /// by the network timeout and the remaining wait. `exclusive` (lease and reentrant locks):
-    /// the waiter joins its client's line for `channel` first (line.rs).
+    /// by the network timeout and the remaining wait. `line` (lease and reentrant locks: the
+    /// acquire's holder): the waiter joins its client's line for `channel` first (line.rs).
     pub(crate) async fn subscribe(
         engine: &Arc<Engine>,
         channel: &str,
         remaining: Option<Duration>,
-        exclusive: bool,
+        line: Option<&Holder>,
     ) -> Waker {
-        let place = exclusive.then(|| engine.lines.join(channel));
+        let place = line.map(|holder| {
+            let owner = match holder {
+                Holder::Reentrant { owner } => Some(owner.as_str()),
+                _ => None,
+            };
+            engine.lines.join(channel, owner, engine.runtime.now())
+        });
         let limit = remaining.map_or(engine.config.network_timeout, |r| {
             r.min(engine.config.network_timeout)
         });
@@ -85,7 +92,42 @@ impl Waker {
     /// The waiter got the lock: the next one in its line waits for the release message.
     pub(super) fn granted(&mut self) {
         if let Some(place) = self.place.as_mut() {
+            place.answered();
             place.granted();
+        }
+    }
+
+    /// The waiter runs at `now`, starting an attempt (`active`) or waiting (line.rs).
+    pub(super) fn ran(&self, now: Duration, active: bool) {
+        if let Some(place) = &self.place {
+            place.ran(now, active);
+        }
+    }
+
+    /// A waiter behind the head: moves a head that has not run within `patience` to the end
+    /// of the line (line.rs).
+    pub(super) fn pass_parked_head(&self, now: Duration, patience: Patience) {
+        if let Some(place) = &self.place {
+            place.pass_parked_head(now, patience);
+        }
+    }
+
+    /// When the errors met by the attempts of this waiter's line began, if they still do.
+    pub(super) fn line_erring_since(&self) -> Option<Duration> {
+        self.place.as_ref().and_then(Place::erring_since)
+    }
+
+    /// An attempt failed on errors persisting since `since` (line.rs: every waiter tries).
+    pub(super) fn failed(&self, since: Duration) {
+        if let Some(place) = &self.place {
+            place.failed(since);
+        }
+    }
+
+    /// An attempt got an answer: the line waits in order again.
+    pub(super) fn answered(&self) {
+        if let Some(place) = &self.place {
+            place.answered();
         }
     }
 }
@@ -106,7 +148,7 @@ mod tests {
             &engine,
             "redisson_lock__channel:{w}",
             Some(Duration::from_millis(200)),
-            false,
+            None,
         ))
         .await;
         assert_eq!(waker.subs.len(), 1, "subscribed on the live node only");
@@ -130,7 +172,7 @@ mod tests {
             &engine,
             "redisson_lock__channel:{p}",
             Some(Duration::from_millis(100)),
-            false,
+            None,
         ))
         .await;
         a.resume().unwrap();

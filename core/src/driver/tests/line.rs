@@ -201,3 +201,99 @@ async fn a_poll_lets_only_the_head_try() {
     join_all(tasks).await;
     assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
 }
+
+#[tokio::test]
+async fn an_owner_holding_the_lock_re_enters_past_the_waiters_ahead() {
+    // A user trial: owner X's second acquire waited in line behind owner Y, who waited for X's
+    // release: it never got in while X held the lock.
+    let s = testing::server();
+    let engine = testing::engine(&[&s], rare_polls()).await;
+    let mut conn = raw(&s).await;
+    let name = "line:reenter";
+    let _: i64 = cmd(&mut conn, &["HSET", name, "foreign:1", "1"]).await;
+    let _: i64 = cmd(&mut conn, &["PEXPIRE", name, "60000"]).await;
+    let spawn = |owner: u64| {
+        let engine = engine.clone();
+        let spec = testing::rlock_spec(&engine, name, owner, Some(Duration::from_secs(60)));
+        tokio::spawn(async move { acquire(&engine, &spec, None).await.unwrap() })
+    };
+    let x1 = spawn(1);
+    until_in_line(&engine, name, 1).await;
+    let y = spawn(2);
+    until_in_line(&engine, name, 2).await;
+    let x2 = spawn(1);
+    until_in_line(&engine, name, 3).await;
+    let _: i64 = cmd(&mut conn, &["DEL", name]).await;
+    let _: i64 = cmd(&mut conn, &["PUBLISH", &channel(name), "0"]).await;
+    let first = within(x1).await.unwrap();
+    let again = within(x2).await.unwrap();
+    let counts: Vec<String> = cmd(&mut conn, &["HVALS", name]).await;
+    assert_eq!(counts, vec!["2".to_owned()], "X holds twice");
+    assert!(!y.is_finished(), "Y waits for X");
+    again.release().await.unwrap();
+    first.release().await.unwrap();
+    within(y).await.unwrap().release().await.unwrap();
+}
+
+#[tokio::test]
+async fn with_redis_gone_the_waiters_without_a_wait_end_together() {
+    // A user trial: waiter k of a line ended (k + 1) network timeouts after Redis stopped, as
+    // each one tried only once it was the head.
+    const WAITERS: usize = 6;
+    let s = testing::server();
+    let config = Config {
+        network_timeout: Duration::from_secs(1),
+        ..testing::config()
+    };
+    let engine = testing::engine(&[&s], config).await;
+    let mut conn = raw(&s).await;
+    let name = "line:gone";
+    taken_by_another_process(&mut conn, name).await;
+    let mut tasks = Vec::new();
+    for who in 0..WAITERS {
+        let (e, spec) = (engine.clone(), lease_spec(name, None));
+        tasks.push(tokio::spawn(async move { acquire(&e, &spec, None).await.err() }));
+        until_in_line(&engine, name, who + 1).await;
+    }
+    s.pause().unwrap();
+    let paused = std::time::Instant::now();
+    let mut errors = Vec::new();
+    for t in tasks {
+        errors.push(within(t).await.unwrap());
+    }
+    let took = paused.elapsed();
+    s.resume().unwrap();
+    for e in errors {
+        let e = e.expect("no grant from a paused server");
+        assert_eq!(e.kind(), crate::ErrorKind::Connection, "{e}");
+    }
+    // About two network timeouts (the head's failed attempt, then each one's own), where one
+    // waiter after another took seven.
+    assert!(
+        took < Duration::from_millis(4_500),
+        "the last ended after {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_head_that_is_not_polled_is_passed() {
+    // A user trial: an acquire future kept but no longer polled (the losing branch of a
+    // `select!`) held the head of the line, and every later acquire of the lock in its client
+    // waited behind it for ever.
+    let s = testing::server();
+    let engine = testing::engine(&[&s], testing::config()).await;
+    let mut conn = raw(&s).await;
+    let name = "line:parked";
+    taken_by_another_process(&mut conn, name).await;
+    let spec = lease_spec(name, Some(Duration::from_secs(60)));
+    let mut parked = Box::pin(acquire(&engine, &spec, None));
+    let ran = tokio::time::timeout(Duration::from_millis(200), &mut parked).await;
+    assert!(ran.is_err(), "the lock is busy");
+    assert_eq!(engine.lines.len(&channel(name)), 1);
+    let _: i64 = cmd(&mut conn, &["DEL", name]).await;
+    let _: i64 = cmd(&mut conn, &["PUBLISH", &channel(name), "0"]).await;
+    let hold = within(acquire(&engine, &spec, None)).await.unwrap();
+    hold.release().await.unwrap();
+    drop(parked);
+    assert_eq!(engine.lines.len(&channel(name)), 0, "both left the line");
+}
