@@ -4,7 +4,8 @@
 //!
 //! Each check tolerates a refusal (an ACL without `config|get`, a managed service that
 //! renames `CONFIG`, a server without `COMMAND INFO`): it is then skipped, never an error.
-//! Only losing the connection is.
+//! Only losing the connection is, and a `NOAUTH` answer (a server that requires a password
+//! the URL did not give).
 
 use super::warnings::{self, Warnings};
 use redis::aio::ConnectionLike;
@@ -36,12 +37,14 @@ fn policy_of(reply: &Value) -> Option<String> {
 }
 
 /// A refusal of the check itself (permissions, unknown or renamed command), as opposed to
-/// a broken connection.
+/// a broken connection or one that the server wants authenticated first (`NOAUTH`: every
+/// call on it would be refused, so the connection fails here, with that reason, rather
+/// than at its first call, where Redis may close it before the reply is read).
 fn refused(e: &redis::RedisError) -> bool {
     matches!(
         e.kind(),
         redis::ErrorKind::Server(_) | redis::ErrorKind::Extension
-    )
+    ) && !e.code().is_some_and(|code| code.eq_ignore_ascii_case("NOAUTH"))
 }
 
 async fn tolerant<C: ConnectionLike + Send>(
