@@ -134,6 +134,14 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     let plain_first = spec.kind == LockKind::Lease && spec.fence.is_none();
     loop {
         if let Some(w) = waker.as_mut() {
+            // A waiter without a wait that has not met the errors itself ends with its line's
+            // once the line's attempts have met them for a network timeout, as its own would
+            // (its first attempt could take another network timeout: a stalled server).
+            let limit = engine.config.network_timeout;
+            let judged_by_line = deadline.is_none() && error_since.is_none();
+            if let Some(error) = w.line_error_after(rt.now(), limit).filter(|_| judged_by_line) {
+                return Err(error);
+            }
             w.mark_seen();
             w.ran(rt.now(), true);
         }
@@ -219,7 +227,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 let since = *error_since
                     .get_or_insert_with(|| line_since.map_or(attempt_started, |l| l.min(attempt_started)));
                 if let Some(w) = &waker {
-                    w.failed(since);
+                    w.failed(since, &error);
                 }
                 // A wrong kind of client for the deployment (a Cluster node on a plain client),
                 // a bad name, a refused permission or a key conflict is not cured by retrying.

@@ -39,8 +39,10 @@
 //!   re-enter now, and the waiters ahead of them wait for that owner's release;
 //! - once an attempt of any waiter in the line fails on an error, every waiter tries on its own
 //!   until an attempt gets an answer (busy or granted), and errors count from when the line's
-//!   first failed: with Redis gone, waiters without a wait end one network timeout after the
-//!   errors began, not one network timeout after another;
+//!   first failed; a waiter without a wait that has not met them itself ends with the line's
+//!   error once they persisted for a network timeout (its own attempt at a stalled server
+//!   would take one more). So with Redis gone, waiters without a wait end one network timeout
+//!   after the errors began, not one network timeout after another;
 //! - a head whose acquire is not being polled (a future kept but parked, e.g. the losing branch
 //!   of a `select!`) is moved to the end of the line once it has not run for two poll intervals
 //!   (`Config::poll_interval`, at least 250 ms) plus, during an attempt, a network timeout.
@@ -50,6 +52,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+use crate::error::Error;
 
 /// One client's lines, by channel (one per lock name).
 #[derive(Default)]
@@ -61,8 +65,8 @@ pub(crate) struct Lines {
 struct Line {
     turns: VecDeque<Arc<Turn>>,
     /// When the first of the errors that the line's attempts meet now began (the runtime's
-    /// clock); `None` once an attempt got an answer.
-    erring_since: Option<Duration>,
+    /// clock), and the latest of them; `None` once an attempt got an answer.
+    erring: Option<(Duration, Error)>,
 }
 
 /// A waiter's state in its line.
@@ -117,6 +121,8 @@ pub(crate) struct Place {
     channel: String,
     turn: Arc<Turn>,
     granted: bool,
+    /// When it joined (the runtime's clock).
+    joined: Duration,
 }
 
 impl Lines {
@@ -144,6 +150,7 @@ impl Lines {
             channel: channel.to_owned(),
             turn,
             granted: false,
+            joined: now,
         }
     }
 
@@ -176,6 +183,11 @@ impl Lines {
 }
 
 impl Place {
+    /// When this waiter joined the line (the runtime's clock).
+    pub(crate) fn joined(&self) -> Duration {
+        self.joined
+    }
+
     /// `true` while this waiter is at the head of its line.
     pub(crate) fn is_head(&self) -> bool {
         self.turn.head.load(Ordering::Acquire)
@@ -232,28 +244,34 @@ impl Place {
         }
     }
 
-    /// When the errors the line's attempts meet began, if they still do.
-    pub(crate) fn erring_since(&self) -> Option<Duration> {
-        self.lines.lock().get(&self.channel).and_then(|l| l.erring_since)
+    /// When the errors the line's attempts meet began, and the latest, if they still do.
+    pub(crate) fn erring(&self) -> Option<(Duration, Error)> {
+        self.lines
+            .lock()
+            .get(&self.channel)
+            .and_then(|l| l.erring.clone())
     }
 
-    /// An attempt failed on an error persisting since `since`: if the line was not erring,
-    /// every waiter in it tries on its own from now on.
-    pub(crate) fn failed(&self, since: Duration) {
+    /// An attempt failed on `error`, errors persisting since `since`: if the line was not
+    /// erring, every waiter in it tries on its own from now on.
+    pub(crate) fn failed(&self, since: Duration, error: &Error) {
         let mut lines = self.lines.lock();
         let Some(line) = lines.get_mut(&self.channel) else {
             return;
         };
-        if line.erring_since.is_none() {
-            line.erring_since = Some(since);
-            line.turns.iter().for_each(|t| t.wake());
+        match &mut line.erring {
+            Some((_, latest)) => *latest = error.clone(),
+            None => {
+                line.erring = Some((since, error.clone()));
+                line.turns.iter().for_each(|t| t.wake());
+            }
         }
     }
 
     /// An attempt got an answer (busy or granted): the line waits in order again.
     pub(crate) fn answered(&self) {
         if let Some(line) = self.lines.lock().get_mut(&self.channel) {
-            line.erring_since = None;
+            line.erring = None;
         }
     }
 

@@ -6,6 +6,7 @@
 use super::line::{Patience, Place};
 use super::transport::Subscription;
 use super::Engine;
+use crate::error::Error;
 use crate::protocol::request::Holder;
 use futures::future::{select, select_all, Either};
 use std::sync::Arc;
@@ -114,13 +115,25 @@ impl Waker {
 
     /// When the errors met by the attempts of this waiter's line began, if they still do.
     pub(super) fn line_erring_since(&self) -> Option<Duration> {
-        self.place.as_ref().and_then(Place::erring_since)
+        self.place
+            .as_ref()
+            .and_then(Place::erring)
+            .map(|(since, _)| since)
     }
 
-    /// An attempt failed on errors persisting since `since` (line.rs: every waiter tries).
-    pub(super) fn failed(&self, since: Duration) {
+    /// The latest error of this waiter's line once its errors, which began after this waiter
+    /// joined it, have persisted for `limit` at `now` (line.rs).
+    pub(super) fn line_error_after(&self, now: Duration, limit: Duration) -> Option<Error> {
+        let place = self.place.as_ref()?;
+        let (since, error) = place.erring()?;
+        (since >= place.joined() && now.saturating_sub(since) >= limit).then_some(error)
+    }
+
+    /// An attempt failed on `error`, errors persisting since `since` (line.rs: every waiter
+    /// tries).
+    pub(super) fn failed(&self, since: Duration, error: &Error) {
         if let Some(place) = &self.place {
-            place.failed(since);
+            place.failed(since, error);
         }
     }
 
