@@ -112,8 +112,10 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     // the lock to a waiter (possibly in another process), let the waiter have it.
     if wait != Some(Duration::ZERO) {
         let pause = engine.handoff_pause(&spec.name);
-        let channel = holder.channel(&spec.name);
-        if spec.kind == LockKind::Lease && engine.lines.has_waiters(&channel) {
+        let line = (spec.kind == LockKind::Lease && !engine.lines.is_empty())
+            .then(|| holder.channel(&spec.name))
+            .filter(|channel| engine.lines.has_waiters(channel));
+        if let Some(channel) = line {
             let remaining = deadline.map(|d| d.saturating_sub(rt.now()));
             let mut w = Waker::subscribe(engine, &channel, remaining, Some(&holder)).await;
             if !w.is_head() {
@@ -188,7 +190,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 }
                 // This owner's other acquires waiting in the line re-enter now (line.rs).
                 if let Holder::Reentrant { owner } = &holder {
-                    engine.lines.wake_owner(&holder.channel(&spec.name), owner);
+                    if !engine.lines.is_empty() {
+                        engine.lines.wake_owner(&holder.channel(&spec.name), owner);
+                    }
                 }
                 return Ok(hold);
             }

@@ -49,7 +49,7 @@
 
 use event_listener::Event;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -59,6 +59,9 @@ use crate::error::Error;
 #[derive(Default)]
 pub(crate) struct Lines {
     lines: Mutex<HashMap<String, Line>>,
+    /// Places alive in all lines: lets the acquire path skip the lines (a channel name and
+    /// the lock) when nobody of this client waits, the usual case.
+    places: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -139,6 +142,7 @@ impl Lines {
             ran_ms: AtomicU64::new(as_ms(now)),
             ..Turn::default()
         });
+        self.places.fetch_add(1, Ordering::SeqCst);
         let mut lines = self.lock();
         let line = lines.entry(channel.to_owned()).or_default();
         if line.turns.is_empty() {
@@ -176,6 +180,11 @@ impl Lines {
         self.lock().get(channel).map_or(0, |l| l.turns.len())
     }
 
+    /// `true` when no waiter of this client is in any line.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.places.load(Ordering::SeqCst) == 0
+    }
+
     /// `true` when some waiter of this client is in the line of `channel`.
     pub(crate) fn has_waiters(&self, channel: &str) -> bool {
         self.lock().contains_key(channel)
@@ -183,11 +192,6 @@ impl Lines {
 }
 
 impl Place {
-    /// When this waiter joined the line (the runtime's clock).
-    pub(crate) fn joined(&self) -> Duration {
-        self.joined
-    }
-
     /// `true` while this waiter is at the head of its line.
     pub(crate) fn is_head(&self) -> bool {
         self.turn.head.load(Ordering::Acquire)
@@ -244,12 +248,18 @@ impl Place {
         }
     }
 
-    /// When the errors the line's attempts meet began, and the latest, if they still do.
-    pub(crate) fn erring(&self) -> Option<(Duration, Error)> {
-        self.lines
-            .lock()
-            .get(&self.channel)
-            .and_then(|l| l.erring.clone())
+    /// When the errors the line's attempts meet began, if they still do.
+    pub(crate) fn erring_since(&self) -> Option<Duration> {
+        let lines = self.lines.lock();
+        lines.get(&self.channel)?.erring.as_ref().map(|(since, _)| *since)
+    }
+
+    /// The line's latest error once its errors, which began after this waiter joined the
+    /// line, have persisted for `limit` at `now`.
+    pub(crate) fn error_after(&self, now: Duration, limit: Duration) -> Option<Error> {
+        let lines = self.lines.lock();
+        let (since, error) = lines.get(&self.channel)?.erring.as_ref()?;
+        (*since >= self.joined && now.saturating_sub(*since) >= limit).then(|| error.clone())
     }
 
     /// An attempt failed on `error`, errors persisting since `since`: if the line was not
@@ -283,6 +293,7 @@ impl Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
+        self.lines.places.fetch_sub(1, Ordering::SeqCst);
         let mut lines = self.lines.lock();
         let Some(line) = lines.get_mut(&self.channel) else {
             return;

@@ -115,18 +115,13 @@ impl Waker {
 
     /// When the errors met by the attempts of this waiter's line began, if they still do.
     pub(super) fn line_erring_since(&self) -> Option<Duration> {
-        self.place
-            .as_ref()
-            .and_then(Place::erring)
-            .map(|(since, _)| since)
+        self.place.as_ref().and_then(Place::erring_since)
     }
 
     /// The latest error of this waiter's line once its errors, which began after this waiter
     /// joined it, have persisted for `limit` at `now` (line.rs).
     pub(super) fn line_error_after(&self, now: Duration, limit: Duration) -> Option<Error> {
-        let place = self.place.as_ref()?;
-        let (since, error) = place.erring()?;
-        (since >= place.joined() && now.saturating_sub(since) >= limit).then_some(error)
+        self.place.as_ref()?.error_after(now, limit)
     }
 
     /// An attempt failed on `error`, errors persisting since `since` (line.rs: every waiter
