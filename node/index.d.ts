@@ -295,8 +295,11 @@ export declare function installLocal(settle: (id: number, kind: number, a: numbe
 /** `kick()` asked for it: polls the tasks woken from elsewhere. */
 export declare function localDrain(out: Scratch): string | null
 
-/** Socket `socket` received `bytes`. */
-export declare function localSocketData(socket: number, bytes: Uint8Array, out: Scratch): string | null
+/**
+ * Socket `socket` received the first `len` bytes of `bytes` (its read buffer, reused for
+ * the next read once this returns).
+ */
+export declare function localSocketData(socket: number, bytes: Uint8Array, len: number, out: Scratch): string | null
 
 /**
  * Socket `socket` closed, with its error if it failed (the message has no credentials:

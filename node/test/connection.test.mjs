@@ -226,3 +226,24 @@ test("a multi-lock's first attempt goes out as one pipeline of SET NX PX, answer
     await server.stop()
   }
 })
+
+test('many calls in one tick on two servers: every command goes out and every reply reaches its call', async () => {
+  // Writes of one tick go out in batches (lib/engine.mjs FLUSH_EVERY) and every socket reads
+  // into one shared buffer: 200 acquires started together on two clients of two servers.
+  const servers = [await startServer(), await startServer()]
+  const admins = servers.map((s) => new Redis(s.port, '127.0.0.1'))
+  const clients = await Promise.all(servers.map((s) => Client.connect(s.url)))
+  try {
+    const names = Array.from({ length: 100 }, () => key('tick'))
+    const holds = await Promise.all(clients.flatMap((c) => names.map((n) => c.lock(n, { leaseMs: 5000 }).acquire({ waitMs: 0 }))))
+    for (const admin of admins) assert.equal(await admin.exists(...names), names.length)
+    const ttls = await Promise.all(clients.flatMap((c) => names.map((n) => c.lock(n).ttl())))
+    assert.ok(ttls.every((t) => t > 0 && t <= 5000), `ttls ${ttls}`)
+    await Promise.all(holds.map((h) => h.release()))
+    for (const admin of admins) assert.equal(await admin.exists(...names), 0)
+  } finally {
+    for (const admin of admins) admin.disconnect()
+    await Promise.all(clients.map((c) => c.close()))
+    await Promise.all(servers.map((s) => s.stop()))
+  }
+})

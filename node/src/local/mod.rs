@@ -122,10 +122,17 @@ pub fn local_socket_open(socket: u32, out: Scratch<'_>) -> napi::Result<Option<S
     entry(out, |_| conn::opened(socket))
 }
 
-/// Socket `socket` received `bytes`.
+/// Socket `socket` received the first `len` bytes of `bytes` (its read buffer, reused for
+/// the next read once this returns).
 #[napi]
-pub fn local_socket_data(socket: u32, bytes: &[u8], out: Scratch<'_>) -> napi::Result<Option<String>> {
-    entry(out, |_| conn::received(socket, bytes))
+pub fn local_socket_data(
+    socket: u32,
+    bytes: &[u8],
+    len: u32,
+    out: Scratch<'_>,
+) -> napi::Result<Option<String>> {
+    let received = bytes.get(..len as usize).unwrap_or(bytes);
+    entry(out, |_| conn::received(socket, received))
 }
 
 /// Socket `socket` closed, with its error if it failed (the message has no credentials:
