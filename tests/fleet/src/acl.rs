@@ -75,6 +75,16 @@ pub fn setuser_args(lock_keys: &str, valkey: bool) -> Vec<String> {
     args
 }
 
+/// The same user as a `redis-server` start-up option (`--user redlatch reset on ...`), so a
+/// restarted server has it before it accepts a connection, as a deployment's ACL file or
+/// config brings its users back.
+pub fn user_directive(lock_keys: &str, valkey: bool) -> Vec<String> {
+    let mut args = setuser_args(lock_keys, valkey);
+    args[1] = "--user".to_owned();
+    args.remove(0);
+    args
+}
+
 /// The command as docs/deployments.md prints it, for lock names matching `lock_keys` and a
 /// password shown as `password`: `ACL SETUSER redlatch reset on >password -@all ...`.
 pub fn setuser_line(lock_keys: &str, password: &str, valkey: bool) -> String {

@@ -323,6 +323,13 @@ impl RedisServer {
     pub fn restart(&self) -> io::Result<()> {
         let mut state = self.state();
         stop_locked(&mut state)?;
+        // Nothing persists across a restart, the ACL user included: it comes back with the
+        // start-up options, not by a command after the server accepts connections (a client
+        // reconnecting in between met WRONGPASS, which the core takes as permanent).
+        let mut extra = self.extra.clone();
+        if self.acl_user {
+            extra.extend(crate::acl::user_directive("*", self.valkey));
+        }
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             match launch(
@@ -330,18 +337,13 @@ impl RedisServer {
                 self.port,
                 &self.dir,
                 &self.conf,
-                &self.extra,
+                &extra,
                 self.password.as_deref(),
             ) {
                 Ok(child) => {
                     state.pid = child.id();
                     state.child = Some(child);
                     state.paused = false;
-                    drop(state);
-                    // Nothing persists across a restart, the ACL user included.
-                    if self.acl_user {
-                        self.create_acl_user("*")?;
-                    }
                     return Ok(());
                 }
                 Err((message, retry)) => {

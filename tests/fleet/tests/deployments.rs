@@ -131,3 +131,59 @@ fn valkey_starts_when_installed() {
     assert!(server.is_valkey());
     assert_eq!(server.cli(&["PING"]).unwrap(), "PONG");
 }
+
+/// A restarted server has the ACL user from its first accepted connection: clients that
+/// reconnect at once (the core's waiters do) must never meet WRONGPASS, which the core takes
+/// as a permanent refusal. The user used to be created by a command after the restart.
+#[test]
+fn a_restarted_server_has_the_acl_user_before_it_accepts_connections() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let server = RedisServer::start_with_options(&ServerOptions {
+        acl_user: Some(true),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let port = server.port();
+    let stop = Arc::new(AtomicBool::new(false));
+    // Logs in as the ACL user over and over, as a reconnecting client would.
+    let hammer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let (mut accepted, mut refused) = (0, Vec::new());
+            let auth = format!("AUTH {} {}\r\n", acl::USER, acl::PASSWORD);
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(mut conn) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                    continue;
+                };
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut reply = [0u8; 128];
+                let n = match conn
+                    .write_all(auth.as_bytes())
+                    .and_then(|()| conn.read(&mut reply))
+                {
+                    Ok(n) => n,
+                    Err(_) => continue,
+                };
+                let reply = String::from_utf8_lossy(&reply[..n]).into_owned();
+                if reply.starts_with("+OK") {
+                    accepted += 1;
+                } else if !reply.is_empty() {
+                    refused.push(reply);
+                }
+            }
+            (accepted, refused)
+        })
+    };
+    for _ in 0..5 {
+        server.restart().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (accepted, refused) = hammer.join().unwrap();
+    assert!(refused.is_empty(), "logins refused around restarts: {refused:?}");
+    assert!(accepted > 0, "the hammer never logged in");
+}
