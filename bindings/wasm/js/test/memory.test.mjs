@@ -1,7 +1,7 @@
 // Memory: many acquires and releases leave the JavaScript heap where it was. Each wait races
 // a cancel promise on the wasm side (a js-sys `JsFuture`), whose two callbacks and state live
 // until that promise settles; the adapter left it pending once the call was over, which kept
-// about 0.8 KB per acquire for the client's lifetime (src/engine.mjs `cancelPromise`).
+// about 0.8 KB per acquire for the client's lifetime (src/engine.mjs `WasmEngine.wait`).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setFlagsFromString } from 'node:v8'
