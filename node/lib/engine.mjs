@@ -7,7 +7,8 @@
 // engine asks of its host (open, write to and close the sockets its Redis connections run
 // over; set its one timer). The tokio engine settles through `settle` instead. `kick` polls
 // local tasks woken from another thread. Holds are numbers in the client's table; a
-// FinalizationRegistry drops the entry of a hold whose object is collected.
+// FinalizationRegistry (deferred-registry.mjs for holds) drops the entry of a hold whose
+// object is collected.
 //
 // Process lifetime: sockets and timers are unref'd, so an idle client or a held lock never
 // keeps Node running; while a call is pending, one ref'd timer does (as a pending read would).
@@ -18,6 +19,7 @@ import { createRequire } from 'node:module'
 import { InvalidArgumentError, toLockError } from './facade/errors.mjs'
 import { useOwnerNumbers } from './facade/owner.mjs'
 import { emitWarning } from './deployment.mjs'
+import { DeferredRegistry } from './deferred-registry.mjs'
 import {
   NativeEngineLatch,
   NativeEngineMultiLock,
@@ -247,7 +249,7 @@ class NativeEngine {
 
   constructor(raw) {
     this.#raw = raw
-    this.#holds = new FinalizationRegistry((hold) => raw.dropHold(hold))
+    this.#holds = new DeferredRegistry((hold) => raw.dropHold(hold))
     this.#permits = new FinalizationRegistry((permit) => raw.dropPermit(permit))
     this.#multis = new FinalizationRegistry((multi) => raw.dropMulti(multi))
   }
@@ -350,7 +352,7 @@ class NativeEngineLock {
         raw.acquire(this.#name, this.#kind, this.#leaseMs, this.#fenced, this.#fenceTtlMs, waitMs, owner, ticket, id, out),
       (hold, token, leaseMs) => {
         const engineHold = new NativeEngineHold(raw, holds, hold, this.#name, Number.isNaN(token) ? null : token, leaseMs)
-        holds.register(engineHold, hold, engineHold)
+        holds.register(engineHold, hold)
         return engineHold
       },
     )

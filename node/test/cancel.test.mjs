@@ -164,7 +164,8 @@ test('a Held that is garbage-collected without release() is released in the back
      const c = await Client.connect(process.env.REDLATCH_TEST_URL)
      await (async () => { await c.lock(${JSON.stringify(name)}).acquire() })()
      console.log('acquired')
-     await new Promise((resolve) => setTimeout(resolve, 100))
+     // Past lib/deferred-registry.mjs' DEFER_MS (500 ms): the hold is registered by then.
+     await new Promise((resolve) => setTimeout(resolve, 700))
      globalThis.gc()
      await new Promise((resolve) => setTimeout(resolve, 300))`,
     ['--expose-gc'],
