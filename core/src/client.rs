@@ -53,6 +53,40 @@ impl Client {
         })
     }
 
+    /// Renews this client's watchdog-mode holds through `renewer` from now on: its
+    /// connections, on its runtime, with its watchdog (a client of the same nodes, in the same
+    /// order). For a client whose runtime can be held up by its host: the Node addon's local
+    /// engine runs on the JavaScript thread and renews through a client on the addon's tokio
+    /// thread, so a blocked event loop does not let a hold expire (Redisson renews on its own
+    /// threads too). Holds acquired before this call keep their renewals; `close` closes
+    /// `renewer` as well. Both runtimes must read [`process_clock`](crate::process_clock)
+    /// (deadlines are compared across them); every native runtime does.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `renewer` has other nodes or another watchdog timeout, when its
+    /// clock is not this client's, or when this client already has a renewer.
+    pub fn renew_through(&self, renewer: Client) -> Result<()> {
+        let (ours, theirs) = (&self.engine, &renewer.engine);
+        let labels = |e: &Engine| {
+            (0..e.nodes.len())
+                .map(|i| e.nodes.label(i).to_owned())
+                .collect::<Vec<_>>()
+        };
+        if labels(ours) != labels(theirs) {
+            return Err(Error::invalid("a renewer must be a client of the same nodes"));
+        }
+        if ours.config.watchdog_timeout != theirs.config.watchdog_timeout {
+            return Err(Error::invalid("a renewer must have the same watchdog timeout"));
+        }
+        let skew = ours.now().abs_diff(theirs.now());
+        if skew > std::time::Duration::from_millis(100) {
+            return Err(Error::invalid("a renewer's runtime must read the same clock"));
+        }
+        ours.renewer
+            .set(renewer.engine)
+            .map_err(|_| Error::invalid("this client already has a renewer"))
+    }
+
     /// A lease lock on key `name`, in the redis-py / node-redlock format (shared/WIRE.md):
     /// a STRING holding a random token. Not reentrant: each acquire is a separate hold.
     ///
@@ -187,6 +221,10 @@ impl Client {
         // garbage collector runs).
         self.engine.watchdog.close();
         self.engine.nodes.close();
+        if let Some(renewer) = self.engine.renewer.get() {
+            renewer.watchdog.close();
+            renewer.nodes.close();
+        }
     }
 
     /// `true` once [`close`](Self::close) was called.
@@ -206,7 +244,7 @@ impl Client {
 
     /// Number of watchdog-mode holds being renewed right now (diagnostics).
     pub fn tracked_holds(&self) -> usize {
-        self.engine.watchdog.len()
+        self.engine.renewals().watchdog.len()
     }
 
     /// The client's configuration.

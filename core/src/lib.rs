@@ -59,6 +59,8 @@ mod native;
 
 pub use client::Client;
 pub use driver::owner::{new_owner, thread_owner};
+#[cfg(not(target_arch = "wasm32"))]
+pub use driver::process_clock;
 pub use driver::{BoxFut, Config, MaybeSend, Runtime, Subscription, Transport};
 pub use error::{redis_error_kind, Error, ErrorKind, NodeOutcome, Reason, Result};
 pub use guard::Guard;

@@ -170,3 +170,54 @@ async fn renewal_survives_transient_errors_then_reports_loss() {
     within(Duration::from_secs(5), guard.lost()).await;
     s.resume().unwrap();
 }
+
+/// Acquires a lease lock and a reentrant lock of `client` on `runtime`, blocks that runtime's
+/// one thread for 4 x the watchdog timeout with each held, and returns for each whether the
+/// hold was still valid and owned afterwards.
+fn held_through_a_blocked_runtime(runtime: &tokio::runtime::Runtime, client: &Client) -> Vec<bool> {
+    runtime.block_on(async {
+        let mut kept = Vec::new();
+        for lock in [client.lock("rt:lease"), client.rlock("rt:reentrant")] {
+            let guard = lock.acquire().await.unwrap();
+            std::thread::sleep(Duration::from_millis(1_200)); // nothing else runs here meanwhile
+            kept.push(!guard.is_lost() && guard.owned().await.unwrap_or(false));
+            let _ = guard.release().await;
+        }
+        kept
+    })
+}
+
+// The Node addon's local engine runs on the JavaScript thread and renews through a client on
+// its tokio thread (`Client::renew_through`), so a blocked event loop keeps its holds.
+#[test]
+fn renewals_through_another_runtime_keep_holds_while_this_one_is_blocked() {
+    let s = server();
+    let blocked = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let renewing = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let connect = |runtime: &tokio::runtime::Runtime| runtime.block_on(short_watchdog(&s));
+
+    // Control: renewing on the blocked runtime itself, the holds expire meanwhile.
+    let alone = connect(&blocked);
+    assert_eq!(held_through_a_blocked_runtime(&blocked, &alone), [false, false]);
+
+    let client = connect(&blocked);
+    client.renew_through(connect(&renewing)).unwrap();
+    assert_eq!(held_through_a_blocked_runtime(&blocked, &client), [true, true]);
+    assert_eq!(client.tracked_holds(), 0, "release stops renewal");
+
+    // A renewer of other nodes, or a second one, is refused.
+    let other = server();
+    let stranger = renewing.block_on(short_watchdog(&other));
+    let err = client.renew_through(stranger).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    let err = client.renew_through(connect(&renewing)).unwrap_err();
+    assert!(err.to_string().contains("already has a renewer"), "{err}");
+    blocked.block_on(client.close());
+}

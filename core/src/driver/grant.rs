@@ -67,9 +67,10 @@ pub(super) fn new_hold(
     let signal = Arc::new(HoldSignal::sharing(validity));
     // Fixed leases need no renewal: their loss is the deadline passing (see signal.rs).
     let watch_id = spec.lease.is_none().then(|| {
-        engine
+        let renewals = engine.renewals();
+        renewals
             .watchdog
-            .register(engine, &spec.name, holder, signal.clone())
+            .register(renewals, &spec.name, holder, signal.clone())
     });
     let hold = Hold {
         id: engine.registry.next_id(),

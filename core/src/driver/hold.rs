@@ -72,7 +72,7 @@ impl Hold {
 
     pub(super) fn unwatch(&self) {
         if let Some(id) = self.watch_id {
-            self.engine.watchdog.unregister(id);
+            self.engine.renewals().watchdog.unregister(id);
         }
     }
 
@@ -134,6 +134,7 @@ impl Hold {
                     // Watchdog mode: the next renewal must come within the new lease, as it
                     // would after an acquire with that lease (a third of it).
                     engine
+                        .renewals()
                         .watchdog
                         .renew_by(id, started + timing::renewal_period(lease));
                 }

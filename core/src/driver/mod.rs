@@ -29,6 +29,8 @@ pub(crate) use hold::Hold;
 pub(crate) use nodes::Nodes;
 pub(crate) use registry::{OnClose, CLOSED};
 pub(crate) use signal::End;
+#[cfg(not(target_arch = "wasm32"))]
+pub use transport::process_clock;
 pub(crate) use transport::random_unit;
 pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};
 pub(crate) use watchdog::Watchdog;
@@ -36,8 +38,8 @@ pub(crate) use watchdog::Watchdog;
 use crate::protocol::request::Holder;
 use crate::protocol::{quorum, timing, token};
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::{Arc, Weak};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// Tunables shared by every lock of a client. All durations are wall durations measured on the
@@ -107,6 +109,9 @@ pub(crate) struct Engine {
     pub(crate) config: Config,
     pub(crate) client_id: String,
     pub(crate) watchdog: Watchdog,
+    /// The engine whose watchdog renews this one's holds, if not this one
+    /// ([`Client::renew_through`](crate::Client::renew_through)).
+    pub(crate) renewer: OnceLock<Arc<Engine>>,
     /// Lock name -> end of the hand-off grace after this client released it to a waiter.
     handoffs: Mutex<HashMap<String, Duration>>,
     /// The validity shared by the holds of each reentrant owner (see `signal.rs`).
@@ -134,6 +139,7 @@ impl Engine {
             config,
             client_id: token::new_client_id()?,
             watchdog: Watchdog::default(),
+            renewer: OnceLock::new(),
             handoffs: Mutex::default(),
             validities: Arc::default(),
             registry: registry::Registry::default(),
@@ -189,6 +195,11 @@ impl Engine {
                 .latch_ttl_ms()
                 .max(lease.as_millis().min(u128::from(timing::MAX_DURATION_MS)) as u64),
         }
+    }
+
+    /// The engine that renews this one's watchdog-mode holds: its renewer, else itself.
+    pub(crate) fn renewals(self: &Arc<Self>) -> &Arc<Engine> {
+        self.renewer.get().unwrap_or(self)
     }
 
     /// `now` on the runtime's monotonic clock.

@@ -71,10 +71,21 @@ pub trait Subscription: MaybeSend {
     fn changed(&mut self) -> BoxFut<'_, ()>;
 }
 
+/// Monotonic time since this process first read it: the clock of the native runtimes
+/// ([`TokioRuntime`](crate::TokioRuntime), the Node addon's local one). One origin for every
+/// runtime of the process, so a client whose renewals run on another runtime
+/// ([`Client::renew_through`](crate::Client::renew_through)) compares its holds' deadlines
+/// on one clock. Never goes backwards; wall-clock jumps do not affect it.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn process_clock() -> Duration {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    ORIGIN.get_or_init(std::time::Instant::now).elapsed()
+}
+
 /// Time, sleeping and background tasks.
 pub trait Runtime: MaybeSend + 'static {
     /// Monotonic time since an arbitrary origin. Never goes backwards; wall-clock jumps do not
-    /// affect it.
+    /// affect it. Native runtimes use [`process_clock`].
     fn now(&self) -> Duration;
     /// A future that completes after `duration`.
     fn sleep(&self, duration: Duration) -> BoxFut<'static, ()>;

@@ -1,14 +1,13 @@
 //! [`TokioRuntime`]: the driver's clock, sleep and spawn on tokio.
 
-use crate::driver::{BoxFut, Runtime};
-use std::time::{Duration, Instant};
+use crate::driver::{process_clock, BoxFut, Runtime};
+use std::time::Duration;
 
 /// Tokio-backed [`Runtime`]. Holds a runtime handle, so guards dropped outside any tokio
 /// context (a plain thread, a C caller) can still release in the background.
 #[derive(Debug, Clone)]
 pub struct TokioRuntime {
     handle: tokio::runtime::Handle,
-    origin: Instant,
 }
 
 impl TokioRuntime {
@@ -22,16 +21,13 @@ impl TokioRuntime {
 
     /// Uses the runtime behind `handle`.
     pub fn with_handle(handle: tokio::runtime::Handle) -> Self {
-        TokioRuntime {
-            handle,
-            origin: Instant::now(),
-        }
+        TokioRuntime { handle }
     }
 }
 
 impl Runtime for TokioRuntime {
     fn now(&self) -> Duration {
-        self.origin.elapsed()
+        process_clock()
     }
 
     fn sleep(&self, duration: Duration) -> BoxFut<'static, ()> {
