@@ -244,7 +244,8 @@ impl Client {
 
     /// Number of watchdog-mode holds being renewed right now (diagnostics).
     pub fn tracked_holds(&self) -> usize {
-        self.engine.renewals().watchdog.len()
+        let renewer = self.engine.renewer.get();
+        self.engine.watchdog.len() + renewer.map_or(0, |r| r.watchdog.len())
     }
 
     /// The client's configuration.

@@ -208,7 +208,17 @@ fn renewals_through_another_runtime_keep_holds_while_this_one_is_blocked() {
     assert_eq!(held_through_a_blocked_runtime(&blocked, &alone), [false, false]);
 
     let client = connect(&blocked);
+    // A hold acquired before keeps its renewals here; each release stops the right one.
+    let early = blocked.block_on(client.lock("rt:early").acquire()).unwrap();
     client.renew_through(connect(&renewing)).unwrap();
+    blocked.block_on(async {
+        let late = client.lock("rt:late").acquire().await.unwrap();
+        assert_eq!(client.tracked_holds(), 2);
+        early.release().await.unwrap();
+        assert_eq!(client.tracked_holds(), 1);
+        late.release().await.unwrap();
+    });
+    assert_eq!(client.tracked_holds(), 0);
     assert_eq!(held_through_a_blocked_runtime(&blocked, &client), [true, true]);
     assert_eq!(client.tracked_holds(), 0, "release stops renewal");
 

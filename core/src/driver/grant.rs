@@ -66,11 +66,12 @@ pub(super) fn new_hold(
     let fence = validity.fence(fence);
     let signal = Arc::new(HoldSignal::sharing(validity));
     // Fixed leases need no renewal: their loss is the deadline passing (see signal.rs).
-    let watch_id = spec.lease.is_none().then(|| {
-        let renewals = engine.renewals();
-        renewals
+    let watch = spec.lease.is_none().then(|| {
+        let renewals = engine.renewals().clone();
+        let id = renewals
             .watchdog
-            .register(renewals, &spec.name, holder, signal.clone())
+            .register(&renewals, &spec.name, holder, signal.clone());
+        (renewals, id)
     });
     let hold = Hold {
         id: engine.registry.next_id(),
@@ -80,7 +81,7 @@ pub(super) fn new_hold(
         lease,
         fence: spec.fence.map(|_| fence),
         signal,
-        watch_id,
+        watch,
         releasing: Default::default(),
         background: Default::default(),
     };

@@ -37,8 +37,9 @@ pub(crate) struct Hold {
     pub(crate) lease: Duration,
     pub(crate) fence: Option<u64>,
     pub(crate) signal: Arc<HoldSignal>,
-    /// Watchdog registration (watchdog mode only).
-    pub(crate) watch_id: Option<u64>,
+    /// Watchdog registration (watchdog mode only): the engine whose watchdog renews it (this
+    /// client's, or its renewer's: `Client::renew_through`) and its id there.
+    pub(crate) watch: Option<(Arc<Engine>, u64)>,
     /// Serializes releases; holds the release sent whose outcome is still unknown.
     /// Extends take it too, so a release waits for an extend in flight instead of racing it.
     pub(crate) releasing: futures::lock::Mutex<Option<super::release::Pending>>,
@@ -71,8 +72,8 @@ impl Hold {
     }
 
     pub(super) fn unwatch(&self) {
-        if let Some(id) = self.watch_id {
-            self.engine.renewals().watchdog.unregister(id);
+        if let Some((renewals, id)) = &self.watch {
+            renewals.watchdog.unregister(*id);
         }
     }
 
@@ -130,13 +131,12 @@ impl Hold {
         match (quorum::tally(engine.nodes.len(), yes, no), validity) {
             (Tally::Granted, Some(v)) => {
                 self.signal.set_deadline(started + v);
-                if let Some(id) = self.watch_id {
+                if let Some((renewals, id)) = &self.watch {
                     // Watchdog mode: the next renewal must come within the new lease, as it
                     // would after an acquire with that lease (a third of it).
-                    engine
-                        .renewals()
+                    renewals
                         .watchdog
-                        .renew_by(id, started + timing::renewal_period(lease));
+                        .renew_by(*id, started + timing::renewal_period(lease));
                 }
                 tracing::debug!(lock = %self.name, lease_ms, "extended");
                 Ok(())
