@@ -5,10 +5,12 @@
 //   REDLATCH_TEST_URL=redis://127.0.0.1:6379 node bench/bench.mjs [--seconds S] [--rounds R]
 //
 // Libraries (each lock with a 10 s fixed lease):
-// - redlatch: the native entry with its default engine (the core on the addon's tokio thread
-//   over redis-rs connections: README "Design");
-// - redlatch (local engine): the same with REDLATCH_NODE_IO=local (the core on the JavaScript
-//   thread over Node sockets of its own), taking turns with the others in this process;
+// - redlatch: the native entry with its default engine for a redis:// URL (the local engine:
+//   the core on the JavaScript thread over Node sockets of its own, its watchdog renewals on
+//   the addon's tokio thread: README "Design");
+// - redlatch (tokio engine): the same with REDLATCH_NODE_IO=tokio (the core on the addon's
+//   tokio thread over redis-rs connections, as for Cluster and Sentinel), taking turns with
+//   the others in this process;
 // - redlatch/wasm over ioredis (the same lock logic compiled to WebAssembly, I/O by ioredis);
 // - redlock 5 over ioredis, with its defaults (retryDelay 200 ms) and with retryDelay 10 ms.
 // Scenarios:
@@ -340,7 +342,7 @@ console.log(
     `${SECONDS} s per scenario in ${ROUNDS} turns, node ${process.version}, load average ${load()} at the start`,
 )
 const ours = await redlatchAdapter('redlatch')
-const oursLocal = await redlatchAdapter('redlatch (local engine)', 'local')
+const oursTokio = await redlatchAdapter('redlatch (tokio engine)', 'tokio')
 const ourWasm = wasmAdapter('redlatch/wasm over ioredis')
 const redlockDefault = redlockAdapter('redlock (retryDelay 200)', { retryCount: -1 })
 const redlockFast = redlockAdapter('redlock (retryDelay 10)', { retryCount: -1, retryDelay: 10, retryJitter: 10 })
@@ -349,20 +351,20 @@ const rawPair = await rawSocketPair()
 
 const rtt = await pingLoop()
 const call = await ttlLoop(ours)
-const callLocal = await ttlLoop(oursLocal)
-const results = await uncontended([ours, oursLocal, redlockDefault, ourWasm, pair, rawPair])
+const callTokio = await ttlLoop(oursTokio)
+const results = await uncontended([ours, oursTokio, redlockDefault, ourWasm, pair, rawPair])
 const loop = monitorEventLoopDelay({ resolution: 1 })
 loop.enable()
 results[ours.label].contended = await contended(ours)
 loop.disable()
 const loopDuringContention = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }
-results[oursLocal.label].contended = await contended(oursLocal)
+results[oursTokio.label].contended = await contended(oursTokio)
 for (const lib of [redlockDefault, redlockFast]) {
   results[lib.label] ??= {}
   results[lib.label].contended = await contended(lib)
 }
 results[ours.label].handoff = await handoff(ours, 300, 2)
-results[oursLocal.label].handoff = await handoff(oursLocal, 300, 2)
+results[oursTokio.label].handoff = await handoff(oursTokio, 300, 2)
 results[redlockDefault.label].handoff = await handoff(redlockDefault, 15, 5)
 results[redlockFast.label].handoff = await handoff(redlockFast, 100, 5)
 const idleFloor = await idleReleaseFloor(300, 2)
@@ -370,7 +372,7 @@ const endLoad = load()
 
 console.log(`raw round trip (ioredis PING): ${rtt.ops.toFixed(0)} ops/s, p50 ${ms(rtt.p50)} ms, p99 ${ms(rtt.p99)} ms`)
 console.log(`one redlatch call with one round trip (lock.ttl()): ${call.ops.toFixed(0)} ops/s, p50 ${ms(call.p50)} ms, p99 ${ms(call.p99)} ms`)
-console.log(`  the same on the local engine: ${callLocal.ops.toFixed(0)} ops/s, p50 ${ms(callLocal.p50)} ms, p99 ${ms(callLocal.p99)} ms`)
+console.log(`  the same on the tokio engine: ${callTokio.ops.toFixed(0)} ops/s, p50 ${ms(callTokio.p50)} ms, p99 ${ms(callTokio.p99)} ms`)
 
 const theirs = results[redlockDefault.label]
 const vs = (ops, base) => `${(ops / base).toFixed(2)}x redlock`
@@ -415,12 +417,12 @@ function exportRow(row, { ops = 0, p50 = NaN, p99 = NaN, p999, n = 0 }) {
   const us = (v) => (Number.isFinite(v) ? Number((v * 1000).toFixed(2)) : 0)
   exportLine({ row, ops: Number(ops.toFixed(1)), p50_us: us(p50), p99_us: us(p99), ...(p999 === undefined ? {} : { p999_us: us(p999) }), n })
 }
-const ROW = { [ours.label]: 'node redlatch', [oursLocal.label]: 'node redlatch (local engine)', [redlockDefault.label]: 'node redlock', [ourWasm.label]: 'node redlatch/wasm', [pair.label]: 'node ioredis pair', [rawPair.label]: 'node raw socket pair (floor)' }
+const ROW = { [ours.label]: 'node redlatch', [oursTokio.label]: 'node redlatch (tokio engine)', [redlockDefault.label]: 'node redlock', [ourWasm.label]: 'node redlatch/wasm', [pair.label]: 'node ioredis pair', [rawPair.label]: 'node raw socket pair (floor)' }
 for (const [label, r] of Object.entries(results)) {
   if (r.uncontended) exportRow(ROW[label], r.uncontended)
   if (r.parallel) exportRow(`${ROW[label]}, ${LOOPS} loops`, { ops: r.parallel.ops })
 }
-for (const lib of [ours, oursLocal]) {
+for (const lib of [ours, oursTokio]) {
   const r = results[lib.label]
   const name = ROW[lib.label]
   exportRow(`${name} hand-off`, r.handoff)
@@ -455,7 +457,7 @@ console.log(
     `${LOOPS} loops ${floorPar.toFixed(2)}x redlock (target 1.2x ${floorPar >= 1.2 ? 'within reach' : 'above the floor in this run'})`,
 )
 targets(ours.label)
-targets(oursLocal.label)
+targets(oursTokio.label)
 
-for (const lib of [ours, oursLocal, ourWasm, rawPair]) await lib.close()
+for (const lib of [ours, oursTokio, ourWasm, rawPair]) await lib.close()
 redis.quit()

@@ -15,18 +15,19 @@ import { DEPLOYMENT_OPTIONS, deploymentOptions } from './deployment.mjs'
 
 useAsyncLocalStorage(AsyncLocalStorage)
 
-// Where the core runs: on the addon's tokio thread over redis-rs connections (the default),
-// or, with REDLATCH_NODE_IO=local (read at each connect), on this thread over Node sockets
-// of its own (README "Design": measured, not faster enough to be the default). The local
-// engine knows single nodes and quorums of redis:// / rediss:// URLs without deployment
-// options; every other client runs on the tokio engine whatever the variable says.
-const localEngine = () => globalThis.process?.env?.REDLATCH_NODE_IO === 'local'
+// Where the core runs (README "Design"): single nodes and quorums of redis:// / rediss://
+// URLs without deployment options run it on this thread over Node sockets of its own (the
+// local engine: no thread hop per call), with its watchdog renewals on the addon's tokio
+// thread (a blocked event loop does not let a hold expire); every other client runs it on
+// the tokio thread over redis-rs connections (the tokio engine), as do all clients with
+// REDLATCH_NODE_IO=tokio (read at each connect).
+const tokioEngine = () => globalThis.process?.env?.REDLATCH_NODE_IO === 'tokio'
 const plainUrl = (u) => u.startsWith('redis://') || u.startsWith('rediss://')
 
 async function connect(urls, options, cluster) {
   const opts = args.clientOptions(options, DEPLOYMENT_OPTIONS)
   const deployed = deploymentOptions(options, opts)
-  const local = localEngine() && !cluster && !deployed && urls.every(plainUrl)
+  const local = !tokioEngine() && !cluster && !deployed && urls.every(plainUrl)
   return new Client(INTERNAL, await connectEngine(urls, opts, local, cluster))
 }
 

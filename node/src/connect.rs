@@ -1,15 +1,18 @@
 //! `client.connect(id, out)`: connects a `NativeClient` to one node, a quorum, a Cluster or
 //! a Sentinel master, with the core on tokio over redis-rs connections (the default), or on
-//! the JavaScript thread (the local driver, `REDLATCH_NODE_IO=local`: local/), which knows
-//! single nodes and quorums of `redis://` / `rediss://` URLs only.
+//! the JavaScript thread (the local driver: local/), which knows single nodes and quorums of
+//! `redis://` / `rediss://` URLs only. A local client renews its watchdog-mode holds through a
+//! client of the same nodes on tokio (`renewer`), so a blocked event loop does not let them
+//! expire.
 
 use crate::calls::{Driver, Value};
 use crate::client::NativeClient;
-use crate::deployment::{Deployment, WarningCallback};
+use crate::deployment::{warn_through, Deployment, DeploymentWarning, WarningCallback};
 use crate::error::{invalid, IntoNapi};
 use crate::local::LocalTransport;
 use crate::local::Scratch;
 use crate::options::{opt_millis, ClientOptions};
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 use redlatch::protocol::quorum;
 use redlatch::{Config, Error, ErrorKind, Transport};
@@ -32,7 +35,7 @@ impl Plan {
         let plain = |u: &String| u.starts_with("redis://") || u.starts_with("rediss://");
         if self.cluster || !self.deployment.is_default() || !self.urls.iter().all(plain) {
             return Err(invalid(
-                "the local engine (REDLATCH_NODE_IO=local) connects to redis:// and rediss:// nodes \
+                "the local engine connects to redis:// and rediss:// nodes \
                  without deployment options only",
             ));
         }
@@ -74,12 +77,26 @@ impl NativeClient {
         let handle = driver.clone();
         // Built now, so bad deployment options throw here.
         let how = match &*handle {
-            Driver::Local(..) => Err((plan.urls, plan.config)),
+            Driver::Local(..) => Err((plan.urls, plan.config, plan.on_warning)),
             Driver::Tokio(..) => Ok(tokio_builder(plan)?),
         };
         Ok(driver.call(out, id, async move {
             let client = match how {
-                Err((urls, config)) => connect_local(&urls, config, &handle).await?,
+                Err((urls, config, on_warning)) => {
+                    let on_warning = Arc::new(on_warning);
+                    let renewer = renewer(&urls, config.clone(), on_warning.clone());
+                    let local = connect_local(&urls, config, &handle);
+                    let (local, renewer) = futures::future::join(local, renewer).await;
+                    let (client, nodes) = local?;
+                    let failed = match renewer {
+                        Ok(renewer) => client.renew_through(renewer).err(),
+                        Err(e) => Some(e),
+                    };
+                    if let Some(e) = failed {
+                        renewals_stay_here(&on_warning, nodes, &e);
+                    }
+                    client
+                }
                 Ok(builder) => builder.connect().await?,
             };
             if shared.opened(client) {
@@ -102,27 +119,77 @@ fn tokio_builder(plan: Plan) -> napi::Result<redlatch::ClientBuilder> {
     } = plan;
     let builder = if cluster {
         redlatch::Client::cluster_builder(&urls)
-    } else if urls.len() == 1 {
+    } else {
+        nodes_builder(&urls)
+    };
+    Ok(configured(deployment.apply(builder, Some(on_warning))?, &config))
+}
+
+/// The builder of a single node (one URL) or a quorum (more).
+fn nodes_builder(urls: &[String]) -> redlatch::ClientBuilder {
+    if urls.len() == 1 {
         redlatch::Client::builder(&urls[0])
     } else {
-        redlatch::Client::quorum_builder(&urls)
-    };
-    let mut builder = deployment.apply(builder, Some(on_warning))?;
-    builder = builder
+        redlatch::Client::quorum_builder(urls)
+    }
+}
+
+/// `builder` with the core's settings of `config`.
+fn configured(builder: redlatch::ClientBuilder, config: &Config) -> redlatch::ClientBuilder {
+    let builder = builder
         .watchdog_timeout(config.watchdog_timeout)
         .network_timeout(config.network_timeout)
         .poll_interval(config.poll_interval);
-    if let Some(d) = config.node_timeout {
-        builder = builder.node_timeout(d);
+    match config.node_timeout {
+        Some(d) => builder.node_timeout(d),
+        None => builder,
     }
-    Ok(builder)
 }
 
+/// Connects, on the addon's tokio thread, the client of `urls` through which a local client
+/// renews its watchdog-mode holds (`Client::renew_through`): the renewals then go out while
+/// the JavaScript thread is busy, as on the tokio engine (one per third of the watchdog
+/// timeout, so their thread hops cost nothing that matters). Its connect checks report the
+/// deployment warnings (an evicting `maxmemory-policy`) that the local connections do not.
+async fn renewer(
+    urls: &[String],
+    config: Config,
+    on_warning: Arc<WarningCallback>,
+) -> redlatch::Result<redlatch::Client> {
+    let builder = warn_through(configured(nodes_builder(urls), &config), on_warning);
+    let tokio = Driver::current(false).map_err(|e| Error::new(ErrorKind::Panic, e.reason))?;
+    let (sent, connected) = futures::channel::oneshot::channel();
+    tokio.runtime().spawn(Box::pin(async move {
+        let _ = sent.send(builder.connect().await);
+    }));
+    connected
+        .await
+        .unwrap_or_else(|_| Err(Error::new(ErrorKind::Panic, "the renewer's connect was dropped")))
+}
+
+/// The renewer could not connect (a `rediss://` server whose CA only Node trusts, through
+/// NODE_EXTRA_CA_CERTS, where redis-rs reads the system roots): the client works, its
+/// renewals run on the JavaScript thread, and a `DeploymentWarning` of kind `renewal` says so.
+fn renewals_stay_here(on_warning: &WarningCallback, nodes: String, failed: &Error) {
+    let message = format!(
+        "redlatch: watchdog renewals of this client run on the JavaScript thread, so an event \
+         loop blocked for longer than the watchdog timeout lets a hold expire: their own \
+         connection failed ({failed})"
+    );
+    let warning = DeploymentWarning {
+        kind: "renewal".into(),
+        node: nodes,
+        message,
+    };
+    on_warning.call(warning, ThreadsafeFunctionCallMode::NonBlocking);
+}
+
+/// A client of the local driver over `urls`, and its nodes' labels (comma-separated).
 async fn connect_local(
     urls: &[String],
     config: Config,
     driver: &Driver,
-) -> redlatch::Result<redlatch::Client> {
+) -> redlatch::Result<(redlatch::Client, String)> {
     let runtime = match driver {
         Driver::Local(_, runtime) => runtime.clone(),
         Driver::Tokio(..) => return Err(Error::new(ErrorKind::Panic, "not the local driver")),
@@ -148,7 +215,11 @@ async fn connect_local(
     .await;
     let labels: Vec<&str> = transports.iter().map(|t| t.label()).collect();
     quorum::enough_answered(&labels, pings)?;
+    let nodes = labels.join(",");
     let transports: Vec<Arc<dyn Transport>> =
         transports.into_iter().map(|t| t as Arc<dyn Transport>).collect();
-    redlatch::Client::from_transports(transports, driver.runtime(), config)
+    Ok((
+        redlatch::Client::from_transports(transports, driver.runtime(), config)?,
+        nodes,
+    ))
 }

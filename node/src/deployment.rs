@@ -13,6 +13,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
 use redlatch::{ClientBuilder, DeploymentOptions};
+use std::sync::Arc;
 
 /// TLS settings of `rediss://` URLs (`options.tls`). Without them a `rediss://` URL is
 /// verified against the system roots. PEM text arrives as strings (the facade converts
@@ -109,17 +110,22 @@ impl Deployment {
             sync_replicas,
             sync_replicas_timeout: opt_millis("syncReplicasTimeoutMs", self.sync_replicas_timeout_ms, false)?,
         };
-        let mut builder = options.apply(builder).map_err(crate::error::to_napi)?;
-        if let Some(callback) = on_warning {
-            builder = builder.on_warning(move |w| {
-                let warning = DeploymentWarning {
-                    kind: w.kind.to_owned(),
-                    node: w.node.clone(),
-                    message: w.message.clone(),
-                };
-                callback.call(warning, ThreadsafeFunctionCallMode::NonBlocking);
-            });
-        }
-        Ok(builder)
+        let builder = options.apply(builder).map_err(crate::error::to_napi)?;
+        Ok(match on_warning {
+            Some(callback) => warn_through(builder, Arc::new(callback)),
+            None => builder,
+        })
     }
+}
+
+/// `builder`, its client's deployment warnings going to `callback`.
+pub(crate) fn warn_through(builder: ClientBuilder, callback: Arc<WarningCallback>) -> ClientBuilder {
+    builder.on_warning(move |w| {
+        let warning = DeploymentWarning {
+            kind: w.kind.to_owned(),
+            node: w.node.clone(),
+            message: w.message.clone(),
+        };
+        callback.call(warning, ThreadsafeFunctionCallMode::NonBlocking);
+    })
 }

@@ -44,7 +44,7 @@ for (const engine of ['tokio', 'local']) {
     const proxy = await countingProxy(REDIS_URL)
     const saved = process.env.REDLATCH_NODE_IO
     // The engine is chosen at connect.
-    if (engine === 'local') process.env.REDLATCH_NODE_IO = 'local'
+    if (engine === 'tokio') process.env.REDLATCH_NODE_IO = 'tokio'
     else delete process.env.REDLATCH_NODE_IO
     let client
     try {

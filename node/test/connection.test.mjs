@@ -15,8 +15,8 @@ import { key, sleep } from './helpers.mjs'
 import { startServer, tlsFiles } from './server.mjs'
 
 const run = promisify(execFile)
-// Every client of this file runs on the local engine (read at each connect).
-process.env.REDLATCH_NODE_IO = 'local'
+// Every client of this file runs on the local engine (the default; read at each connect).
+delete process.env.REDLATCH_NODE_IO
 
 /** Acquire + release + a query through `client`: the connection works. */
 async function works(client) {
@@ -79,6 +79,8 @@ test('TLS: the server certificate is verified against the CA store; #insecure sk
     // over the TLS subscriber connection (the hand-off takes less than the 2 s poll interval).
     // Evaluated as a module from this folder, so `redlatch` resolves to the package under test.
     const script = `import { Client } from 'redlatch'
+const warnings = []
+process.on('warning', (w) => warnings.push(w.code))
 const c = await Client.connect(${JSON.stringify(url)}, { pollIntervalMs: 2000 })
 const l = c.lock('tls-k', { leaseMs: 5000 })
 const h = await l.acquire()
@@ -89,7 +91,8 @@ await h.release()
 await (await waiter).release()
 const handoff = performance.now() - t0
 await c.close()
-console.log(JSON.stringify({ ok: true, handoff }))
+await new Promise((r) => setTimeout(r, 50))
+console.log(JSON.stringify({ ok: true, handoff, warnings }))
 `
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
       cwd: process.cwd(),
@@ -99,9 +102,34 @@ console.log(JSON.stringify({ ok: true, handoff }))
     const outcome = JSON.parse(stdout.trim().split('\n').pop())
     assert.equal(outcome.ok, true)
     assert.ok(outcome.handoff < 1500, `hand-off over TLS took ${outcome.handoff} ms: woken by polling, not pub/sub`)
+    // Its renewals' own connection (redis-rs, the system roots) does not trust that CA: the
+    // client works, renewing on the JavaScript thread, and says so.
+    assert.deepEqual(outcome.warnings, ['REDLATCH_RENEWAL'])
   } finally {
     await server.stop()
     rmSync(files.dir, { recursive: true, force: true })
+  }
+})
+
+test('watchdog renewals go out from the tokio thread: a hold outlives a blocked event loop', async () => {
+  const server = await startServer()
+  const admin = new Redis(server.port, '127.0.0.1')
+  const client = await Client.connect(server.url, { watchdogTimeoutMs: 300 })
+  try {
+    for (const lock of [client.lock(key('blocked')), client.rlock(key('blocked'))]) {
+      const held = await lock.acquire() // no leaseMs: renewed by the watchdog
+      const end = Date.now() + 1200 // 4 x the watchdog timeout, nothing else runs here
+      while (Date.now() < end);
+      assert.equal(held.lost, false)
+      assert.equal(await held.owned(), true, `${lock.name} expired while the event loop was blocked`)
+      const pttl = await admin.pttl(lock.name)
+      assert.ok(pttl > 0 && pttl <= 300, `renewed back to the watchdog timeout: ${pttl}`)
+      await held.release()
+    }
+  } finally {
+    admin.disconnect()
+    await client.close()
+    await server.stop()
   }
 })
 

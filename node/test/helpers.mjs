@@ -79,11 +79,11 @@ export const ENTRIES = [
 
 /**
  * ENTRIES for the suites of the lock family: on the second run of the suites
- * (REDLATCH_NODE_IO=local, tools/test-packed.sh) only the native entry, the one that run
+ * (REDLATCH_NODE_IO=tokio, tools/test-packed.sh) only the native entry, the one that run
  * changes.
  */
 export const FAMILY_ENTRIES =
-  process.env.REDLATCH_NODE_IO === 'local' ? ENTRIES.filter((e) => e.name === 'native') : ENTRIES
+  process.env.REDLATCH_NODE_IO === 'tokio' ? ENTRIES.filter((e) => e.name === 'native') : ENTRIES
 
 /** Redisson's unlock channel of lock `name` (shared/WIRE.md), where waiters subscribe. */
 export function channel(name) {

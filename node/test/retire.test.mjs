@@ -50,7 +50,7 @@ async function connect(engine) {
     const client = wasm.createClient(wasm.fromIoredis(conn))
     return { client, close: async () => (await client.close(), conn.disconnect()) }
   }
-  if (engine === 'local') process.env.REDLATCH_NODE_IO = 'local'
+  if (engine === 'tokio') process.env.REDLATCH_NODE_IO = 'tokio'
   const client = await Client.connect(REDIS_URL)
   delete process.env.REDLATCH_NODE_IO
   return { client, close: () => client.close() }

@@ -7,7 +7,8 @@
 #   node/tools/test-packed.sh [WRAPPER...]     e.g. target/debug/redlatch-fleet --quorum 3 --
 #
 # WRAPPER is prefixed to `node --test` (the fleet harness provides the Redis URLs). The lock
-# suites run a second time on the local engine (REDLATCH_NODE_IO=local).
+# suites run a second time on the tokio engine (REDLATCH_NODE_IO=tokio; the local engine is
+# the default for the nodes the suites use).
 # Set KEEP=1 to keep the folder for inspection.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,9 +25,9 @@ rm -rf "$work"/test/fixtures/.out-*
 cd "$work"
 echo "node-test: running test/ against $tarball in $work"
 "$@" node --test test/*.test.mjs
-# The native entry's other engine (the core on the JavaScript thread, README "Design"):
+# The native entry's other engine (the core on the addon's tokio thread, README "Design"):
 # the suites of the lock surface again.
-echo "node-test: again with REDLATCH_NODE_IO=local"
-REDLATCH_NODE_IO=local "$@" node --test test/basic.test.mjs test/lost.test.mjs test/wait.test.mjs \
+echo "node-test: again with REDLATCH_NODE_IO=tokio"
+REDLATCH_NODE_IO=tokio "$@" node --test test/basic.test.mjs test/lost.test.mjs test/wait.test.mjs \
   test/cancel.test.mjs test/reentrancy.test.mjs test/native.test.mjs test/args.test.mjs test/faults.test.mjs \
   test/fair.test.mjs test/rwlock.test.mjs test/semaphore.test.mjs test/latch.test.mjs
