@@ -1,9 +1,9 @@
 //! `client.connect(id, out)`: connects a `NativeClient` to one node, a quorum, a Cluster or
-//! a Sentinel master, with the core on tokio over redis-rs connections (the default), or on
-//! the JavaScript thread (the local driver: local/), which knows single nodes and quorums of
-//! `redis://` / `rediss://` URLs only. A local client renews its watchdog-mode holds through a
-//! client of the same nodes on tokio (`renewer`), so a blocked event loop does not let them
-//! expire.
+//! a Sentinel master, with the core on the JavaScript thread (the local driver: local/; the
+//! facade's choice for single nodes and quorums of `redis://` / `rediss://` URLs without
+//! deployment options) or on tokio over redis-rs connections (every deployment). A local
+//! client renews its watchdog-mode holds through a client of the same nodes on tokio
+//! (`renewer`), so a blocked event loop does not let them expire.
 
 use crate::calls::{Driver, Value};
 use crate::client::NativeClient;
