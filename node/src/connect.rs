@@ -167,14 +167,14 @@ async fn renewer(
         .unwrap_or_else(|_| Err(Error::new(ErrorKind::Panic, "the renewer's connect was dropped")))
 }
 
-/// The renewer could not connect (a `rediss://` server whose CA only Node trusts, through
+/// The renewer could not be set up (a `rediss://` server whose CA only Node trusts, through
 /// NODE_EXTRA_CA_CERTS, where redis-rs reads the system roots): the client works, its
 /// renewals run on the JavaScript thread, and a `DeploymentWarning` of kind `renewal` says so.
 fn renewals_stay_here(on_warning: &WarningCallback, nodes: String, failed: &Error) {
     let message = format!(
         "redlatch: watchdog renewals of this client run on the JavaScript thread, so an event \
-         loop blocked for longer than the watchdog timeout lets a hold expire: their own \
-         connection failed ({failed})"
+         loop blocked for longer than the watchdog timeout lets a hold expire: the client \
+         that would renew them from the tokio thread could not be set up ({failed})"
     );
     let warning = DeploymentWarning {
         kind: "renewal".into(),

@@ -28,14 +28,13 @@ use napi::bindgen_prelude::{FnArgs, Function};
 use napi_derive::napi;
 use redlatch::{BoxFut, Runtime};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use timer::{Sleep, Timers};
 
 /// The core's [`Runtime`] on the JavaScript thread.
 pub(crate) struct LocalRuntime {
     executor: Arc<Executor>,
     timers: Arc<Timers>,
-    origin: Instant,
 }
 
 impl LocalRuntime {
@@ -43,14 +42,15 @@ impl LocalRuntime {
         LocalRuntime {
             executor,
             timers: Arc::default(),
-            origin: Instant::now(),
         }
     }
 }
 
 impl Runtime for LocalRuntime {
+    /// The process clock, which the tokio runtime reads too: the renewer of a local client
+    /// moves its holds' deadlines from the tokio thread (`Client::renew_through`).
     fn now(&self) -> Duration {
-        self.origin.elapsed()
+        redlatch::process_clock()
     }
 
     fn sleep(&self, duration: Duration) -> BoxFut<'static, ()> {
