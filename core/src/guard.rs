@@ -129,6 +129,12 @@ impl Guard {
     /// release's latch lives a lease (at least as long). The watchdog stops renewing at the
     /// first attempt either way, so an unreleased key expires with its lease.
     ///
+    /// Quorum: `Ok` needs a majority of nodes to answer that they still held it, as an
+    /// acquire needs a majority to grant it (Redlock); with fewer it is `NotOwned` (another
+    /// owner could have held a majority meanwhile), its key deleted where it was left. A
+    /// lease lock's release of a hold already known lost (`LockLost`) deletes its key on the
+    /// nodes that still have it too, so they are free for the next owner at once.
+    ///
     /// # Errors
     /// Reasons as in [`Reason`]: `NotOwned` (`deleted`, `taken`) when Redis says the hold is
     /// not ours within its validity, or `never_held` when it was already released; `LockLost`

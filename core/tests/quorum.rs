@@ -325,3 +325,71 @@ async fn a_failed_waits_error_says_why_each_node_failed() {
         assert!(why.contains("no reply"), "{}: {why}", outcome.node);
     }
 }
+
+/// Deletes `key` on the first `n` of `nodes` (as a restart without persistence would).
+async fn delete_on(nodes: &[redlatch_fleet::RedisServer], n: usize, key: &str) {
+    for s in &nodes[..n] {
+        let _: () = cmd(&mut raw(s).await, &["DEL", key]).await;
+    }
+}
+
+// Redlock: a release counts only if a majority still held the lock, as `owned()` and extends
+// count; with fewer, another owner could have held a majority meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_finds_no_majority_reports_the_loss_and_clears_the_rest() {
+    let nodes = servers(3);
+    let client = quorum_of(&nodes).await;
+    let g = client
+        .lock("q:minority")
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    delete_on(&nodes, 2, "q:minority").await;
+    assert!(!g.owned().await.unwrap());
+    let err = g.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotOwned, "{err}"); // as on one node
+    assert_eq!(err.reason(), Some(redlatch::Reason::Deleted), "{err}");
+    assert_eq!(
+        holders(&nodes, "q:minority").await,
+        0,
+        "its key on the third node is deleted"
+    );
+}
+
+// A hold already known lost (here by a refused extend) still deletes its key where it is left,
+// instead of keeping that node from the next owner for the rest of the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_release_of_a_lost_quorum_hold_deletes_its_key_on_the_minority() {
+    let nodes = servers(3);
+    let client = quorum_of(&nodes).await;
+    let g = client
+        .lock("q:lost")
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    delete_on(&nodes, 2, "q:lost").await;
+    let refused = g.extend(Duration::from_secs(10)).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::NotOwned, "{refused}");
+    assert!(g.is_lost());
+    assert_eq!(holders(&nodes, "q:lost").await, 1);
+    let err = g.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    assert_eq!(
+        holders(&nodes, "q:lost").await,
+        0,
+        "left for the rest of its lease"
+    );
+    // Someone else's key is never touched by that clean-up.
+    let other = client
+        .lock("q:lost")
+        .lease(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    assert_eq!(holders(&nodes, "q:lost").await, 3);
+    assert!(g.release().await.is_err());
+    assert!(other.owned().await.unwrap());
+    other.release().await.unwrap();
+}

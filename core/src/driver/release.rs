@@ -74,7 +74,15 @@ pub(crate) struct Releasing<'a> {
 impl Hold {
     /// Releases the hold on every node (at most once; retryable while the outcome is unknown).
     pub(crate) async fn release(&self) -> Result<()> {
-        let releasing = self.begin_release().await?;
+        let releasing = match self.begin_release().await {
+            Ok(releasing) => releasing,
+            Err(e) => {
+                if e.kind() == ErrorKind::LockLost {
+                    self.clear_minority().await;
+                }
+                return Err(e);
+            }
+        };
         let request = releasing.request();
         let engine = &self.engine;
         let holder = &self.holder;
@@ -95,6 +103,29 @@ impl Hold {
             .map(|reply| reply.map(|(r, _)| r.and_then(|r| holder.decode_release(&r))))
             .collect();
         releasing.settle(outcomes)
+    }
+
+    /// A lease lock's quorum hold known lost (a majority lost its key) may still have its key on
+    /// the other nodes, which would keep them from the next owner for the rest of the lease:
+    /// its release deletes them anyway (compare-and-delete on the token, so never another
+    /// owner's key; no latch, answers ignored) before it reports the loss. One node: the loss
+    /// was that node's key, nothing of this hold is left.
+    async fn clear_minority(&self) {
+        let engine = &self.engine;
+        if !engine.is_quorum() || !matches!(self.holder, Holder::Lease { .. }) {
+            return;
+        }
+        let Ok(request_id) = self.holder.release_id() else {
+            return;
+        };
+        let now_ms = engine.runtime.wall_clock_ms();
+        let request = self
+            .holder
+            .release(&self.name, self.lease_ms(), &request_id, 0, now_ms);
+        let _ = engine
+            .nodes
+            .broadcast(&request, engine.config.network_timeout)
+            .await;
     }
 
     /// Starts a release: waits for an extend or release in flight, then either refuses (already
@@ -216,7 +247,7 @@ impl Releasing<'_> {
         let hold = self.hold;
         let engine = &hold.engine;
         let elapsed = engine.now() - self.started;
-        let (mut yes, mut still_held, mut absent, mut taken, mut errors) = (0, 0, 0, 0, Vec::new());
+        let (mut yes, mut still_held, mut taken, mut errors) = (0, 0, 0, Vec::new());
         for (i, outcome) in outcomes.into_iter().enumerate() {
             let Some(decoded) = outcome else { continue };
             match decoded {
@@ -231,7 +262,6 @@ impl Releasing<'_> {
             // owner's section may have overlapped this one.
             match decoded {
                 Ok(o) if o.was_owned() => yes += 1,
-                Ok(OwnershipReply::Absent) => absent += 1,
                 Ok(OwnershipReply::Taken) => taken += 1,
                 Ok(_) => {}
                 Err(e) => errors.push((i, e)),
@@ -245,7 +275,9 @@ impl Releasing<'_> {
             let left = quorum::validity(hold.lease, elapsed).unwrap_or(Duration::ZERO);
             hold.signal.set_deadline(self.started + left);
         }
-        if yes >= majority || (yes >= 1 && yes + absent >= majority) {
+        // Released means a majority still held it until now (Redlock): with fewer, another
+        // owner could have taken a majority meanwhile, as `owned()` and extends tell too.
+        if yes >= majority {
             for (i, e) in &errors {
                 tracing::warn!(lock = %hold.name, node = engine.nodes.label(*i), error = %e, "release did not reach a node; its key expires with the lease");
             }
