@@ -177,7 +177,15 @@ impl Error {
 
     /// The same error with its message prefixed (e.g. by the node it came from).
     pub(crate) fn prefixed(mut self, prefix: &str) -> Self {
-        self.message = format!("{prefix}: {}", self.message);
+        // Once: a transport may have named its node already (the Node addon's local one does
+        // in the errors of its reconnects).
+        let named = self
+            .message
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with(": "));
+        if !named {
+            self.message = format!("{prefix}: {}", self.message);
+        }
         self
     }
 }
@@ -188,6 +196,20 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_prefix_is_added_once() {
+        let e = Error::connection("127.0.0.1:7000: connect ECONNREFUSED 127.0.0.1:7000");
+        assert_eq!(
+            e.prefixed("127.0.0.1:7000").message(),
+            "127.0.0.1:7000: connect ECONNREFUSED 127.0.0.1:7000"
+        );
+        let e = Error::connection("Connection refused (os error 111)").prefixed("127.0.0.1:7000");
+        assert_eq!(e.message(), "127.0.0.1:7000: Connection refused (os error 111)");
+        // Another node's name is not this one's.
+        let e = Error::connection("127.0.0.1:70001: x").prefixed("127.0.0.1:7000");
+        assert_eq!(e.message(), "127.0.0.1:7000: 127.0.0.1:70001: x");
+    }
 
     #[test]
     fn display_names_the_kind() {

@@ -82,11 +82,9 @@ impl Node {
         let settings = self.info.redis_settings();
         let refused = |e: redis::RedisError| {
             let e = RedisTransport::error_from(e);
-            Error::connection(format!(
-                "{}: the server refused the connection: {}",
-                self.label,
-                e.message()
-            ))
+            // As the tokio engine says it (e.g. "the server refused the URL's user name or
+            // password (WRONGPASS: ...)").
+            Error::connection(format!("{}: {}", self.label, e.message()))
         };
         if settings.protocol() == ProtocolVersion::RESP3 {
             let mut hello = redis::cmd("HELLO");
