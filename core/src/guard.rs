@@ -192,7 +192,10 @@ impl Guard {
         !self.is_lost() && !self.hold.signal.is_settled()
     }
 
-    /// Asks Redis whether this hold is still this owner's.
+    /// Asks Redis whether this hold is still this owner's. Redis saying it is gone or another
+    /// owner's (a majority of nodes, in quorum mode) is the loss itself: the guard is lost from
+    /// then on, with that reason (`deleted`, `taken`), as after a refused extend, and its loss
+    /// is reported (`lost()`, the bindings' callbacks); a later `release` is then `LockLost`.
     ///
     /// # Errors
     /// `Connection`/`Redis` when Redis could not be asked.

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use redlatch::ErrorKind;
+use redlatch::{ErrorKind, Reason};
 use std::time::Duration;
 
 #[tokio::test]
@@ -409,4 +409,40 @@ async fn check_refuses_bad_options_as_acquire_does() {
     );
     let mut conn = raw(&nodes[0]).await;
     assert!(keys_but_latches(&mut conn).await.is_empty(), "nothing was sent");
+}
+
+// `owned()` asks Redis; an answer that the key is gone or another owner's is the loss itself:
+// the guard is lost from then on, with the reason, as after a refused extend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owned_false_from_redis_marks_the_hold_lost_with_its_reason() {
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    for (key, taken) in [("own:gone", false), ("own:taken", true)] {
+        let g = client
+            .lock(key)
+            .lease(Duration::from_secs(10))
+            .acquire()
+            .await
+            .unwrap();
+        assert!(g.owned().await.unwrap());
+        if taken {
+            let _: () = cmd(&mut conn, &["SET", key, "someone-else", "PX", "10000"]).await;
+        } else {
+            let _: () = cmd(&mut conn, &["DEL", key]).await;
+        }
+        assert!(!g.is_lost(), "not known before asking");
+        assert!(!g.owned().await.unwrap());
+        assert!(g.is_lost());
+        let reason = if taken { Reason::Taken } else { Reason::Deleted };
+        assert_eq!(g.lost_reason(), Some(reason));
+        let e = g.release().await.unwrap_err();
+        assert_eq!((e.kind(), e.reason()), (ErrorKind::LockLost, Some(reason)), "{e}");
+    }
+    let other: Option<String> = cmd(&mut conn, &["GET", "own:taken"]).await;
+    assert_eq!(
+        other.as_deref(),
+        Some("someone-else"),
+        "the other owner's key is left alone"
+    );
 }

@@ -166,6 +166,9 @@ impl Hold {
         if self.signal.is_lost_at(self.engine.now()) || self.signal.is_settled() {
             return Ok(false);
         }
+        // Not while a release or an extend is in flight: its answer, not this one, settles
+        // the hold (a release that applied first would look like a loss here).
+        let _serial = self.releasing.lock().await;
         let engine = &self.engine;
         let reentrant = !matches!(self.holder, Holder::Lease { .. });
         let req = request::inspect(&self.name, reentrant, Some(&self.holder));
@@ -173,14 +176,25 @@ impl Hold {
             .nodes
             .broadcast(&req, engine.node_timeout(self.lease))
             .await;
-        let mut yes = 0;
+        let (mut yes, mut no, mut taken) = (0, 0, 0);
         let mut first_error = None;
         for r in replies {
             match r.and_then(|r| reply::decode_inspect(&r)) {
                 Ok(i) if i.owned => yes += 1,
-                Ok(_) => {}
+                Ok(i) => {
+                    no += 1;
+                    taken += usize::from(i.exists);
+                }
                 Err(e) => first_error = first_error.or(Some(e)),
             }
+        }
+        if quorum::tally(engine.nodes.len(), yes, no) == Tally::Refused {
+            // Redis says it is gone or another owner's: the loss is known now, as after a
+            // refused extend or renewal (`lost`, the loss callbacks).
+            self.unwatch();
+            let reason = if taken > 0 { Reason::Taken } else { Reason::Deleted };
+            self.signal.fire(reason, "owned() found it gone or taken");
+            return Ok(false);
         }
         match first_error {
             Some(e) if !engine.is_quorum() || e.is_permanent() => Err(e),

@@ -34,8 +34,9 @@ async fn a_refused_release_says_why_and_leaves_the_key_alone() {
     let hold = acquire(&engine, &spec, NOW).await.unwrap();
     let _: () = cmd(&mut conn, &["SET", "h:1", "another-token", "PX", "60000"]).await;
     assert!(!hold.owned().await.unwrap(), "another token holds it");
+    // owned() learnt the loss: the release reports it as known before the call.
     let e = hold.release().await.unwrap_err();
-    assert_eq!((e.kind(), e.reason()), (ErrorKind::NotOwned, Some(Reason::Taken)));
+    assert_eq!((e.kind(), e.reason()), (ErrorKind::LockLost, Some(Reason::Taken)));
     assert_eq!(
         cmd::<Option<String>>(&mut conn, &["GET", "h:1"]).await.as_deref(),
         Some("another-token")
