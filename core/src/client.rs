@@ -219,11 +219,9 @@ impl Client {
         // still using them (retried releases, roll-backs of stopped acquires) is done, even
         // while locks and guards of this client live on (bindings keep theirs until their
         // garbage collector runs).
-        self.engine.watchdog.close();
-        self.engine.nodes.close();
+        self.engine.stop_renewing_and_disconnect();
         if let Some(renewer) = self.engine.renewer.get() {
-            renewer.watchdog.close();
-            renewer.nodes.close();
+            renewer.stop_renewing_and_disconnect();
         }
     }
 

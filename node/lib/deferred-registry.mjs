@@ -5,11 +5,11 @@
 // collections, so registering every hold for the moment between its acquire and its release
 // promoted each one to the old generation, to die there at the next major collection. With
 // 32 loops of acquire + release the heap grew 2.6 MB per scavenge, each scavenge took 3-4 ms
-// instead of 0.2-0.4 ms, and the collector took about a tenth of the thread (README "A hold
-// registered for collection outlives the scavenge", measured 2026-12-05). Most holds are
-// released within milliseconds: nearly all of them now never reach the registry. A target dropped without
-// `unregister` is kept alive by the young list until its registration, so it is collected (and
-// `cleanup` called) at most DEFER_MS later than with a plain registry.
+// instead of 0.2-0.4 ms, and the collector took about a tenth of the thread (README "The
+// local engine as the default", measured 2026-12-05). Most holds are released within
+// milliseconds: nearly all of them now never reach the registry. A target dropped without
+// `unregister` is kept alive by the young list until its registration, so it is collected
+// (and `cleanup` called) at most DEFER_MS later than with a plain registry.
 
 /** How long a target lives before it is registered (ms). */
 export const DEFER_MS = 500

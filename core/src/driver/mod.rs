@@ -197,6 +197,13 @@ impl Engine {
         }
     }
 
+    /// Ends the watchdog and closes the connections once the background work still using
+    /// them is done (`Client::close`, for this engine and its renewer).
+    pub(crate) fn stop_renewing_and_disconnect(&self) {
+        self.watchdog.close();
+        self.nodes.close();
+    }
+
     /// The engine that renews this one's watchdog-mode holds: its renewer, else itself.
     pub(crate) fn renewals(self: &Arc<Self>) -> &Arc<Engine> {
         self.renewer.get().unwrap_or(self)

@@ -118,14 +118,18 @@ impl Hold {
         let Ok(request_id) = self.holder.release_id() else {
             return;
         };
-        let now_ms = engine.runtime.wall_clock_ms();
-        let request = self
-            .holder
-            .release(&self.name, self.lease_ms(), &request_id, 0, now_ms);
+        let request = self.release_request(&request_id, 0);
         let _ = engine
             .nodes
             .broadcast(&request, engine.config.network_timeout)
             .await;
+    }
+
+    /// This hold's release request named `request_id`, its latch kept `latch_ttl_ms` (0: none).
+    fn release_request(&self, request_id: &str, latch_ttl_ms: u64) -> Request {
+        let now_ms = self.engine.runtime.wall_clock_ms();
+        self.holder
+            .release(&self.name, self.lease_ms(), request_id, latch_ttl_ms, now_ms)
     }
 
     /// Starts a release: waits for an extend or release in flight, then either refuses (already
@@ -226,15 +230,7 @@ impl Releasing<'_> {
 
     /// The hold's own release request.
     fn request(&self) -> Request {
-        let hold = self.hold;
-        let now_ms = hold.engine.runtime.wall_clock_ms();
-        let mut request = hold.holder.release(
-            &hold.name,
-            hold.lease_ms(),
-            &self.request_id,
-            self.latch_ttl_ms,
-            now_ms,
-        );
+        let mut request = self.hold.release_request(&self.request_id, self.latch_ttl_ms);
         request.by_source = self.retry;
         request
     }
