@@ -73,6 +73,10 @@ pub use rwlock::RwLock;
 pub use semaphore::Semaphore;
 
 #[cfg(feature = "native")]
+pub use native::resp;
+#[cfg(feature = "native")]
+pub use native::{poll_on_loop, EventLoop, LoopSocket, LoopWatcher};
+#[cfg(feature = "native")]
 pub use native::{
     ClientBuilder, ClusterTransport, DeploymentOptions, RedisTransport, SentinelAuth, SyncReplicas,
     TlsOptions, TokioRuntime, Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,

@@ -1,21 +1,21 @@
-//! Rust futures as asyncio futures, with one thread hop each way and no GIL on tokio threads.
+//! Rust futures as asyncio futures, polled on the event loop's own thread (`loop_tasks.rs`).
 //!
 //! Why not pyo3-async-runtimes (used until issue 15): its `future_into_py` spawns the future,
 //! then hands the result to tokio's blocking pool, whose thread takes the GIL and calls
 //! `loop.call_soon_threadsafe`. Each awaited call thus crossed three threads and took the GIL
 //! off the event loop's thread; redlatch.asyncio measured 0.64x redis-py's asyncio `Lock`
-//! (python/README.md, "Performance"). Here each event loop gets one [`Completions`]: a
-//! socket pair whose read end the loop watches (`loop.add_reader`). A finished task pushes
-//! its outcome, still a Rust value, onto the queue and writes one byte when the queue was
-//! empty; the loop wakes, calls [`Completions::drain`] on its own thread, and only there are
-//! outcomes turned into Python objects and set on their futures. Tokio threads never touch
-//! Python.
+//! (python/README.md, "Performance"). Then (stops 14-32) each call ran as a tokio task that
+//! left its outcome on a queue the loop drained: two thread crossings per call, 1.01-1.04x.
+//! Now a call's future is polled on the loop's thread, its requests go out on a socket that
+//! loop watches (`redlatch::EventLoop`, single-node `redis://` / `unix://` clients), and
+//! only tokio's own wake-ups (timers, pub/sub, the multiplexed connection) cross threads,
+//! through one socket pair per loop. Tokio threads never touch Python.
 //!
 //! Cancellation: a call whose awaiting task is cancelled runs to completion and its outcome
-//! is dropped when drained (the future is cancelled); a dropped `Hold` is released in the
-//! background. An acquire must not keep waiting, so the asyncio layer calls [`abandon`] when
-//! its await is cancelled: that aborts the task, which drops the acquire future, and the core
-//! undoes the attempt in the background (rollback, unsubscribe).
+//! is dropped (the future is cancelled); a dropped `Hold` is released in the background. An
+//! acquire must not keep waiting, so the asyncio layer calls [`abandon`] when its await is
+//! cancelled: that drops the call's future, and the core undoes the attempt in the
+//! background (rollback, unsubscribe).
 
 use futures::FutureExt;
 use pyo3::exceptions::PyRuntimeError;
@@ -24,9 +24,10 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::IntoPyObjectExt;
 use redlatch::{Error, ErrorKind};
-use std::collections::{HashMap, HashSet};
+use crate::loop_tasks::{LoopTask, Tasks};
+use std::collections::HashMap;
 use std::future::Future;
-use std::io::{ErrorKind as IoKind, Read, Write};
+use std::io::{ErrorKind as IoKind, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::panic::AssertUnwindSafe;
@@ -55,65 +56,6 @@ where
     }
 }
 
-type Done = Vec<(u64, Box<dyn Outcome>)>;
-
-struct QueueState {
-    done: Done,
-    /// Keys of the calls still wanted: an outcome whose key is not here (abandoned) is
-    /// dropped at once rather than left waiting for the loop to drain it.
-    live: HashSet<u64>,
-    /// Set when the loop's [`Completions`] is gone: nothing reads the socket any more.
-    closed: bool,
-}
-
-/// Where tokio tasks leave their outcomes (shared by the tasks and the loop's [`Completions`]).
-struct Queue {
-    state: Mutex<QueueState>,
-    /// Write end of the socket pair: one byte wakes the loop.
-    wake: UnixStream,
-}
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Drops the call `key`: its outcome, queued or still to come.
-    fn abandon(&self, key: u64) {
-        let dropped: Done = {
-            let mut state = self.lock();
-            state.live.remove(&key);
-            let (gone, kept) = std::mem::take(&mut state.done)
-                .into_iter()
-                .partition(|(k, _)| *k == key);
-            state.done = kept;
-            gone
-        };
-        drop(dropped); // a dropped Hold is released in the background
-    }
-
-    /// Called on a tokio thread. Wakes the loop only when the queue was empty: a non-empty
-    /// queue has a wake-up byte pending that [`Completions::drain`] has not consumed yet.
-    fn push(&self, key: u64, outcome: Box<dyn Outcome>) {
-        let mut state = self.lock();
-        if state.closed {
-            drop(state);
-            drop(outcome); // a dropped Hold is released in the background
-            return;
-        }
-        if !state.live.remove(&key) {
-            drop(state);
-            drop(outcome); // abandoned
-            return;
-        }
-        state.done.push((key, outcome));
-        if state.done.len() == 1 {
-            // WouldBlock: the socket buffer is full of wake-ups already, the loop will drain.
-            let _ = (&self.wake).write(&[1]);
-        }
-    }
-}
-
 /// A call in flight: its asyncio future and the task computing it.
 ///
 /// The future is held weakly: the task awaiting it keeps it alive. Held strongly, it kept
@@ -122,15 +64,14 @@ impl Queue {
 /// its watchdog renewed it for the life of the process (found by a user trial). Now the loop
 /// and its futures are collected, and [`Completions`]'s drop stops the calls.
 struct Waiting {
-    key: u64,
     future: Py<PyWeakrefReference>,
     /// The future's address when the call began (its key in `by_future`).
     addr: usize,
-    task: tokio::task::AbortHandle,
+    task: Arc<LoopTask>,
 }
 
-/// The calls in flight on one loop. Keys are never reused: an aborted task may still push
-/// its outcome, which must then find nothing rather than a newer call's future.
+/// The calls in flight on one loop. Keys are never reused: a cancelled call's key must
+/// never find a newer call's future.
 #[derive(Default)]
 struct InFlight {
     next: u64,
@@ -140,14 +81,13 @@ struct InFlight {
 }
 
 impl InFlight {
-    fn add(&mut self, future: &Bound<'_, PyAny>, task: tokio::task::AbortHandle, key: u64) -> PyResult<()> {
+    fn add(&mut self, future: &Bound<'_, PyAny>, task: Arc<LoopTask>, key: u64) -> PyResult<()> {
         let weak = PyWeakrefReference::new(future)?.unbind();
         let addr = future.as_ptr() as usize;
         self.by_future.insert(addr, key);
         self.calls.insert(
             key,
             Waiting {
-                key,
                 future: weak,
                 addr,
                 task,
@@ -175,19 +115,24 @@ impl InFlight {
     }
 }
 
-/// The completion channel of one event loop (made on first use by [`awaitable`]).
+/// The calls of one event loop and their wake-up channel (made on first use by
+/// [`awaitable`]).
 #[pyclass(frozen, module = "redlatch._native")]
 pub(crate) struct Completions {
-    queue: Arc<Queue>,
-    /// Read end, watched by the loop (`add_reader`).
+    tasks: Arc<Tasks>,
+    /// Read end of the wake-up socket pair, watched by the loop (`add_reader`).
     ready: UnixStream,
-    waiting: Mutex<InFlight>,
-    /// A forked child builds its own: the parent's tasks do not run there.
+    waiting: Arc<Mutex<InFlight>>,
+    /// A forked child builds its own: the parent's calls do not run there.
     origin: u32,
 }
 
+fn in_flight(waiting: &Mutex<InFlight>) -> MutexGuard<'_, InFlight> {
+    waiting.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Completions {
-    fn new() -> PyResult<Completions> {
+    fn new(runtime: tokio::runtime::Handle) -> PyResult<Completions> {
         let pair = UnixStream::pair().and_then(|(ready, wake)| {
             ready.set_nonblocking(true)?;
             wake.set_nonblocking(true)?;
@@ -196,47 +141,34 @@ impl Completions {
         let (ready, wake) =
             pair.map_err(|e| PyRuntimeError::new_err(format!("redlatch: socketpair: {e}")))?;
         Ok(Completions {
-            queue: Arc::new(Queue {
-                state: Mutex::new(QueueState {
-                    done: Vec::new(),
-                    live: HashSet::new(),
-                    closed: false,
-                }),
-                wake,
-            }),
+            tasks: Tasks::new(wake, runtime),
             ready,
-            waiting: Mutex::new(InFlight::default()),
+            waiting: Arc::default(),
             origin: crate::runtime::pid(),
         })
     }
 
     fn waiting(&self) -> MutexGuard<'_, InFlight> {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+        in_flight(&self.waiting)
     }
 }
 
 impl Drop for Completions {
     /// The loop is gone (collected): nothing can await these calls any more. Stops them (an
-    /// acquire is undone in the background) and drops what finished (a dropped `Hold` is
-    /// released in the background).
+    /// acquire is undone in the background; a finished `Hold` nobody took is released).
     fn drop(&mut self) {
-        for call in self.waiting().calls.values() {
-            call.task.abort();
+        let calls: Vec<Waiting> = self.waiting().calls.drain().map(|(_, w)| w).collect();
+        for call in calls {
+            call.task.cancel(self.tasks.runtime());
         }
-        let done = {
-            let mut state = self.queue.lock();
-            state.closed = true;
-            std::mem::take(&mut state.done)
-        };
-        drop(done);
     }
 }
 
 #[pymethods]
 impl Completions {
-    /// The loop's reader callback: settles every future whose call finished. Outcomes of
-    /// futures that were cancelled (or abandoned) are dropped.
-    fn drain(&self, py: Python<'_>) {
+    /// The loop's reader callback of the wake-up socket: runs the calls woken on other
+    /// threads, and what they asked of the loop's sockets.
+    fn drain(&self) {
         let mut sink = [0u8; 64];
         loop {
             match (&self.ready).read(&mut sink) {
@@ -245,26 +177,9 @@ impl Completions {
                 _ => break, // drained (short read or WouldBlock), or closed
             }
         }
-        // Taken after emptying the socket: an outcome pushed later writes a new byte.
-        let done = std::mem::take(&mut self.queue.lock().done);
-        for (key, outcome) in done {
-            let Some(entry) = self.waiting().remove(key) else {
-                continue; // abandoned
-            };
-            let Some(future) = entry.future.bind(py).upgrade() else {
-                continue; // nobody awaits it any more: the outcome is dropped
-            };
-            let future = &future;
-            let cancelled = future
-                .call_method0(pyo3::intern!(py, "cancelled"))
-                .and_then(|c| c.is_truthy())
-                .unwrap_or(true);
-            if !cancelled {
-                if let Err(e) = outcome.settle(future) {
-                    e.write_unraisable(py, Some(future));
-                }
-            }
-        }
+        // After emptying the socket: a wake-up from now on writes a new byte.
+        self.tasks.drained();
+        self.tasks.run(|| {});
     }
 }
 
@@ -293,7 +208,8 @@ fn for_running_loop(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, Com
             return Ok((running, found));
         }
     }
-    let made = Bound::new(py, Completions::new()?)?;
+    let made = Bound::new(py, Completions::new(crate::runtime::runtime()?)?)?;
+    made.get().tasks.attach(&running)?;
     running.call_method1(
         pyo3::intern!(py, "add_reader"),
         (
@@ -314,15 +230,15 @@ fn panicked(panic: Box<dyn std::any::Any + Send>) -> Error {
     Error::new(ErrorKind::Panic, format!("background task panicked: {what}"))
 }
 
-/// Runs `fut` as a task on the runtime and returns an asyncio future of the running loop
-/// that resolves to its result (or raises its error as the redlatch exception). Must be
-/// called from a coroutine (inside a running event loop): `RuntimeError` otherwise.
+/// Runs `fut` on the running loop's thread (polled once now: module docs) and returns an
+/// asyncio future of that loop that resolves to its result (or raises its error as the
+/// redlatch exception). Must be called from a coroutine (inside a running event loop):
+/// `RuntimeError` otherwise.
 pub(crate) fn awaitable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    let rt = crate::runtime::runtime()?;
     let (running, completions) = for_running_loop(py)?;
     let future = running.call_method0(pyo3::intern!(py, "create_future"))?;
     let key = {
@@ -330,22 +246,41 @@ where
         waiting.next += 1;
         waiting.next
     };
-    let queue = completions.get().queue.clone();
-    queue.lock().live.insert(key);
-    let task = rt.spawn(async move {
+    let waiting = completions.get().waiting.clone();
+    let call = async move {
         let out = AssertUnwindSafe(fut)
             .catch_unwind()
             .await
             .unwrap_or_else(|p| Err(panicked(p)));
-        queue.push(key, Box::new(out));
-    });
-    // Inserted after the spawn but before anything can drain: draining runs on this loop's
-    // thread, which is here, holding the GIL.
-    completions
-        .get()
-        .waiting()
-        .add(&future, task.abort_handle(), key)?;
+        Python::attach(|py| settle(py, &waiting, key, Box::new(out)));
+    };
+    let tasks = &completions.get().tasks;
+    let task = tasks.task(Box::pin(call));
+    // Registered before the first poll, which may settle the call at once.
+    completions.get().waiting().add(&future, task.clone(), key)?;
+    tasks.start(&task);
     Ok(future)
+}
+
+/// Sets the outcome of call `key` on its future, unless the call was abandoned or its
+/// future cancelled or collected (the outcome is then dropped: a `Hold` is released in the
+/// background).
+fn settle(py: Python<'_>, waiting: &Mutex<InFlight>, key: u64, outcome: Box<dyn Outcome>) {
+    let Some(entry) = in_flight(waiting).remove(key) else {
+        return; // abandoned
+    };
+    let Some(future) = entry.future.bind(py).upgrade() else {
+        return;
+    };
+    let cancelled = future
+        .call_method0(pyo3::intern!(py, "cancelled"))
+        .and_then(|c| c.is_truthy())
+        .unwrap_or(true);
+    if !cancelled {
+        if let Err(e) = outcome.settle(&future) {
+            e.write_unraisable(py, Some(&future));
+        }
+    }
 }
 
 /// Stops the call behind `future` (an awaitable of this module) if it is still running and
@@ -361,10 +296,7 @@ pub(crate) fn abandon(py: Python<'_>, future: &Bound<'_, PyAny>) -> PyResult<()>
         key.and_then(|k| waiting.remove(k))
     };
     if let Some(entry) = entry {
-        entry.task.abort();
-        // Also when it finished already: a queued outcome waits for the loop to drain it,
-        // which may be a while if the loop is busy (a queued Hold keeps the lock held).
-        completions.get().queue.abandon(entry.key);
+        entry.task.cancel(completions.get().tasks.runtime());
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ mod family;
 mod hold;
 mod latch;
 mod lock;
+mod loop_tasks;
 mod multi;
 mod permit;
 mod runtime;

@@ -14,6 +14,7 @@
 
 use super::connection::{Live, Reconnecting, Settings, Source};
 use super::local_io::{self, LocalConnections, Sent};
+use super::loop_io::LoopNode;
 use super::node::{node_spec, NodeSpec};
 use super::pubsub::Subscriber;
 use super::replication::{self, SyncReplicas};
@@ -63,6 +64,8 @@ pub struct RedisTransport {
     options: TransportOptions,
     /// Synchronous connections for calling-thread I/O (single-node clients; see `local_io`).
     local: Option<Arc<LocalConnections>>,
+    /// Event-loop I/O for a binding's asynchronous calls (single-node clients; `loop_io`).
+    on_loop: Option<Arc<LoopNode>>,
 }
 
 impl std::fmt::Debug for RedisTransport {
@@ -97,16 +100,19 @@ impl RedisTransport {
             label,
             options,
             local: None,
+            on_loop: None,
         }
     }
 
-    /// Turns on calling-thread I/O for blocking calls (see `local_io`) where it applies: a
-    /// fixed address without a TLS server-name override, and no `WAIT` for replicas.
+    /// Turns on calling-thread I/O for blocking calls (see `local_io`) and event-loop I/O
+    /// for a binding's asynchronous calls (see `loop_io`) where they apply: a fixed address
+    /// without a TLS server-name override, and no `WAIT` for replicas (event-loop I/O: no TLS).
     pub(crate) fn with_local_io(mut self) -> Self {
         if let (Source::Fixed(spec), None) = (self.conn.source(), self.options.sync_replicas) {
             if spec.resolver.is_none() {
-                let local = LocalConnections::new(spec.info.clone(), self.options.network_timeout);
-                self.local = Some(Arc::new(local));
+                let timeout = self.options.network_timeout;
+                self.local = Some(Arc::new(LocalConnections::new(spec.info.clone(), timeout)));
+                self.on_loop = LoopNode::new(&spec.info, timeout);
             }
         }
         self
@@ -184,6 +190,16 @@ impl RedisTransport {
         }
     }
 
+    /// The request sent on the calling event loop's connection, when a binding polls this
+    /// call inside `loop_io::poll_on_loop` (or on the connection a timed-out attempt is queued
+    /// on, for its undo); `None` sends it on the multiplexed connection.
+    async fn eval_on_loop(&self, request: &Request) -> Option<Result<Reply>> {
+        let on_loop = self.on_loop.as_ref()?;
+        let live = self.conn.existing()?; // its connect checks ran (DELIFEQ, eviction)
+        let reply = on_loop.eval(request, live.facts.ifeq).await?;
+        Some(reply.map_err(|e| describe(&live.node, &e, &request.args)))
+    }
+
     async fn run(
         &self,
         conn: &mut redis::aio::MultiplexedConnection,
@@ -242,6 +258,9 @@ impl Transport for RedisTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
             if let Some(reply) = self.eval_local(request).await {
+                return reply;
+            }
+            if let Some(reply) = self.eval_on_loop(request).await {
                 return reply;
             }
             let live = self.conn.get_for(request.is_undo()).await?;

@@ -5,7 +5,7 @@
 //! a channel to a driver task, a codec and a sink; on the JavaScript thread that machinery
 //! cost about as much as the round trip itself (README "Design"). Here a command is encoded
 //! by redis-rs (`Cmd::write_packed_command`) straight into the socket's outgoing buffer and
-//! its reply slot queued; the bytes of a `data` event are read as whole replies (resp.rs:
+//! its reply slot queued; the bytes of a `data` event are read as whole replies (`redlatch::resp`:
 //! the core's reply shapes directly, the others by redis-rs' `parse_redis_value`), each
 //! completing the oldest slot. Node does
 //! the I/O and the TLS; bytes cross the boundary once per `data` event and once per drain.
@@ -14,7 +14,7 @@
 //! (EVALSHA, EVAL after NOSCRIPT, reply conversion) drives it as it drives its own.
 
 use super::host::{self, Out, SocketSpec};
-use super::resp::{self, Next};
+use redlatch::resp::{self, Next};
 use futures::channel::oneshot;
 use redis::{Cmd, PushKind, RedisError, RedisFuture, RedisResult, Value};
 use std::cell::RefCell;

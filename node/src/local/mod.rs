@@ -5,7 +5,7 @@
 //! | concern | module | on the JavaScript side (`lib/engine.mjs`) |
 //! |---|---|---|
 //! | tasks | [`executor`] | `kick()` when a task is woken from another thread |
-//! | sockets | [`conn`] (+ [`resp`]), [`node`], [`transport`], [`pubsub`] | `net.connect` / `tls.connect`, `data`, `close` |
+//! | sockets | [`conn`] (+ `redlatch::resp`), [`node`], [`transport`], [`pubsub`] | `net.connect` / `tls.connect`, `data`, `close` |
 //! | time | [`timer`] | one unref'd `setTimeout` |
 //! | results | `host.rs`, `../calls.rs` | the records each entry hands back |
 
@@ -14,7 +14,6 @@ mod executor;
 mod host;
 mod node;
 mod pubsub;
-mod resp;
 mod timer;
 mod transport;
 

@@ -2,7 +2,7 @@
 //! (conn.rs) and a subscriber connection for waiters (pubsub.rs), both on Node sockets on the
 //! JavaScript thread and opened as node.rs says (TLS, AUTH/ACL, timeouts). redis-rs encodes
 //! the commands, replies are read into redis-rs' values as its own parser reads them
-//! (resp.rs), and the core's `RedisTransport::run_on` picks them, so what goes on the wire
+//! (`redlatch::resp`), and the core's `RedisTransport::run_on` picks them, so what goes on the wire
 //! is the native transport's.
 //!
 //! Reconnect: a connection whose socket ended (`CLIENT KILL`, a restart, an idle timeout) is

@@ -1,11 +1,13 @@
 //! Reading RESP replies (https://redis.io/docs/latest/develop/reference/protocol-spec/) out of
-//! a connection's input, as redis-rs' `Value`s.
+//! a connection's input, as redis-rs' `Value`s: for connections whose bytes the core does not
+//! read through redis-rs (the Node addon's sockets on the JavaScript thread, the asyncio
+//! event loop's connections: `loop_io`).
 //!
 //! - [`read`]: the shapes the core's commands get back (simple strings, integers, bulk
 //!   strings, arrays of them, RESP3 nulls and booleans), decoded in one pass over the bytes,
 //!   with no copy of the input and no intermediate tree: redis-rs' generic parser (`combine`
-//!   over a buffered reader) cost about a fifth of a `data` event's time on the local engine
-//!   (README "Design"). Values are what redis-rs' parser makes of the same bytes (`+OK` is
+//!   over a buffered reader) cost about a fifth of a `data` event's time on the Node addon's local
+//!   engine (node/README.md "Design"). Values are what redis-rs' parser makes of the same bytes (`+OK` is
 //!   `Value::Okay`), so `RedisTransport::run_on` reads them as it reads its own.
 //! - [`frame`]: where any reply ends (RESP2 and RESP3: simple types end at their CRLF, bulk
 //!   types carry their length, aggregates their element count, maps and attributes two per
@@ -18,7 +20,7 @@ use redis::{RedisResult, Value};
 
 /// The next reply at the start of a connection's input ([`next`]).
 #[derive(Debug)]
-pub(crate) enum Next {
+pub enum Next {
     /// A whole reply (as redis-rs' `parse_redis_value` makes it), and its length in bytes.
     Reply(RedisResult<Value>, usize),
     /// More bytes are needed.
@@ -29,7 +31,7 @@ pub(crate) enum Next {
 
 /// The reply that starts `buf`: read directly when it has one of the core's shapes, else
 /// framed and parsed by redis-rs (module docs).
-pub(crate) fn next(buf: &[u8]) -> Next {
+pub fn next(buf: &[u8]) -> Next {
     match read(buf) {
         Read::Reply(value, n) => Next::Reply(Ok(value), n),
         Read::Partial => Next::Partial,
@@ -43,7 +45,7 @@ pub(crate) fn next(buf: &[u8]) -> Next {
 
 /// What [`read`] found at the start of a buffer.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Read {
+pub enum Read {
     /// One whole reply, and its length in bytes.
     Reply(Value, usize),
     /// More bytes are needed.
@@ -62,7 +64,7 @@ enum Stop {
 const MAX_DEPTH: usize = 32;
 
 /// Decodes the reply that starts `buf` if it has one of the shapes [`read`] knows (module docs).
-pub(crate) fn read(buf: &[u8]) -> Read {
+pub fn read(buf: &[u8]) -> Read {
     let mut pos = 0;
     match value(buf, &mut pos, 0) {
         Ok(v) => Read::Reply(v, pos),
@@ -148,7 +150,7 @@ fn line<'a>(buf: &'a [u8], pos: &mut usize) -> Result<&'a [u8], Stop> {
 
 /// The outcome of looking for one reply at the start of a buffer.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Frame {
+pub enum Frame {
     /// A whole reply of this many bytes.
     Complete(usize),
     /// More bytes are needed.
@@ -158,7 +160,7 @@ pub(crate) enum Frame {
 }
 
 /// The length of the reply that starts `buf` (module docs).
-pub(crate) fn frame(buf: &[u8]) -> Frame {
+pub fn frame(buf: &[u8]) -> Frame {
     let mut pos = 0;
     // Replies still to read, counting the one at `pos`.
     let mut remaining: u64 = 1;

@@ -1,0 +1,350 @@
+//! Event-loop I/O for a binding's asynchronous calls on a single-node client: while a binding
+//! polls a call's future on the thread of its host's event loop (Python's asyncio loop),
+//! inside [`poll_on_loop`], the node's [`super::RedisTransport`] writes each request on a
+//! non-blocking socket that loop owns and the loop reads the reply when the socket becomes
+//! readable, instead of handing the request to the tokio worker that owns the multiplexed
+//! connection and waiting for that thread to send the result back.
+//!
+//! Why (issue 15, measured with `make bench`): a call through the tokio runtime crosses
+//! threads twice (loop -> worker -> loop), about 45 us of an acquire + release pair on this
+//! kind of machine; redlatch.asyncio measured 1.01-1.04x redis-py's asyncio `Lock` that way,
+//! while a plain asyncio protocol doing the same two commands reached 1.40x. Here an
+//! uncontended acquire writes its command during the call itself and is finished by the
+//! loop's reader callback, on the loop's thread, with no other thread woken.
+//!
+//! The binding's part ([`LoopWatcher`]): to watch a socket's file descriptor for reading (and
+//! for writing while a write is unfinished) and call [`LoopSocket::readable`] /
+//! [`LoopSocket::writable`] on the loop's thread; and to call [`EventLoop::run_pending`] soon
+//! after [`LoopWatcher::kick`], from the loop's thread. Everything else (sleeps, spawns,
+//! pub/sub waits, watchdog renewals) stays on the tokio runtime, whose wake-ups reach the
+//! loop through the binding's waker.
+//!
+//! Connections: a loop's connection to a node is opened in the background on the runtime
+//! (TCP or Unix socket, then `AUTH` / `HELLO 3` / `SELECT` as the URL says, within the
+//! network timeout); until it is ready, and after it failed, requests take the multiplexed
+//! path, so opening one never delays or fails a call. A connection that ends (`CLIENT KILL`, a
+//! restart, a reply that is not the protocol) fails the requests waiting on it, which the
+//! driver retries once within its timeout; the next request opens another. A request
+//! abandoned before its reply (the driver's timeout, a cancelled task) makes the connection
+//! suspect, as on the multiplexed path (`connection.rs`): later requests do not use it, except
+//! the undo of that attempt, which is queued behind the attempt on it (from whichever
+//! thread sends it), so it cannot run before the grant it undoes; it is closed once every
+//! reply it waits for has come, or with its loop.
+//!
+//! Not for TLS (`rediss://`), Cluster, Sentinel or quorum clients, nor `WAIT` (sync replicas)
+//! or Valkey's `DELIFEQ` path: those keep the multiplexed path, as calling-thread I/O does
+//! (`local_io`).
+
+mod open;
+mod socket;
+
+pub use socket::LoopSocket;
+
+use crate::protocol::reply::Reply;
+use crate::protocol::request::Request;
+use super::transport::{eval_script, run_plain};
+use socket::Socket;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+/// What a binding's event loop does for [`EventLoop`] (see the module docs). Every method
+/// but [`LoopWatcher::kick`] is called on the loop's thread only.
+pub trait LoopWatcher: Send + Sync {
+    /// Calls `socket.readable()` whenever its descriptor is readable, until [`Self::unwatch`].
+    fn watch(&self, socket: LoopSocket);
+    /// Calls `socket.writable()` whenever its descriptor is writable, until
+    /// [`Self::unwatch_writable`] or [`Self::unwatch`].
+    fn watch_writable(&self, socket: LoopSocket);
+    /// Stops the `writable` calls for `fd`.
+    fn unwatch_writable(&self, fd: RawFd);
+    /// Stops every call for `fd` (before it is closed).
+    fn unwatch(&self, fd: RawFd);
+    /// From any thread: asks the loop to call [`EventLoop::run_pending`] soon.
+    fn kick(&self);
+}
+
+/// A loop's connection to one node.
+enum Slot {
+    /// Being opened on the runtime.
+    Opening,
+    /// Opened, not yet watched by the loop (that happens on the loop's thread).
+    Opened(open::Stream),
+    /// In use.
+    Open(Arc<Socket>),
+    /// The last attempt failed at this time: requests take the multiplexed path for a while.
+    Failed(Instant),
+}
+
+/// How long after a failed open requests keep to the multiplexed path.
+const RETRY_OPEN_AFTER: Duration = Duration::from_secs(1);
+
+/// One event loop's connections (made by the binding, on the loop's thread, once per loop).
+pub struct EventLoop {
+    watcher: Box<dyn LoopWatcher>,
+    thread: ThreadId,
+    slots: Mutex<HashMap<u64, Slot>>,
+    /// What other threads asked of the watcher, for [`EventLoop::run_pending`].
+    pending: Mutex<Vec<Pending>>,
+}
+
+enum Pending {
+    WatchWritable(Arc<Socket>),
+    Close(Arc<Socket>),
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl EventLoop {
+    /// The connections of the loop running on the calling thread, driven by `watcher`.
+    pub fn new(watcher: Box<dyn LoopWatcher>) -> Arc<EventLoop> {
+        Arc::new(EventLoop {
+            watcher,
+            thread: std::thread::current().id(),
+            slots: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn on_loop_thread(&self) -> bool {
+        std::thread::current().id() == self.thread
+    }
+
+    /// Does what other threads asked of the watcher (call it on the loop's thread, after a
+    /// [`LoopWatcher::kick`]).
+    pub fn run_pending(&self) {
+        let pending = std::mem::take(&mut *locked(&self.pending));
+        for p in pending {
+            match p {
+                Pending::WatchWritable(socket) => socket.watch_writable(&*self.watcher),
+                Pending::Close(socket) => socket.close(&*self.watcher),
+            }
+        }
+    }
+
+    /// Runs `action` with the watcher now on the loop's thread, else queues it.
+    fn on_loop(&self, action: Pending) {
+        if self.on_loop_thread() {
+            self.pending_now(action);
+        } else {
+            locked(&self.pending).push(action);
+            self.watcher.kick();
+        }
+    }
+
+    fn pending_now(&self, action: Pending) {
+        match action {
+            Pending::WatchWritable(socket) => socket.watch_writable(&*self.watcher),
+            Pending::Close(socket) => socket.close(&*self.watcher),
+        }
+    }
+
+    /// The open connection to `node` (watched now if it was just opened), starting an open in
+    /// the background when there is none; `None` means: take the multiplexed path.
+    fn connection(self: &Arc<Self>, node: &Arc<LoopNode>) -> Option<Arc<Socket>> {
+        let mut slots = locked(&self.slots);
+        match slots.remove(&node.serial) {
+            Some(Slot::Open(socket)) if socket.usable() => {
+                slots.insert(node.serial, Slot::Open(socket.clone()));
+                Some(socket)
+            }
+            Some(Slot::Opened(stream)) => {
+                let socket = Socket::new(stream, Arc::downgrade(self));
+                slots.insert(node.serial, Slot::Open(socket.clone()));
+                drop(slots);
+                socket.watch(&*self.watcher);
+                Some(socket)
+            }
+            Some(Slot::Opening) => {
+                slots.insert(node.serial, Slot::Opening);
+                None
+            }
+            Some(Slot::Failed(at)) if at.elapsed() < RETRY_OPEN_AFTER => {
+                slots.insert(node.serial, Slot::Failed(at));
+                None
+            }
+            // None, a failed open long enough ago, or a connection that ended or became
+            // suspect (a suspect one stays alive through its `Socket` for the undo).
+            _ => {
+                slots.insert(node.serial, Slot::Opening);
+                drop(slots);
+                node.homes_add(self);
+                self.open_in_background(node);
+                None
+            }
+        }
+    }
+
+    fn open_in_background(self: &Arc<Self>, node: &Arc<LoopNode>) {
+        let (home, node) = (Arc::downgrade(self), node.clone());
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            locked(&self.slots).insert(node.serial, Slot::Failed(Instant::now()));
+            return;
+        };
+        runtime.spawn(async move {
+            let opened = open::open(&node.info, node.network_timeout).await;
+            let Some(home) = home.upgrade() else { return };
+            let mut slots = locked(&home.slots);
+            // Only if no one replaced the attempt meanwhile (the client was dropped).
+            if matches!(slots.get(&node.serial), Some(Slot::Opening)) {
+                let slot = match opened {
+                    Ok(stream) => Slot::Opened(stream),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "event-loop connection not opened; using the multiplexed one");
+                        Slot::Failed(Instant::now())
+                    }
+                };
+                slots.insert(node.serial, slot);
+            }
+        });
+    }
+
+    /// Forgets `serial`'s connection (its client is gone): closed on the loop's thread.
+    fn forget(&self, serial: u64) {
+        if let Some(Slot::Open(socket)) = locked(&self.slots).remove(&serial) {
+            self.on_loop(Pending::Close(socket));
+        }
+    }
+
+    /// A connection that ended or became suspect is no longer handed out.
+    fn retire(&self, serial: u64, socket: &Arc<Socket>) {
+        let mut slots = locked(&self.slots);
+        if matches!(slots.get(&serial), Some(Slot::Open(s)) if Arc::ptr_eq(s, socket)) {
+            slots.remove(&serial);
+        }
+    }
+}
+
+impl Drop for EventLoop {
+    fn drop(&mut self) {
+        // The loop is gone (and its selector with it): its sockets just close.
+        for (_, slot) in locked(&self.slots).drain() {
+            if let Slot::Open(socket) = slot {
+                socket.end("the event loop was closed".to_owned());
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The loop whose call is being polled on this thread ([`poll_on_loop`]).
+    static CURRENT: RefCell<Option<Arc<EventLoop>>> = const { RefCell::new(None) };
+}
+
+fn current() -> Option<Arc<EventLoop>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Restores the loop a [`poll_on_loop`] found, also when the future panics.
+struct Restore(Option<Arc<EventLoop>>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        CURRENT.with(|c| *c.borrow_mut() = previous);
+    }
+}
+
+/// Polls `fut` once on the calling thread (the thread `event_loop` was made on), inside
+/// `handle`'s runtime context (timers and spawns work), with event-loop I/O on for the
+/// requests of single-node clients (see the module docs). `cx` is the call's own waker: the
+/// binding polls the future again when it is woken, on this thread, the same way.
+///
+/// # Panics
+/// When `fut` panics (the panic propagates).
+pub fn poll_on_loop<F: Future + ?Sized>(
+    fut: Pin<&mut F>,
+    cx: &mut Context<'_>,
+    handle: &tokio::runtime::Handle,
+    event_loop: &Arc<EventLoop>,
+) -> Poll<F::Output> {
+    let _runtime = handle.enter();
+    let previous = CURRENT.with(|c| c.borrow_mut().replace(event_loop.clone()));
+    let _restore = Restore(previous);
+    fut.poll(cx)
+}
+
+/// A node's side of event-loop I/O: how to open a connection, and the loops that have one.
+pub(crate) struct LoopNode {
+    serial: u64,
+    info: redis::ConnectionInfo,
+    network_timeout: Duration,
+    homes: Mutex<Vec<Weak<EventLoop>>>,
+    /// The connection of the last request abandoned before its reply, for that attempt's
+    /// undo ([`LoopNode::suspect_for`]).
+    suspect: Mutex<Option<(Arc<Socket>, Vec<String>, Instant)>>,
+}
+
+impl LoopNode {
+    /// `None` for what event-loop I/O does not serve (TLS; see the module docs).
+    pub(crate) fn new(info: &redis::ConnectionInfo, network_timeout: Duration) -> Option<Arc<LoopNode>> {
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
+        if !open::supports(info.addr()) {
+            return None;
+        }
+        Some(Arc::new(LoopNode {
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
+            info: info.clone(),
+            network_timeout,
+            homes: Mutex::new(Vec::new()),
+            suspect: Mutex::new(None),
+        }))
+    }
+
+    fn homes_add(&self, home: &Arc<EventLoop>) {
+        let mut homes = locked(&self.homes);
+        homes.retain(|h| h.strong_count() > 0);
+        if !homes.iter().any(|h| std::ptr::eq(h.as_ptr(), Arc::as_ptr(home))) {
+            homes.push(Arc::downgrade(home));
+        }
+    }
+
+    /// The connection a timed-out attempt on `request`'s keys was left queued on, when
+    /// `request` is its undo, sent within a network timeout of the suspicion.
+    fn suspect_for(&self, request: &Request) -> Option<Arc<Socket>> {
+        let suspect = locked(&self.suspect);
+        let (socket, keys, since) = suspect.as_ref()?;
+        (request.is_undo() && *keys == request.keys && since.elapsed() < self.network_timeout && !socket.ended())
+            .then(|| socket.clone())
+    }
+
+    /// Sends `request` on the calling loop's connection, or on the suspect connection its
+    /// undo must follow (see the module docs); `None` sends it on the multiplexed path.
+    /// `ifeq`: the multiplexed connection found Valkey's `DELIFEQ` (that path stays there).
+    pub(crate) async fn eval(self: &Arc<Self>, request: &Request, ifeq: bool) -> Option<redis::RedisResult<Reply>> {
+        let socket = match self.suspect_for(request) {
+            Some(socket) => socket,
+            None if ifeq => return None,
+            None => current()?.connection(self)?,
+        };
+        let mut call = socket.call(self, &request.keys);
+        Some(match &request.plain {
+            Some(plain) => run_plain(&mut call, plain).await,
+            None => eval_script(&mut call, request).await,
+        })
+    }
+
+    /// Called by a call dropped before its reply: the connection is suspect.
+    fn suspected(&self, socket: &Arc<Socket>, keys: Vec<String>) {
+        *locked(&self.suspect) = Some((socket.clone(), keys, Instant::now()));
+    }
+}
+
+impl Drop for LoopNode {
+    fn drop(&mut self) {
+        for home in locked(&self.homes).drain(..) {
+            if let Some(home) = home.upgrade() {
+                home.forget(self.serial);
+            }
+        }
+    }
+}
