@@ -17,6 +17,7 @@
 //! cancelled: that drops the call's future, and the core undoes the attempt in the
 //! background (rollback, unsubscribe).
 
+use crate::loop_tasks::{LoopTask, Tasks};
 use futures::FutureExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -24,7 +25,6 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::IntoPyObjectExt;
 use redlatch::{Error, ErrorKind};
-use crate::loop_tasks::{LoopTask, Tasks};
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::{ErrorKind as IoKind, Read};

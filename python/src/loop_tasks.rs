@@ -142,7 +142,9 @@ impl Tasks {
         }
         // Bounded, so that a task woken again and again cannot keep the loop from others.
         for _ in 0..1024 {
-            let Some(task) = locked(&self.ready).pop_front() else { break };
+            let Some(task) = locked(&self.ready).pop_front() else {
+                break;
+            };
             self.poll(&task);
         }
         RUNNING.with(|r| r.set(outer));
@@ -195,8 +197,13 @@ impl LoopWatcher for PyWatcher {
         let Some(tasks) = self.tasks.upgrade() else { return };
         self.with_loop(|l| {
             let fd = socket.fd();
-            let ready = SocketReady { socket, tasks, writable: false };
-            l.call_method1(pyo3::intern!(l.py(), "add_reader"), (fd, ready)).map(drop)
+            let ready = SocketReady {
+                socket,
+                tasks,
+                writable: false,
+            };
+            l.call_method1(pyo3::intern!(l.py(), "add_reader"), (fd, ready))
+                .map(drop)
         });
     }
 
@@ -204,21 +211,28 @@ impl LoopWatcher for PyWatcher {
         let Some(tasks) = self.tasks.upgrade() else { return };
         self.with_loop(|l| {
             let fd = socket.fd();
-            let ready = SocketReady { socket, tasks, writable: true };
-            l.call_method1(pyo3::intern!(l.py(), "add_writer"), (fd, ready)).map(drop)
+            let ready = SocketReady {
+                socket,
+                tasks,
+                writable: true,
+            };
+            l.call_method1(pyo3::intern!(l.py(), "add_writer"), (fd, ready))
+                .map(drop)
         });
     }
 
     fn unwatch_writable(&self, fd: RawFd) {
         self.with_loop(|l| {
-            l.call_method1(pyo3::intern!(l.py(), "remove_writer"), (fd,)).map(drop)
+            l.call_method1(pyo3::intern!(l.py(), "remove_writer"), (fd,))
+                .map(drop)
         });
     }
 
     fn unwatch(&self, fd: RawFd) {
         self.with_loop(|l| {
             l.call_method1(pyo3::intern!(l.py(), "remove_reader"), (fd,))?;
-            l.call_method1(pyo3::intern!(l.py(), "remove_writer"), (fd,)).map(drop)
+            l.call_method1(pyo3::intern!(l.py(), "remove_writer"), (fd,))
+                .map(drop)
         });
     }
 

@@ -323,6 +323,14 @@ impl RedisTransport {
         reply.map_err(|e| map_error(&e, &request.args))
     }
 
+    /// What a new connection to `info`'s node sends before any command, as redis-rs logs in
+    /// its own: `HELLO 3` (with `AUTH` when the URL has a password) for `?protocol=resp3`,
+    /// else `AUTH [user] password` when there is one; then `SELECT db` for a database
+    /// other than 0. For a binding's own connections (the Node addon's sockets).
+    pub fn handshake_commands(info: &redis::ConnectionInfo) -> Vec<redis::Cmd> {
+        super::loop_io::handshake_commands(info.redis_settings())
+    }
+
     /// The core error for a redis-rs error, as this transport maps its own: server error
     /// replies by their code (`NOPERM`, `OOM`, `WRONGTYPE`, others `Redis`), everything about
     /// reaching the server is `Connection`.

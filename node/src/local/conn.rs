@@ -14,9 +14,9 @@
 //! (EVALSHA, EVAL after NOSCRIPT, reply conversion) drives it as it drives its own.
 
 use super::host::{self, Out, SocketSpec};
-use redlatch::resp::{self, Next};
 use futures::channel::oneshot;
 use redis::{Cmd, PushKind, RedisError, RedisFuture, RedisResult, Value};
+use redlatch::resp::{self, Next};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;

@@ -13,7 +13,7 @@
 use super::conn::Conn;
 use super::{host::SocketSpec, LocalRuntime};
 use futures::future::{select, Either};
-use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion};
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 use redlatch::{Error, RedisTransport, Result, Runtime, Transport};
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,39 +79,13 @@ impl Node {
 
     /// Authenticates, selects the database and the protocol the URL asks for.
     async fn handshake(&self, conn: &mut Conn) -> Result<()> {
-        let settings = self.info.redis_settings();
-        let refused = |e: redis::RedisError| {
-            let e = RedisTransport::error_from(e);
-            // As the tokio engine says it (e.g. "the server refused the URL's user name or
-            // password (WRONGPASS: ...)").
-            Error::connection(format!("{}: {}", self.label, e.message()))
-        };
-        if settings.protocol() == ProtocolVersion::RESP3 {
-            let mut hello = redis::cmd("HELLO");
-            hello.arg(3);
-            if let Some(password) = settings.password() {
-                hello
-                    .arg("AUTH")
-                    .arg(settings.username().unwrap_or("default"))
-                    .arg(password);
-            }
-            hello.query_async::<()>(conn).await.map_err(refused)?;
-        } else if let Some(password) = settings.password() {
-            let mut auth = redis::cmd("AUTH");
-            if let Some(user) = settings.username() {
-                auth.arg(user);
-            }
-            auth.arg(password)
-                .query_async::<()>(conn)
-                .await
-                .map_err(refused)?;
-        }
-        if settings.db() != 0 {
-            redis::cmd("SELECT")
-                .arg(settings.db())
-                .query_async::<()>(conn)
-                .await
-                .map_err(refused)?;
+        for cmd in RedisTransport::handshake_commands(&self.info) {
+            cmd.query_async::<()>(conn).await.map_err(|e| {
+                let e = RedisTransport::error_from(e);
+                // As the tokio engine says it (e.g. "the server refused the URL's user name or
+                // password (WRONGPASS: ...)").
+                Error::connection(format!("{}: {}", self.label, e.message()))
+            })?;
         }
         Ok(())
     }

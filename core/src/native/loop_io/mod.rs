@@ -38,11 +38,12 @@
 mod open;
 mod socket;
 
+pub(crate) use open::handshake_commands;
 pub use socket::LoopSocket;
 
+use super::transport::{eval_script, run_plain};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
-use super::transport::{eval_script, run_plain};
 use socket::Socket;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -281,7 +282,14 @@ pub(crate) struct LoopNode {
     homes: Mutex<Vec<Weak<EventLoop>>>,
     /// The connection of the last request abandoned before its reply, for that attempt's
     /// undo ([`LoopNode::suspect_for`]).
-    suspect: Mutex<Option<(Arc<Socket>, Vec<String>, Instant)>>,
+    suspect: Mutex<Option<Suspect>>,
+}
+
+/// A connection a request was abandoned on, the request's keys and when.
+struct Suspect {
+    socket: Arc<Socket>,
+    keys: Vec<String>,
+    since: Instant,
 }
 
 impl LoopNode {
@@ -312,15 +320,19 @@ impl LoopNode {
     /// `request` is its undo, sent within a network timeout of the suspicion.
     fn suspect_for(&self, request: &Request) -> Option<Arc<Socket>> {
         let suspect = locked(&self.suspect);
-        let (socket, keys, since) = suspect.as_ref()?;
-        (request.is_undo() && *keys == request.keys && since.elapsed() < self.network_timeout && !socket.ended())
-            .then(|| socket.clone())
+        let Suspect { socket, keys, since } = suspect.as_ref()?;
+        let follows = request.is_undo() && *keys == request.keys && since.elapsed() < self.network_timeout;
+        (follows && !socket.ended()).then(|| socket.clone())
     }
 
     /// Sends `request` on the calling loop's connection, or on the suspect connection its
     /// undo must follow (see the module docs); `None` sends it on the multiplexed path.
     /// `ifeq`: the multiplexed connection found Valkey's `DELIFEQ` (that path stays there).
-    pub(crate) async fn eval(self: &Arc<Self>, request: &Request, ifeq: bool) -> Option<redis::RedisResult<Reply>> {
+    pub(crate) async fn eval(
+        self: &Arc<Self>,
+        request: &Request,
+        ifeq: bool,
+    ) -> Option<redis::RedisResult<Reply>> {
         let socket = match self.suspect_for(request) {
             Some(socket) => socket,
             None if ifeq => return None,
@@ -335,7 +347,11 @@ impl LoopNode {
 
     /// Called by a call dropped before its reply: the connection is suspect.
     fn suspected(&self, socket: &Arc<Socket>, keys: Vec<String>) {
-        *locked(&self.suspect) = Some((socket.clone(), keys, Instant::now()));
+        *locked(&self.suspect) = Some(Suspect {
+            socket: socket.clone(),
+            keys,
+            since: Instant::now(),
+        });
     }
 }
 

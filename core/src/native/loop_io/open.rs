@@ -59,9 +59,7 @@ pub(crate) fn supports(addr: &ConnectionAddr) -> bool {
     matches!(addr, ConnectionAddr::Tcp(..) | ConnectionAddr::Unix(..))
 }
 
-/// What a new connection sends before any command: `HELLO 3` (with `AUTH` when the URL has
-/// a password) for `?protocol=resp3`, else `AUTH [user] password` when there is one; then
-/// `SELECT db` for a database other than 0. As redis-rs logs in its own connections.
+/// What a new connection sends before any command (`RedisTransport::handshake_commands`).
 pub(crate) fn handshake_commands(settings: &RedisConnectionInfo) -> Vec<Cmd> {
     let mut commands = Vec::new();
     if settings.protocol() == ProtocolVersion::RESP3 {

@@ -318,15 +318,21 @@ impl Drop for Call {
 
 /// A reply slot whose sender went away: the connection ended before the reply came.
 async fn reply(rx: oneshot::Receiver<RedisResult<Value>>) -> RedisResult<Value> {
-    rx.await
-        .unwrap_or_else(|_| Err(io_error(io::ErrorKind::ConnectionReset, "the connection was closed")))
+    rx.await.unwrap_or_else(|_| {
+        Err(io_error(
+            io::ErrorKind::ConnectionReset,
+            "the connection was closed",
+        ))
+    })
 }
 
 impl redis::aio::ConnectionLike for Call {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let sent = self.socket.queue(|out| cmd.write_packed_command(out), 1);
         Box::pin(async move {
-            let rx = sent?.pop().ok_or_else(|| io_error(io::ErrorKind::Other, "no reply slot"))?;
+            let rx = sent?
+                .pop()
+                .ok_or_else(|| io_error(io::ErrorKind::Other, "no reply slot"))?;
             self.awaiting = true;
             let value = reply(rx).await;
             self.awaiting = false;
@@ -342,9 +348,10 @@ impl redis::aio::ConnectionLike for Call {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        let sent = self
-            .socket
-            .queue(|out| out.extend_from_slice(&pipeline.get_packed_pipeline()), offset + count);
+        let sent = self.socket.queue(
+            |out| out.extend_from_slice(&pipeline.get_packed_pipeline()),
+            offset + count,
+        );
         Box::pin(async move {
             let slots = sent?;
             self.awaiting = true;
