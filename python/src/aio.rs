@@ -25,6 +25,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::IntoPyObjectExt;
 use redlatch::{Error, ErrorKind};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::{ErrorKind as IoKind, Read};
@@ -117,7 +118,7 @@ impl InFlight {
 
 /// The calls of one event loop and their wake-up channel (made on first use by
 /// [`awaitable`]).
-#[pyclass(frozen, module = "redlatch._native")]
+#[pyclass(frozen, weakref, module = "redlatch._native")]
 pub(crate) struct Completions {
     tasks: Arc<Tasks>,
     /// Read end of the wake-up socket pair, watched by the loop (`add_reader`).
@@ -200,11 +201,15 @@ fn for_running_loop(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, Com
                 .map(Bound::unbind)
         })?
         .bind(py);
+    if let Some(found) = last_used(py, &running) {
+        return Ok((running, found));
+    }
     if let Ok(found) = by_loop
         .call_method1(pyo3::intern!(py, "get"), (&running,))?
         .cast_into::<Completions>()
     {
         if found.get().origin == crate::runtime::pid() {
+            remember(&running, &found)?;
             return Ok((running, found));
         }
     }
@@ -218,7 +223,38 @@ fn for_running_loop(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, Com
         ),
     )?;
     by_loop.set_item(&running, &made)?;
+    remember(&running, &made)?;
     Ok((running, made))
+}
+
+thread_local! {
+    /// The loop this thread used last and its [`Completions`], both weakly: the common case
+    /// (one loop per thread) then skips the `WeakKeyDictionary` lookup, a Python-level call
+    /// that cost about a microsecond per awaited call.
+    static LAST_USED: RefCell<Option<(Py<PyWeakrefReference>, Py<PyWeakrefReference>)>> =
+        const { RefCell::new(None) };
+}
+
+fn last_used<'py>(py: Python<'py>, running: &Bound<'py, PyAny>) -> Option<Bound<'py, Completions>> {
+    LAST_USED.with(|last| {
+        let last = last.borrow();
+        let (event_loop, completions) = last.as_ref()?;
+        let event_loop = event_loop.bind(py).upgrade()?;
+        if !event_loop.is(running) {
+            return None;
+        }
+        let found = completions.bind(py).upgrade()?.cast_into::<Completions>().ok()?;
+        (found.get().origin == crate::runtime::pid()).then_some(found)
+    })
+}
+
+fn remember(running: &Bound<'_, PyAny>, completions: &Bound<'_, Completions>) -> PyResult<()> {
+    let pair = (
+        PyWeakrefReference::new(running)?.unbind(),
+        PyWeakrefReference::new(completions)?.unbind(),
+    );
+    LAST_USED.with(|last| *last.borrow_mut() = Some(pair));
+    Ok(())
 }
 
 fn panicked(panic: Box<dyn std::any::Any + Send>) -> Error {
@@ -272,12 +308,14 @@ fn settle(py: Python<'_>, waiting: &Mutex<InFlight>, key: u64, outcome: Box<dyn 
     let Some(future) = entry.future.bind(py).upgrade() else {
         return;
     };
-    let cancelled = future
-        .call_method0(pyo3::intern!(py, "cancelled"))
-        .and_then(|c| c.is_truthy())
-        .unwrap_or(true);
-    if !cancelled {
-        if let Err(e) = outcome.settle(&future) {
+    // Settled first, asked after: only cancelling can have settled it before (one call less
+    // per call than asking first).
+    if let Err(e) = outcome.settle(&future) {
+        let cancelled = future
+            .call_method0(pyo3::intern!(py, "cancelled"))
+            .and_then(|c| c.is_truthy())
+            .unwrap_or(true);
+        if !cancelled {
             e.write_unraisable(py, Some(&future));
         }
     }

@@ -21,7 +21,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::PyResult;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Mutex, Once};
 use std::task::Poll;
@@ -39,9 +39,40 @@ static RUNTIME: Mutex<Option<Slot>> = Mutex::new(None);
 /// How long the exit hook waits for the runtime's threads to finish their current step.
 const SHUTDOWN_WAIT: Duration = Duration::from_millis(500);
 
-/// The calling process's id (checked on every call that would touch the runtime).
+/// The calling process's id (checked on every call that would touch the runtime), cached:
+/// `getpid` is a system call (glibc stopped caching it), and an asyncio acquire + release
+/// asked for it about ten times (~3 us of a 125 us pair, `make bench`). The cache is cleared
+/// in a forked child by a `pthread_atfork` handler, which every `fork()` through the C
+/// library runs (Python's `os.fork`, `multiprocessing`, C extensions).
 pub(crate) fn pid() -> u32 {
-    std::process::id()
+    let cached = PID.load(Ordering::Acquire);
+    if cached != 0 {
+        return cached;
+    }
+    FORGET_PID_AT_FORK.call_once(forget_pid_at_fork);
+    let pid = std::process::id();
+    if CACHING.load(Ordering::Acquire) {
+        PID.store(pid, Ordering::Release);
+    }
+    pid
+}
+
+/// The process id [`pid`] cached (0: not yet, or cleared in a forked child).
+static PID: AtomicU32 = AtomicU32::new(0);
+static FORGET_PID_AT_FORK: Once = Once::new();
+/// The fork handler is registered: [`pid`] may cache (else it asks the kernel every time).
+static CACHING: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn forget_pid() {
+    PID.store(0, Ordering::Release);
+}
+
+#[allow(unsafe_code)] // the one libc call: a handler with no state but an atomic
+fn forget_pid_at_fork() {
+    // SAFETY: `forget_pid` only stores to an atomic, which is async-signal-safe, as a
+    // handler run in the child of a multithreaded process must be.
+    let registered = unsafe { libc::pthread_atfork(None, None, Some(forget_pid)) };
+    CACHING.store(registered == 0, Ordering::Release);
 }
 
 /// Worker threads: `REDLATCH_WORKER_THREADS` (1..=16), default 1. Lock traffic is I/O-bound

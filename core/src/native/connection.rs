@@ -307,6 +307,14 @@ impl Reconnecting {
         self.current()
     }
 
+    /// The facts of the live connection, if there is one ([`Self::existing`] without the
+    /// clone of the connection).
+    pub(crate) fn existing_facts(&self) -> Option<Facts> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let live = live.as_ref()?;
+        (live.generation == self.source.generation() && !live.is_lost()).then_some(live.facts)
+    }
+
     async fn connect(&self) -> Result<Live> {
         let s = &self.settings;
         let generation = self.source.generation();

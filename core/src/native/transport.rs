@@ -195,9 +195,10 @@ impl RedisTransport {
     /// on, for its undo); `None` sends it on the multiplexed connection.
     async fn eval_on_loop(&self, request: &Request) -> Option<Result<Reply>> {
         let on_loop = self.on_loop.as_ref()?;
-        let live = self.conn.existing()?; // its connect checks ran (DELIFEQ, eviction)
-        let reply = on_loop.eval(request, live.facts.ifeq).await?;
-        Some(reply.map_err(|e| describe(&live.node, &e, &request.args)))
+        // Once the multiplexed connection's connect checks ran (DELIFEQ, eviction).
+        let facts = self.conn.existing_facts()?;
+        let reply = on_loop.eval(request, facts.ifeq).await?;
+        Some(reply.map_err(|e| describe(&self.label, &e, &request.args)))
     }
 
     async fn run(

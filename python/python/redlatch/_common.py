@@ -148,15 +148,19 @@ def live_holds(holds: List[_H]) -> List[_H]:
     """Drops the holds that are no longer held (lost: the watchdog saw the key gone, or a fixed
     lease ran out; or settled) from ``holds`` in place, and returns it. A lost hold never
     blocks a new acquire of a non-reentrant lock (its release would only say it was lost)."""
-    holds[:] = [h for h in holds if h.held]
+    if holds and not all(h.held for h in holds):
+        holds[:] = [h for h in holds if h.held]
     return holds
 
 
 def forget(holds: List[_H], hold: _H) -> None:
     """Removes ``hold`` from ``holds`` once it is settled (released, or found not ours); a
     hold whose release had an unknown outcome stays, to be released again."""
-    if not hold.held and any(h is hold for h in holds):
-        holds[:] = [h for h in holds if h is not hold]
+    if not hold.held:
+        try:
+            holds.remove(hold)  # by identity: holds have no __eq__
+        except ValueError:
+            pass
 
 
 def not_acquired_message(name: str, wait: Optional[float]) -> str:

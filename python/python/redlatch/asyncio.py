@@ -238,7 +238,9 @@ class Lock:
         Cancelling the awaiting task leaves nothing behind (no key, no subscription).
         """
         task = _task()
-        holds = live_holds(self._holds.get(task) or [])
+        holds = self._holds.get(task)
+        if holds:
+            live_holds(holds)
         reentrant = self._native.reentrant
         if holds and not reentrant:
             self._native.check_acquire(bool(blocking), timeout)  # bad arguments first
@@ -255,7 +257,11 @@ class Lock:
             return False
         # The future keeps the object it resolved to for as long as it lives, which this task
         # does not control: move the hold out, so that only this task keeps the lock held.
-        self._holds.setdefault(task, []).append(resolved.take())
+        # (`holds` is still this task's list: the task did nothing else while it awaited.)
+        if holds is None:
+            self._holds[task] = [resolved.take()]
+        else:
+            holds.append(resolved.take())
         return True
 
     async def release(self) -> None:

@@ -39,6 +39,8 @@ struct State {
 pub(crate) struct Socket {
     stream: Stream,
     fd: RawFd,
+    /// The process that opened it: a forked child must never shut the parent's socket down.
+    pid: u32,
     state: Mutex<State>,
     home: Weak<EventLoop>,
 }
@@ -72,6 +74,7 @@ impl Socket {
     pub(super) fn new(stream: Stream, home: Weak<EventLoop>) -> Arc<Socket> {
         Arc::new(Socket {
             fd: stream.as_raw_fd(),
+            pid: std::process::id(),
             stream,
             state: Mutex::new(State::default()),
             home,
@@ -118,8 +121,11 @@ impl Socket {
         if watched {
             watcher.unwatch(self.fd);
         }
-        // The descriptor closes with the last handle (the watcher just dropped its own).
-        let _ = self.stream.shutdown();
+        // The descriptor closes with the last handle (the watcher just dropped its own); a
+        // handle a call still holds must not keep the connection open meanwhile.
+        if self.pid == std::process::id() {
+            let _ = self.stream.shutdown();
+        }
     }
 
     /// Ends the connection: every waiting command fails with `why`; later ones at once.
