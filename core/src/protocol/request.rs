@@ -58,6 +58,13 @@ impl Request {
                 || (is(&scripts::LEASE_RELEASE) && self.args.get(3).is_some_and(|ttl| ttl == "0")))
     }
 
+    /// Whether this is the undo ([`Request::is_undo`]) of an attempt sent with `attempt_keys`.
+    /// The lock's key comes first in both; their other keys differ (the attempt's fencing
+    /// counter, the undo's release latch), so only the first is compared.
+    pub(crate) fn undoes(&self, attempt_keys: &[String]) -> bool {
+        self.is_undo() && !self.keys.is_empty() && self.keys.first() == attempt_keys.first()
+    }
+
     /// The fair and write acquires' optional last argument: the fencing counter's TTL in ms
     /// when `fence` is `Some(ttl)` with `ttl > 0` (the counter persists otherwise, as in
     /// Redisson). Only for `fair_acquire` and `rw_write_acquire` requests.

@@ -124,7 +124,7 @@ impl LocalConnections {
         local.conn.set_write_timeout(Some(self.network_timeout))
     }
 
-    /// `true` when `request` (an undo) must follow a timed-out attempt on the same keys onto
+    /// `true` when `request` (an undo) must follow a timed-out attempt on the same lock onto
     /// its connection; [`Self::follow_up`] then sends it there.
     pub(crate) fn has_suspect_for(&self, request: &Request) -> bool {
         let mut suspect = self.lock_suspect();
@@ -136,14 +136,14 @@ impl LocalConnections {
                 forget_if_foreign(stale.local);
             }
         }
-        suspect.as_ref().is_some_and(|s| s.keys == request.keys)
+        suspect.as_ref().is_some_and(|s| request.undoes(&s.keys))
     }
 
     /// Sends the undo `request` on the connection its attempt timed out on (queued behind the
     /// attempt; redis-rs skips the attempt's late reply), then drops that connection. `None`
     /// when there is no such connection any more.
     pub(crate) fn follow_up(&self, request: &Request) -> Option<redis::RedisResult<Reply>> {
-        let mut suspect = self.lock_suspect().take_if(|s| s.keys == request.keys)?;
+        let mut suspect = self.lock_suspect().take_if(|s| request.undoes(&s.keys))?;
         Some(run(&mut suspect.local.conn, request).map(convert))
     }
 

@@ -321,7 +321,7 @@ impl LoopNode {
     fn suspect_for(&self, request: &Request) -> Option<Arc<Socket>> {
         let suspect = locked(&self.suspect);
         let Suspect { socket, keys, since } = suspect.as_ref()?;
-        let follows = request.is_undo() && *keys == request.keys && since.elapsed() < self.network_timeout;
+        let follows = request.undoes(keys) && since.elapsed() < self.network_timeout;
         (follows && !socket.ended()).then(|| socket.clone())
     }
 
