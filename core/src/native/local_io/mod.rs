@@ -30,8 +30,8 @@
 //! rest of the call: the retry goes to the multiplexed connection, where the driver's timer
 //! (started before the first attempt) bounds the call to one network timeout overall. The
 //! timed-out connection is kept, for a connect timeout, only for the undo of that attempt
-//! (the same lock key: `Request::undoes`), which must be queued behind the attempt on the same connection (see
-//! `connection.rs`); redis-rs skips the late reply before reading the undo's.
+//! (the same lock: `Request::undoes`), which must be queued behind the attempt on the same
+//! connection (see `connection.rs`); redis-rs skips the late reply before reading the undo's.
 //!
 //! Not for Cluster, Sentinel or quorum clients, nor a TLS server-name override, `WAIT`
 //! (sync replicas) or Valkey's `DELIFEQ` path: those keep the multiplexed path (a quorum's
