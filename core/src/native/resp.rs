@@ -1,4 +1,4 @@
-//! Reading RESP replies (https://redis.io/docs/latest/develop/reference/protocol-spec/) out of
+//! Reading RESP replies (<https://redis.io/docs/latest/develop/reference/protocol-spec/>) out of
 //! a connection's input, as redis-rs' `Value`s: for connections whose bytes the core does not
 //! read through redis-rs (the Node addon's sockets on the JavaScript thread, the asyncio
 //! event loop's connections: `loop_io`).

@@ -61,6 +61,7 @@ impl Request {
     /// Whether this is the undo ([`Request::is_undo`]) of an attempt sent with `attempt_keys`.
     /// The lock's key comes first in both; their other keys differ (the attempt's fencing
     /// counter, the undo's release latch), so only the first is compared.
+    #[cfg(feature = "native")]
     pub(crate) fn undoes(&self, attempt_keys: &[String]) -> bool {
         self.is_undo() && !self.keys.is_empty() && self.keys.first() == attempt_keys.first()
     }
