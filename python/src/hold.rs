@@ -59,6 +59,13 @@ impl Inner {
         }
     }
 
+    async fn release_final(self: Arc<Self>) -> redlatch::Result<()> {
+        match self.guard() {
+            Some(g) => g.release_final().await,
+            None => Err(self.taken()),
+        }
+    }
+
     async fn extend(self: Arc<Self>, lease: std::time::Duration) -> redlatch::Result<()> {
         match self.guard() {
             Some(g) => g.extend(lease).await,
@@ -192,6 +199,28 @@ impl Hold {
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.own()?;
         crate::aio::awaitable(py, inner.release())
+    }
+
+    /// Releases as [`Hold::release`] does, for the end of a `with` block: when the outcome
+    /// stays unknown (`RedisConnectionError`, `QuorumError`), the release goes on in the
+    /// background at once, retried with back-off while the hold may be valid (the core's
+    /// `Guard::release_final`). Raises as `release`.
+    ///
+    /// Why not leave that to the dropped hold: the exception the block raises keeps the
+    /// frame that holds this object, in a reference cycle (the frame's locals hold the
+    /// exception), so the hold lived until the garbage collector ran, and the lock stayed
+    /// taken for its whole lease (found by a user trial).
+    fn release_final(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = self.own()?;
+        let rt = runtime::runtime()?;
+        runtime::block(py, &rt, inner.release_final())?.py()
+    }
+
+    /// Awaitable form of [`Hold::release_final`] (runs to completion even if the awaiting task
+    /// is cancelled).
+    fn release_final_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.own()?;
+        crate::aio::awaitable(py, inner.release_final())
     }
 
     /// Resets the remaining lease to `lease` seconds (replace, never add); never re-creates a

@@ -91,6 +91,8 @@ class _StallingProxy:
         self.upstream_port = upstream_port
         self.stalled: "set[int]" = set()
         self.accepted = 0
+        self.refuse = False  # new connections are closed at once
+        self.open: "list[socket.socket]" = []
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -100,8 +102,12 @@ class _StallingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.refuse:
+                client.close()
+                continue
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
             with self.lock:
+                self.open += [client, upstream]
                 self.accepted += 1
                 number = self.accepted
             threading.Thread(target=self._pump, args=(client, upstream, number), daemon=True).start()
@@ -124,8 +130,19 @@ class _StallingProxy:
             except OSError:
                 return
 
+    def reset_all(self) -> None:
+        """Cuts every connection open now (both ends see it closed)."""
+        with self.lock:
+            cut, self.open = self.open, []
+        for s in cut:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def close(self) -> None:
         self.listener.close()
+        self.reset_all()
 
 
 @pytest.mark.asyncio
@@ -258,3 +275,48 @@ def test_loops_in_two_threads_share_one_client(redis_url: str, r: redis.Redis, n
     assert not errors
     assert int(r.get(counter) or 0) == 200
     r.delete(counter)
+
+
+@pytest.mark.asyncio
+async def test_a_release_failed_at_the_end_of_async_with_goes_on_in_the_background(
+    redis_url: str, r: redis.Redis, name: str
+) -> None:
+    # The exception the block raises keeps the block's frame, and so the hold, alive (here in
+    # a list; in real code a logged or re-raised error, or a frame cycle until the garbage
+    # collector runs). Before, only dropping the hold started the background release: the
+    # lock stayed taken for its whole lease.
+    proxy = _StallingProxy(_port(redis_url))
+    try:
+        lock = redlatch.asyncio.Client(f"redis://127.0.0.1:{proxy.port}", network_timeout=0.3).lock(name, lease=20.0)
+        kept = []
+        try:
+            async with lock:
+                proxy.refuse = True
+                proxy.reset_all()
+        except redlatch.RedisConnectionError as e:
+            kept.append(e)
+        assert kept, "the release at the end of the block should have failed"
+        assert r.exists(name)
+        proxy.refuse = False
+        assert wait_until(lambda: not r.exists(name), timeout=5.0), f"still held (PTTL {r.pttl(name)} ms)"
+    finally:
+        proxy.close()
+
+
+def test_a_release_failed_at_the_end_of_with_goes_on_in_the_background(redis_url: str, r: redis.Redis, name: str) -> None:
+    proxy = _StallingProxy(_port(redis_url))
+    try:
+        lock = redlatch.Client(f"redis://127.0.0.1:{proxy.port}", network_timeout=0.3).lock(name, lease=20.0)
+        kept = []
+        try:
+            with lock:
+                proxy.refuse = True
+                proxy.reset_all()
+        except redlatch.RedisConnectionError as e:
+            kept.append(e)
+        assert kept, "the release at the end of the block should have failed"
+        assert r.exists(name)
+        proxy.refuse = False
+        assert wait_until(lambda: not r.exists(name), timeout=5.0), f"still held (PTTL {r.pttl(name)} ms)"
+    finally:
+        proxy.close()

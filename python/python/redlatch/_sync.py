@@ -401,10 +401,10 @@ class Lock:
         if not holds:
             return None  # released inside the block
         # Popped whatever happens: a release with an unknown outcome goes on in the
-        # background (the dropped hold), so the thread is free to acquire again.
+        # background (release_final), so the thread is free to acquire again.
         hold = holds.pop()
         try:
-            hold.release()
+            hold.release_final()
         except LockError as err:
             raised = exit_error(self._native.name, err, exc)
             if raised is not None:
