@@ -69,6 +69,8 @@ pub(crate) struct Tasks {
     wake: UnixStream,
     /// A byte is written and not yet drained.
     signalled: AtomicBool,
+    /// A task was woken from another thread since the last run (`Tasks::run`).
+    woken_elsewhere: AtomicBool,
     runtime: tokio::runtime::Handle,
     event_loop: OnceLock<Arc<EventLoop>>,
 }
@@ -79,6 +81,7 @@ impl Tasks {
             ready: Mutex::new(VecDeque::new()),
             wake,
             signalled: AtomicBool::new(false),
+            woken_elsewhere: AtomicBool::new(false),
             runtime,
             event_loop: OnceLock::new(),
         })
@@ -101,6 +104,7 @@ impl Tasks {
     fn schedule(&self, task: Arc<LoopTask>) {
         locked(&self.ready).push_back(task);
         if !std::ptr::eq(RUNNING.with(Cell::get), self) {
+            self.woken_elsewhere.store(true, Ordering::Release);
             self.kick();
         }
     }
@@ -139,6 +143,13 @@ impl Tasks {
         first();
         if let Some(event_loop) = self.event_loop.get() {
             event_loop.run_pending();
+            if self.woken_elsewhere.swap(false, Ordering::AcqRel) {
+                // Calls another thread woke (a timer, pub/sub) run after what arrived on the
+                // loop's sockets is read: after the loop's thread was blocked, a reply that
+                // came in time waits unread beside the timer that fired meanwhile, and the
+                // call must see the reply (`EventLoop::read_arrived`).
+                event_loop.read_arrived();
+            }
         }
         // Bounded, so that a task woken again and again cannot keep the loop from others.
         for _ in 0..1024 {

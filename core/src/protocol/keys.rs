@@ -78,6 +78,12 @@ pub fn acquire_latch(name: &str, request_id: &str) -> String {
     build(ACQUIRE_LATCH_PREFIX, name, Some(request_id))
 }
 
+/// Whether `key` is an acquire request's latch ([`acquire_latch`]).
+pub fn is_acquire_latch(key: &str) -> bool {
+    key.strip_prefix(ACQUIRE_LATCH_PREFIX)
+        .is_some_and(|rest| rest.starts_with(':'))
+}
+
 /// Checks a lock name: non-empty and at most [`MAX_NAME_BYTES`] bytes.
 ///
 /// Names are otherwise used exactly as given (never rewritten), so any UTF-8 text works,

@@ -49,13 +49,16 @@ impl Request {
     }
 
     /// Whether this is the undo of an acquire attempt ([`Holder::abort`]: sent by source, a
-    /// latch-less lease release or `rlock_abort`). It must reach Redis after the attempt it
+    /// latch-less lease release, or a request naming the attempt's acquire latch: the undos of
+    /// reentrant, fair, read and write acquires; no other by-source request names one, a
+    /// release retry names its own release latch). It must reach Redis after the attempt it
     /// undoes, so transports send it on the attempt's connection (see `native/connection.rs`).
+    /// (Until stop 33 only the lease and reentrant undos were recognized: a fair or read/write
+    /// undo could overtake its attempt and find nothing to undo.)
     pub fn is_undo(&self) -> bool {
-        let is = |s: &Script| std::ptr::eq(self.script, s);
-        self.by_source
-            && (is(&scripts::RLOCK_ABORT)
-                || (is(&scripts::LEASE_RELEASE) && self.args.get(3).is_some_and(|ttl| ttl == "0")))
+        let lease_undo = std::ptr::eq(self.script, &scripts::LEASE_RELEASE)
+            && self.args.get(3).is_some_and(|ttl| ttl == "0");
+        self.by_source && (lease_undo || self.keys.iter().skip(1).any(|k| keys::is_acquire_latch(k)))
     }
 
     /// Whether this is the undo ([`Request::is_undo`]) of an attempt sent with `attempt_keys`.

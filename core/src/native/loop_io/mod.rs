@@ -31,9 +31,9 @@
 //! thread sends it), so it cannot run before the grant it undoes; it is closed once every
 //! reply it waits for has come, or with its loop.
 //!
-//! Not for TLS (`rediss://`), Cluster, Sentinel or quorum clients, nor `WAIT` (sync replicas)
-//! or Valkey's `DELIFEQ` path: those keep the multiplexed path, as calling-thread I/O does
-//! (`local_io`).
+//! Not for TLS (`rediss://`), Cluster, Sentinel or quorum clients, nor `WAIT` (sync replicas):
+//! those keep the multiplexed path, as calling-thread I/O does (`local_io`). On Valkey, lease
+//! locks use `SET IFEQ` / `DELIFEQ` here as on the multiplexed path (`ifeq`).
 
 mod open;
 mod socket;
@@ -41,6 +41,7 @@ mod socket;
 pub(crate) use open::handshake_commands;
 pub use socket::LoopSocket;
 
+use super::ifeq;
 use super::transport::{eval_script, run_plain};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
@@ -129,6 +130,25 @@ impl EventLoop {
                 Pending::WatchWritable(socket) => socket.watch_writable(&*self.watcher),
                 Pending::Close(socket) => socket.close(&*self.watcher),
             }
+        }
+    }
+
+    /// Reads what arrived on every open connection (loop thread only), as their reader
+    /// callbacks would. The binding calls it before it runs calls that other threads woke:
+    /// after the loop's thread was blocked (a long callback, CPU work), replies that came in
+    /// time wait unread beside the timers that fired meanwhile, and a call that met its timer
+    /// first would give up on a grant Redis already made (its undo could then come after the
+    /// grant's idempotency latch expired, leaving the lock taken for its lease).
+    pub fn read_arrived(&self) {
+        let open: Vec<Arc<Socket>> = locked(&self.slots)
+            .values()
+            .filter_map(|slot| match slot {
+                Slot::Open(socket) => Some(socket.clone()),
+                _ => None,
+            })
+            .collect();
+        for socket in open {
+            LoopSocket(socket).readable();
         }
     }
 
@@ -280,9 +300,11 @@ pub(crate) struct LoopNode {
     info: redis::ConnectionInfo,
     network_timeout: Duration,
     homes: Mutex<Vec<Weak<EventLoop>>>,
-    /// The connection of the last request abandoned before its reply, for that attempt's
-    /// undo ([`LoopNode::suspect_for`]).
-    suspect: Mutex<Option<Suspect>>,
+    /// The connections of the requests abandoned before their replies within the last network
+    /// timeout, for those attempts' undos ([`LoopNode::suspect_for`]): one per request, since
+    /// many calls in flight on one connection time out together (the loop's thread was
+    /// blocked, the node stalled).
+    suspects: Mutex<Vec<Suspect>>,
 }
 
 /// A connection a request was abandoned on, the request's keys and when.
@@ -304,7 +326,7 @@ impl LoopNode {
             info: info.clone(),
             network_timeout,
             homes: Mutex::new(Vec::new()),
-            suspect: Mutex::new(None),
+            suspects: Mutex::new(Vec::new()),
         }))
     }
 
@@ -319,15 +341,22 @@ impl LoopNode {
     /// The connection a timed-out attempt on `request`'s keys was left queued on, when
     /// `request` is its undo, sent within a network timeout of the suspicion.
     fn suspect_for(&self, request: &Request) -> Option<Arc<Socket>> {
-        let suspect = locked(&self.suspect);
-        let Suspect { socket, keys, since } = suspect.as_ref()?;
-        let follows = request.undoes(keys) && since.elapsed() < self.network_timeout;
-        (follows && !socket.ended()).then(|| socket.clone())
+        if !request.is_undo() {
+            return None;
+        }
+        let suspects = locked(&self.suspects);
+        suspects
+            .iter()
+            .find(|s| {
+                request.undoes(&s.keys) && s.since.elapsed() < self.network_timeout && !s.socket.ended()
+            })
+            .map(|s| s.socket.clone())
     }
 
     /// Sends `request` on the calling loop's connection, or on the suspect connection its
     /// undo must follow (see the module docs); `None` sends it on the multiplexed path.
-    /// `ifeq`: the multiplexed connection found Valkey's `DELIFEQ` (that path stays there).
+    /// `ifeq`: the multiplexed connection's checks found Valkey's `SET IFEQ` / `DELIFEQ`, which
+    /// lease-lock requests then use here too, as there.
     pub(crate) async fn eval(
         self: &Arc<Self>,
         request: &Request,
@@ -335,19 +364,23 @@ impl LoopNode {
     ) -> Option<redis::RedisResult<Reply>> {
         let socket = match self.suspect_for(request) {
             Some(socket) => socket,
-            None if ifeq => return None,
             None => current()?.connection(self)?,
         };
         let mut call = socket.call(self, &request.keys);
-        Some(match &request.plain {
-            Some(plain) => run_plain(&mut call, plain).await,
-            None => eval_script(&mut call, request).await,
+        Some(if ifeq && ifeq::handles(request) {
+            ifeq::run(&mut call, request).await
+        } else if let Some(plain) = &request.plain {
+            run_plain(&mut call, plain).await
+        } else {
+            eval_script(&mut call, request).await
         })
     }
 
     /// Called by a call dropped before its reply: the connection is suspect.
     fn suspected(&self, socket: &Arc<Socket>, keys: Vec<String>) {
-        *locked(&self.suspect) = Some(Suspect {
+        let mut suspects = locked(&self.suspects);
+        suspects.retain(|s| s.since.elapsed() < self.network_timeout && !s.socket.ended());
+        suspects.push(Suspect {
             socket: socket.clone(),
             keys,
             since: Instant::now(),

@@ -313,4 +313,31 @@ mod tests {
         assert_eq!(r.keys, ["n", "redlatch_acquire_latch:{n}:req"]);
         assert_eq!(r.args, ["o:1", "publish", "redisson_lock__channel:{n}"]);
     }
+
+    #[test]
+    fn every_kind_of_undo_is_recognized_and_nothing_else() {
+        let owner = || "o:1".to_owned();
+        let holders = [
+            Holder::Lease { token: "t".into() },
+            Holder::Reentrant { owner: owner() },
+            Holder::Fair {
+                owner: owner(),
+                wait_slot_ms: 5000,
+            },
+            Holder::Read { owner: owner() },
+            Holder::Write { owner: owner() },
+        ];
+        for holder in &holders {
+            let undo = holder.abort("n", "req", 1000);
+            assert!(undo.is_undo(), "{holder:?}'s undo ({})", undo.script.name());
+            assert!(undo.undoes(&["n".to_owned()]));
+            let mut retry = holder.release("n", 1000, "req", 9, 0);
+            retry.by_source = true; // a release retried (sent by source, as retries are)
+            assert!(
+                !retry.is_undo(),
+                "{holder:?}'s release retry ({})",
+                retry.script.name()
+            );
+        }
+    }
 }
