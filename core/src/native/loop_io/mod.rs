@@ -125,11 +125,8 @@ impl EventLoop {
     /// [`LoopWatcher::kick`]).
     pub fn run_pending(&self) {
         let pending = std::mem::take(&mut *locked(&self.pending));
-        for p in pending {
-            match p {
-                Pending::WatchWritable(socket) => socket.watch_writable(&*self.watcher),
-                Pending::Close(socket) => socket.close(&*self.watcher),
-            }
+        for action in pending {
+            self.pending_now(action);
         }
     }
 
