@@ -161,9 +161,9 @@ impl RedisTransport {
         if !follows_a_timeout && !local_io::active() {
             return None; // checked first: the async path pays one thread-local read
         }
-        let live = self.conn.existing()?;
-        let node = live.node;
         if follows_a_timeout {
+            // Whatever state the multiplexed connection is in (being replaced, since an
+            // abandoned call there makes it suspect): the undo's place is behind its attempt.
             let sent = if local_io::active() {
                 local.follow_up(request)?
             } else {
@@ -172,8 +172,10 @@ impl RedisTransport {
                     .await
                     .ok()??
             };
-            return Some(sent.map_err(|e| describe(&node, &e, &request.args)));
+            return Some(sent.map_err(|e| describe(&self.label, &e, &request.args)));
         }
+        let live = self.conn.existing()?;
+        let node = live.node;
         if live.facts.ifeq {
             return None;
         }
@@ -195,9 +197,16 @@ impl RedisTransport {
     /// on, for its undo); `None` sends it on the multiplexed connection.
     async fn eval_on_loop(&self, request: &Request) -> Option<Result<Reply>> {
         let on_loop = self.on_loop.as_ref()?;
-        // Once the multiplexed connection's connect checks ran (DELIFEQ, eviction).
-        let facts = self.conn.existing_facts()?;
-        let reply = on_loop.eval(request, facts.ifeq).await?;
+        // Once the multiplexed connection's connect checks ran (DELIFEQ, eviction). An undo
+        // goes on regardless: it must follow its attempt onto a loop connection even while
+        // the multiplexed connection is being replaced (an abandoned call there makes it
+        // suspect), and the script form undoes either form of a lease acquire.
+        let ifeq = match self.conn.existing_facts() {
+            Some(facts) => facts.ifeq,
+            None if request.is_undo() => false,
+            None => return None,
+        };
+        let reply = on_loop.eval(request, ifeq).await?;
         Some(reply.map_err(|e| describe(&self.label, &e, &request.args)))
     }
 

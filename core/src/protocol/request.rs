@@ -17,6 +17,14 @@ use super::scripts::{self, Script};
 /// pub/sub ([`Request::with_publish_command`]).
 pub const PUBLISH: &str = "publish";
 
+/// See [`Request::attempt_mark`].
+#[cfg(feature = "native")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AttemptMark {
+    key: String,
+    id: String,
+}
+
 /// One script invocation.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -61,12 +69,35 @@ impl Request {
         self.by_source && (lease_undo || self.keys.iter().skip(1).any(|k| keys::is_acquire_latch(k)))
     }
 
-    /// Whether this is the undo ([`Request::is_undo`]) of an attempt sent with `attempt_keys`.
-    /// The lock's key comes first in both; their other keys differ (the attempt's fencing
-    /// counter, the undo's release latch), so only the first is compared.
+    /// What ties an acquire attempt to its undo, the same for both: the lock's key and the
+    /// attempt's own id, which is a lease lock's token (the first argument of its acquire and
+    /// of its undo) or, for the other kinds, the acquire latch named by the attempt's request
+    /// id (a key of both). `None` for requests that carry neither.
     #[cfg(feature = "native")]
-    pub(crate) fn undoes(&self, attempt_keys: &[String]) -> bool {
-        self.is_undo() && !self.keys.is_empty() && self.keys.first() == attempt_keys.first()
+    pub(crate) fn attempt_mark(&self) -> Option<AttemptMark> {
+        let key = self.keys.first()?;
+        let lease = std::ptr::eq(self.script, &scripts::LEASE_ACQUIRE)
+            || std::ptr::eq(self.script, &scripts::LEASE_RELEASE);
+        let id = if lease {
+            self.args.first()?
+        } else {
+            self.keys.iter().skip(1).find(|k| keys::is_acquire_latch(k))?
+        };
+        Some(AttemptMark {
+            key: key.clone(),
+            id: id.clone(),
+        })
+    }
+
+    /// Whether this is the undo ([`Request::is_undo`]) of the attempt marked `attempt`
+    /// ([`Request::attempt_mark`]): the same lock and the same attempt. The lock's key alone
+    /// is not enough: another attempt on that lock, abandoned on another connection, would
+    /// send this undo there, ahead of its own attempt (found by the asyncio cancellation
+    /// test: an attempt on the multiplexed connection, a cancelled one before it on the event
+    /// loop's, and the undo overtook its grant).
+    #[cfg(feature = "native")]
+    pub(crate) fn undoes(&self, attempt: Option<&AttemptMark>) -> bool {
+        attempt.is_some() && self.is_undo() && self.attempt_mark().as_ref() == attempt
     }
 
     /// The fair and write acquires' optional last argument: the fencing counter's TTL in ms

@@ -2,7 +2,7 @@
 //! calling-thread I/O (see the module docs of `local_io`).
 
 use crate::protocol::reply::Reply;
-use crate::protocol::request::Request;
+use crate::protocol::request::{AttemptMark, Request};
 use redis::{ConnectionInfo, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -21,7 +21,8 @@ struct Local {
 /// A connection whose reply timed out, kept for the undo of that attempt only.
 struct Suspect {
     local: Local,
-    keys: Vec<String>,
+    /// Which attempt timed out on it ([`Request::attempt_mark`]).
+    attempt: Option<AttemptMark>,
     since: Instant,
 }
 
@@ -107,7 +108,7 @@ impl LocalConnections {
             Err(error) if error.is_timeout() => {
                 *self.lock_suspect() = Some(Suspect {
                     local,
-                    keys: request.keys.clone(),
+                    attempt: request.attempt_mark(),
                     since: Instant::now(),
                 });
                 timed_out(error)
@@ -124,7 +125,7 @@ impl LocalConnections {
         local.conn.set_write_timeout(Some(self.network_timeout))
     }
 
-    /// `true` when `request` (an undo) must follow a timed-out attempt on the same lock onto
+    /// `true` when `request` (an undo) must follow the timed-out attempt it undoes onto
     /// its connection; [`Self::follow_up`] then sends it there.
     pub(crate) fn has_suspect_for(&self, request: &Request) -> bool {
         let mut suspect = self.lock_suspect();
@@ -136,14 +137,18 @@ impl LocalConnections {
                 forget_if_foreign(stale.local);
             }
         }
-        suspect.as_ref().is_some_and(|s| request.undoes(&s.keys))
+        suspect
+            .as_ref()
+            .is_some_and(|s| request.undoes(s.attempt.as_ref()))
     }
 
     /// Sends the undo `request` on the connection its attempt timed out on (queued behind the
     /// attempt; redis-rs skips the attempt's late reply), then drops that connection. `None`
     /// when there is no such connection any more.
     pub(crate) fn follow_up(&self, request: &Request) -> Option<redis::RedisResult<Reply>> {
-        let mut suspect = self.lock_suspect().take_if(|s| request.undoes(&s.keys))?;
+        let mut suspect = self
+            .lock_suspect()
+            .take_if(|s| request.undoes(s.attempt.as_ref()))?;
         Some(run(&mut suspect.local.conn, request).map(convert))
     }
 

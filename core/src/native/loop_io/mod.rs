@@ -44,7 +44,7 @@ pub use socket::LoopSocket;
 use super::ifeq;
 use super::transport::{eval_script, run_plain};
 use crate::protocol::reply::Reply;
-use crate::protocol::request::Request;
+use crate::protocol::request::{AttemptMark, Request};
 use socket::Socket;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -304,10 +304,10 @@ pub(crate) struct LoopNode {
     suspects: Mutex<Vec<Suspect>>,
 }
 
-/// A connection a request was abandoned on, the request's keys and when.
+/// A connection a request was abandoned on, which attempt that was (if it was one) and when.
 struct Suspect {
     socket: Arc<Socket>,
-    keys: Vec<String>,
+    attempt: Option<AttemptMark>,
     since: Instant,
 }
 
@@ -335,8 +335,8 @@ impl LoopNode {
         }
     }
 
-    /// The connection a timed-out attempt on `request`'s keys was left queued on, when
-    /// `request` is its undo, sent within a network timeout of the suspicion.
+    /// The connection the timed-out attempt `request` undoes was left queued on, when sent
+    /// within a network timeout of the suspicion.
     fn suspect_for(&self, request: &Request) -> Option<Arc<Socket>> {
         if !request.is_undo() {
             return None;
@@ -345,7 +345,9 @@ impl LoopNode {
         suspects
             .iter()
             .find(|s| {
-                request.undoes(&s.keys) && s.since.elapsed() < self.network_timeout && !s.socket.ended()
+                request.undoes(s.attempt.as_ref())
+                    && s.since.elapsed() < self.network_timeout
+                    && !s.socket.ended()
             })
             .map(|s| s.socket.clone())
     }
@@ -363,7 +365,7 @@ impl LoopNode {
             Some(socket) => socket,
             None => current()?.connection(self)?,
         };
-        let mut call = socket.call(self, &request.keys);
+        let mut call = socket.call(self, request);
         Some(if ifeq && ifeq::handles(request) {
             ifeq::run(&mut call, request).await
         } else if let Some(plain) = &request.plain {
@@ -374,12 +376,12 @@ impl LoopNode {
     }
 
     /// Called by a call dropped before its reply: the connection is suspect.
-    fn suspected(&self, socket: &Arc<Socket>, keys: Vec<String>) {
+    fn suspected(&self, socket: &Arc<Socket>, attempt: Option<AttemptMark>) {
         let mut suspects = locked(&self.suspects);
         suspects.retain(|s| s.since.elapsed() < self.network_timeout && !s.socket.ended());
         suspects.push(Suspect {
             socket: socket.clone(),
-            keys,
+            attempt,
             since: Instant::now(),
         });
     }

@@ -10,6 +10,7 @@
 use super::open::Stream;
 use super::{EventLoop, LoopNode, LoopWatcher, Pending};
 use crate::native::resp::{self, Next};
+use crate::protocol::request::Request;
 use futures::channel::oneshot;
 use redis::{Cmd, RedisError, RedisFuture, RedisResult, Value};
 use std::collections::VecDeque;
@@ -289,12 +290,12 @@ impl Socket {
         valid
     }
 
-    /// A call on this connection for one request on `keys`.
-    pub(super) fn call(self: &Arc<Self>, node: &Arc<LoopNode>, keys: &[String]) -> Call {
+    /// A call on this connection for `request`.
+    pub(super) fn call<'r>(self: &Arc<Self>, node: &Arc<LoopNode>, request: &'r Request) -> Call<'r> {
         Call {
             socket: self.clone(),
             node: node.clone(),
-            keys: keys.to_vec(),
+            request,
             awaiting: false,
         }
     }
@@ -302,20 +303,21 @@ impl Socket {
 
 /// One request's use of a [`Socket`]; dropped while awaiting a reply (abandoned), it makes
 /// the socket suspect (see the module docs).
-pub(crate) struct Call {
+pub(crate) struct Call<'r> {
     socket: Arc<Socket>,
     node: Arc<LoopNode>,
-    keys: Vec<String>,
+    /// Read only when the call is abandoned: which attempt it was, if one.
+    request: &'r Request,
     awaiting: bool,
 }
 
-impl Drop for Call {
+impl Drop for Call<'_> {
     fn drop(&mut self) {
         if !self.awaiting {
             return;
         }
         self.socket.state().suspect = true;
-        self.node.suspected(&self.socket, std::mem::take(&mut self.keys));
+        self.node.suspected(&self.socket, self.request.attempt_mark());
         if let Some(home) = self.socket.home() {
             home.retire(self.node.serial, &self.socket);
         }
@@ -332,7 +334,7 @@ async fn reply(rx: oneshot::Receiver<RedisResult<Value>>) -> RedisResult<Value> 
     })
 }
 
-impl redis::aio::ConnectionLike for Call {
+impl redis::aio::ConnectionLike for Call<'_> {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let sent = self.socket.queue(|out| cmd.write_packed_command(out), 1);
         Box::pin(async move {

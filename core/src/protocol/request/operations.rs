@@ -330,7 +330,23 @@ mod tests {
         for holder in &holders {
             let undo = holder.abort("n", "req", 1000);
             assert!(undo.is_undo(), "{holder:?}'s undo ({})", undo.script.name());
-            assert!(undo.undoes(&["n".to_owned()]));
+            let attempt = holder.acquire("n", 1000, None, "req", 1000);
+            assert!(
+                undo.undoes(attempt.attempt_mark().as_ref()),
+                "{holder:?}'s undo of its attempt"
+            );
+            // Another attempt on the same lock (another token, another request id) is not
+            // this undo's: its undo must not follow that one onto its connection.
+            let other = match holder {
+                Holder::Lease { .. } => Holder::Lease { token: "t2".into() },
+                _ => holder.clone(),
+            };
+            let another = other.acquire("n", 1000, None, "req2", 1000);
+            assert!(
+                !undo.undoes(another.attempt_mark().as_ref()),
+                "{holder:?}: another attempt"
+            );
+            assert!(!undo.undoes(None));
             let mut retry = holder.release("n", 1000, "req", 9, 0);
             retry.by_source = true; // a release retried (sent by source, as retries are)
             assert!(
