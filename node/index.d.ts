@@ -71,9 +71,11 @@ export declare class NativeClient {
   permitState(permit: number): string
   /**
    * Releases permit `permit` at most once; settles call `id`. A failure of Redis leaves
-   * it releasable (call again).
+   * it releasable (call again). `scope_end` (the end of `await using` or `using(fn)`:
+   * nobody can call again): the table forgets the permit at once, and an outcome that
+   * stays unknown goes on in the background (the core's `Permit::release_final`).
    */
-  permitRelease(permit: number, id: number, out: Scratch): string | null
+  permitRelease(permit: number, scopeEnd: boolean, id: number, out: Scratch): string | null
   /**
    * Forgets permit `permit` (its JavaScript object was garbage-collected): a permit never
    * released is released in the background (the core's `Permit` drop).
@@ -185,8 +187,12 @@ export declare class NativeClient {
   multiNames(multi: number): Array<string>
   /** Acquisition `multi`'s state: bit 1 = a member is known lost, bit 2 = no member held. */
   multiState(multi: number): number
-  /** Releases every member of acquisition `multi` still held; settles call `id`. */
-  multiRelease(multi: number, id: number, out: Scratch): string | null
+  /**
+   * Releases every member of acquisition `multi` still held; settles call `id`.
+   * `scope_end` (nobody can call again): a member whose outcome stays unknown goes on
+   * being released in the background (the core's `MultiGuard::release_final`).
+   */
+  multiRelease(multi: number, scopeEnd: boolean, id: number, out: Scratch): string | null
   /**
    * Forgets acquisition `multi` (its JavaScript object was garbage-collected): members
    * still held are released in the background (dropped guards).

@@ -158,10 +158,16 @@ impl Guard {
     /// As [`release`](Self::release).
     pub async fn release_final(&self) -> Result<()> {
         let result = self.release().await;
+        self.release_rest_in_background();
+        result
+    }
+
+    /// Goes on releasing in the background when a release left the outcome unknown (the
+    /// hold neither released nor known lost) and the client is open.
+    pub(crate) fn release_rest_in_background(&self) {
         if !self.hold.signal.is_settled() && !self.is_closed() {
             release_in_background(&self.hold);
         }
-        result
     }
 
     /// Resolves when the hold is lost: renewal or extend found it gone or taken, or its

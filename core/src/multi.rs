@@ -300,4 +300,19 @@ impl MultiGuard {
         };
         results.into_iter().find(|r| r.is_err()).unwrap_or(Ok(()))
     }
+
+    /// Releases like [`release`](Self::release), for clean-up paths that cannot call again
+    /// (the end of a scope, a destructor): a member whose release outcome stays unknown goes on
+    /// being released in the background, as [`Guard::release_final`]. Returns the result of
+    /// the release.
+    ///
+    /// # Errors
+    /// As [`release`](Self::release).
+    pub async fn release_final(&self) -> Result<()> {
+        let result = self.release().await;
+        for member in &self.guards {
+            member.release_rest_in_background();
+        }
+        result
+    }
 }

@@ -356,3 +356,31 @@ async fn close_releases_permits_and_stops_waits() {
         "released by close"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_release_whose_outcome_is_unknown_goes_on_in_the_background() {
+    // `Permit::release_final` (a binding's scope end, which cannot call again): the permit is
+    // given back once Redis is reachable again, not left taken for its whole lease.
+    let s = server();
+    let relay = common::relay::Relay::start(s.port()).await;
+    let through = Client::builder(&relay.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .expect("connect");
+    let sem = through.permit_semaphore("psem:final");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let permit = sem.acquire(Some(Duration::from_secs(30))).await.unwrap();
+    let direct = client(&s).await.permit_semaphore("psem:final");
+    assert_eq!(direct.available().await.unwrap(), 0);
+
+    relay.blackhole();
+    let e = permit.release_final().await.expect_err("no reply");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    relay.restore();
+    let end = Instant::now() + Duration::from_secs(5);
+    while direct.available().await.unwrap() == 0 {
+        assert!(Instant::now() < end, "the permit stayed taken");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

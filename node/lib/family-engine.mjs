@@ -105,8 +105,8 @@ class NativeEnginePermit {
     return this.#client.permitState(this.#slot).endsWith(':1')
   }
 
-  release() {
-    return this.#run((id, out) => this.#client.permitRelease(this.#slot, id, out), discard)
+  release(scopeEnd) {
+    return this.#run((id, out) => this.#client.permitRelease(this.#slot, scopeEnd, id, out), discard)
   }
 }
 
@@ -186,8 +186,8 @@ class NativeEngineMultiHold {
     return (this.#client.multiState(this.#slot) & 2) !== 0
   }
 
-  release() {
-    return this.#run((id, out) => this.#client.multiRelease(this.#slot, id, out), discard)
+  release(scopeEnd) {
+    return this.#run((id, out) => this.#client.multiRelease(this.#slot, scopeEnd, id, out), discard)
   }
 }
 

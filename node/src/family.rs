@@ -264,11 +264,33 @@ impl NativeClient {
     }
 
     /// Releases permit `permit` at most once; settles call `id`. A failure of Redis leaves
-    /// it releasable (call again).
+    /// it releasable (call again). `scope_end` (the end of `await using` or `using(fn)`:
+    /// nobody can call again): the table forgets the permit at once, and an outcome that
+    /// stays unknown goes on in the background (the core's `Permit::release_final`).
     #[napi]
-    pub fn permit_release(&self, permit: f64, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+    pub fn permit_release(
+        &self,
+        permit: f64,
+        scope_end: bool,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
         let slot = self.shared.permit(permit);
         let closed = self.shared.is_closed();
+        if scope_end {
+            let p = slot.as_ref().and_then(|s| locked(s).take());
+            return Ok(self.shared.driver.call(out, id, async move {
+                match p {
+                    Some(p) => p.release_final().await.map(|()| Value::Unit),
+                    None if closed => Err(closed_error()),
+                    None => Err(Error::not_owned(
+                        false,
+                        Reason::NeverHeld,
+                        "this permit was already released",
+                    )),
+                }
+            }));
+        }
         Ok(self.shared.driver.call(out, id, async move {
             let Some(p) = slot.as_ref().and_then(|s| locked(s).clone()) else {
                 if closed {

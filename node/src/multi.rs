@@ -129,12 +129,21 @@ impl NativeClient {
     }
 
     /// Releases every member of acquisition `multi` still held; settles call `id`.
+    /// `scope_end` (nobody can call again): a member whose outcome stays unknown goes on
+    /// being released in the background (the core's `MultiGuard::release_final`).
     #[napi]
-    pub fn multi_release(&self, multi: f64, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+    pub fn multi_release(
+        &self,
+        multi: f64,
+        scope_end: bool,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
         let guard = self.shared.multi(multi);
         let closed = self.shared.is_closed();
         Ok(self.shared.driver.call(out, id, async move {
             match guard {
+                Some(g) if scope_end => g.release_final().await.map(|()| Value::Unit),
                 Some(g) => g.release().await.map(|()| Value::Unit),
                 None if closed => Err(closed_error()),
                 None => Err(Error::not_owned(

@@ -79,6 +79,36 @@ test('a scope whose release was lost finishes it in the background', async () =>
   }
 })
 
+test('a permit or multi-lock scope whose release was lost finishes it in the background', async () => {
+  const raw = redis()
+  const client = await Client.connect(REDIS_URL, { networkTimeoutMs: 300 })
+  const name = key('scope-lost-family')
+  const members = [`${name}:a`, `${name}:b`]
+  const cases = [
+    ['permit', client.permitSemaphore(name, { permits: 1 }), { leaseMs: 20000 }, async () => (await raw.zcard(`{${name}}:timeout`)) > 0],
+    ['multi-lock', client.multiLock(members, { leaseMs: 20000 }), undefined, async () => (await raw.exists(...members)) > 0],
+  ]
+  try {
+    for (const [what, made, options, taken] of cases) {
+      // As for a lock's scope above: the release waits behind CLIENT PAUSE WRITE past the
+      // network timeout, then its connection is killed, so Redis never runs it.
+      const scope = made.using(async () => {
+        await raw.client('PAUSE', '3000', 'WRITE')
+      }, options)
+      await assert.rejects(scope, RedisConnectionError)
+      await raw.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+      assert.equal(await taken(), true, `${what}: the release really was lost`)
+      await raw.client('UNPAUSE')
+      // Was: released only once the Permit / MultiHeld object was garbage-collected.
+      assert.ok(await eventually(async () => !(await taken()), 5000), `${what}: retried in the background`)
+    }
+  } finally {
+    await raw.client('UNPAUSE')
+    await client.close()
+    raw.disconnect()
+  }
+})
+
 test('every NotOwnedError says why, and the lost signal too', async () => {
   const raw = redis()
   const client = await Client.connect(REDIS_URL, { watchdogTimeoutMs: 300 })

@@ -214,4 +214,21 @@ impl MultiHold {
         let g = self.own()?;
         crate::aio::awaitable(py, async move { g.release().await })
     }
+
+    /// Releases as `release` does, for the end of a `with` block: a member whose outcome stays
+    /// unknown goes on being released in the background at once (the core's
+    /// `MultiGuard::release_final`; why not leave it to the dropped hold: `Hold.release_final`).
+    /// Raises as `release`.
+    fn release_final(&self, py: Python<'_>) -> PyResult<()> {
+        let g = self.own()?;
+        let rt = runtime::runtime()?;
+        runtime::block(py, &rt, async move { g.release_final().await })?.py()
+    }
+
+    /// Awaitable form of [`MultiHold::release_final`] (runs to completion even if the awaiting
+    /// task is cancelled).
+    fn release_final_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let g = self.own()?;
+        crate::aio::awaitable(py, async move { g.release_final().await })
+    }
 }

@@ -282,6 +282,26 @@ impl Permit {
         crate::aio::awaitable(py, async move { p.release().await })
     }
 
+    /// Releases as `release` does, for the end of a `with` block: this object forgets the
+    /// permit whatever the outcome, and an outcome that stays unknown goes on in the
+    /// background at once, retried for up to the permit's lease (the core's
+    /// `Permit::release_final`; why not leave it to the dropped permit: `Hold.release_final`).
+    /// Raises as `release`.
+    fn release_final(&self, py: Python<'_>) -> PyResult<()> {
+        let p = self.own()?;
+        self.permit.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let rt = runtime::runtime()?;
+        runtime::block(py, &rt, async move { p.release_final().await })?.py()
+    }
+
+    /// Awaitable form of [`Permit::release_final`] (runs to completion even if the awaiting
+    /// task is cancelled).
+    fn release_final_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let p = self.own()?;
+        self.permit.lock().unwrap_or_else(|p| p.into_inner()).take();
+        crate::aio::awaitable(py, async move { p.release_final().await })
+    }
+
     fn __repr__(&self) -> String {
         // No id: it is what releases the permit.
         format!(

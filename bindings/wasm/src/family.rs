@@ -247,13 +247,21 @@ impl WasmPermit {
         self.ended.get()
     }
 
-    /// Gives the permit back, at most once.
-    pub fn release(&self) -> Promise {
+    /// Gives the permit back, at most once. `scopeEnd` (the end of `await using` or
+    /// `using(fn)`: nobody can call again): an outcome that stays unknown goes on in the
+    /// background (the core's `Permit::release_final`).
+    pub fn release(&self, #[wasm_bindgen(js_name = scopeEnd)] scope_end: Option<bool>) -> Promise {
         let (permit, ended) = (self.permit.clone(), self.ended.clone());
+        let scope_end = scope_end == Some(true);
         future_to_promise(async move {
-            let result = permit.release().await;
-            // Settled (released, or found not held); after a failure of Redis it stays releasable.
-            if !matches!(&result, Err(e) if !e.kind().is_not_owned()) {
+            let result = if scope_end {
+                permit.release_final().await
+            } else {
+                permit.release().await
+            };
+            // Settled (released, or found not held); after a failure of Redis it stays
+            // releasable, unless the scope ended (then the core goes on in the background).
+            if scope_end || !matches!(&result, Err(e) if !e.kind().is_not_owned()) {
                 ended.set(true);
             }
             result.js()?;

@@ -130,10 +130,16 @@ impl WasmMultiHeld {
     }
 
     /// Releases every member still held (retryable for those whose release failed).
-    pub fn release(&self) -> Promise {
+    /// `scopeEnd` (nobody can call again): a member whose outcome stays unknown goes on being
+    /// released in the background (the core's `MultiGuard::release_final`).
+    pub fn release(&self, #[wasm_bindgen(js_name = scopeEnd)] scope_end: Option<bool>) -> Promise {
         let guard = self.guard.clone();
         future_to_promise(async move {
-            guard.release().await.js()?;
+            if scope_end == Some(true) {
+                guard.release_final().await.js()?;
+            } else {
+                guard.release().await.js()?;
+            }
             Ok(JsValue::UNDEFINED)
         })
     }

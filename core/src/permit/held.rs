@@ -33,6 +33,8 @@ struct PermitState {
     ended: AtomicBool,
     /// A renewal found it gone: it was reclaimed or released by id elsewhere.
     lost: AtomicBool,
+    /// A background release was started (one at most).
+    background: AtomicBool,
     /// Wakes the renewal task so that it stops.
     stop: Event,
 }
@@ -140,6 +142,22 @@ impl Permit {
         self.state.engine.registry.check_open()?;
         self.state.release().await
     }
+
+    /// Releases like [`release`](Self::release), for clean-up paths that cannot call again
+    /// (the end of a scope, a destructor): when the outcome stays unknown, the release goes on
+    /// in the background, retried with back-off for up to the permit's lease (after that Redis
+    /// gives it back itself), as [`Guard::release_final`](crate::Guard::release_final).
+    /// Returns the first attempt's result.
+    ///
+    /// # Errors
+    /// As [`release`](Self::release).
+    pub async fn release_final(&self) -> Result<()> {
+        let result = self.release().await;
+        if !self.state.ended.load(Ordering::Acquire) && !self.state.engine.registry.is_closed() {
+            release_in_background(self.state.clone());
+        }
+        result
+    }
 }
 
 impl Drop for Permit {
@@ -147,12 +165,45 @@ impl Drop for Permit {
         if self.state.ended.load(Ordering::Acquire) {
             return;
         }
-        let state = self.state.clone();
-        self.state.engine.runtime.spawn(Box::pin(async move {
-            if let Err(e) = state.release().await {
-                tracing::debug!(semaphore = %state.name, error = %e, "background release of a dropped permit failed");
-            }
-        }));
+        release_in_background(self.state.clone());
+    }
+}
+
+/// Gives the permit back from a task of its own (see [`Permit::release_final`]).
+fn release_in_background(state: Arc<PermitState>) {
+    if state.background.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let runtime = state.engine.runtime.clone();
+    runtime.spawn(Box::pin(retry_release(state)));
+}
+
+/// Releases the permit, retrying while the outcome is unknown (a failed attempt leaves it
+/// releasable: `ended` goes back to false) and its lease could still be running.
+async fn retry_release(state: Arc<PermitState>) {
+    let engine = state.engine.clone();
+    let give_up = engine.now() + state.lease;
+    let mut failures = 0;
+    loop {
+        let error = match state.release().await {
+            Ok(()) => return,
+            Err(e) => e,
+        };
+        let releasable = !state.ended.load(Ordering::Acquire);
+        if !releasable || engine.registry.is_closed() || engine.now() >= give_up {
+            tracing::debug!(semaphore = %state.name, error = %error, "background release of a permit failed");
+            return;
+        }
+        failures += 1;
+        tracing::debug!(semaphore = %state.name, error = %error, "background release of a permit failed; retrying");
+        let config = &engine.config;
+        let pause = timing::backoff(
+            failures,
+            config.retry_base,
+            config.retry_cap,
+            crate::driver::random_unit(),
+        );
+        engine.runtime.sleep(pause.max(config.retry_base)).await;
     }
 }
 
@@ -175,6 +226,7 @@ impl Permit {
             registry_id: engine.registry.next_id(),
             ended: AtomicBool::new(false),
             lost: AtomicBool::new(false),
+            background: AtomicBool::new(false),
             stop: Event::new(),
         });
         let weak: Weak<dyn OnClose> = Arc::downgrade(&state) as Weak<dyn OnClose>;

@@ -82,7 +82,8 @@
 // @property {number} leaseMs
 // @property {boolean} renewed
 // @property {boolean} ended            released (or a release is under way)
-// @property {() => Promise<void>} release
+// @property {(scopeEnd: boolean) => Promise<void>} release
+//           `scopeEnd` as for EngineHold: an unknown outcome goes on in the core's background
 //
 // @typedef {object} EngineLatch
 // @property {(n: number) => Promise<boolean>} trySetCount
@@ -98,7 +99,9 @@
 // @property {string[]} names
 // @property {boolean} lost
 // @property {boolean} ended
-// @property {() => Promise<void>} release
+// @property {(scopeEnd: boolean) => Promise<void>} release
+//           `scopeEnd` as for EngineHold: a member whose outcome is unknown goes on being
+//           released in the core's background
 
 /** Token for constructors that programs must not call directly. */
 export const INTERNAL = Symbol('redlatch internal')

@@ -16,6 +16,7 @@ import { freshOwner } from './owner.mjs'
 import { cancellable, engineWait } from './wait.mjs'
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+const releaseScopeEnd = Symbol('releaseScopeEnd')
 
 /** The locks of one multi-lock acquisition, released together. */
 export class MultiHeld {
@@ -44,7 +45,20 @@ export class MultiHeld {
    */
   async release() {
     try {
-      await this.#raw.release()
+      await this.#raw.release(false)
+    } catch (err) {
+      throw toLockError(err)
+    }
+  }
+
+  /**
+   * The release ending a scope: nobody can call again, so a member whose outcome is unknown
+   * goes on being released in the core's background instead of waiting for this object to be
+   * collected.
+   */
+  async [releaseScopeEnd]() {
+    try {
+      await this.#raw.release(true)
     } catch (err) {
       throw toLockError(err)
     }
@@ -53,7 +67,7 @@ export class MultiHeld {
   /** `await using held = await multi.acquire()`: releases unless already released. */
   async [asyncDispose]() {
     if (this.#raw.ended) return
-    await this.release()
+    await this[releaseScopeEnd]()
   }
 }
 
@@ -91,7 +105,7 @@ export class MultiLock {
     const raw = await cancellable(o.signal, this.#engine, (ticket) => this.#raw.acquire(wait, owners, ticket))
     const held = new MultiHeld(INTERNAL, raw)
     if (o.signal?.aborted) {
-      await held.release().catch(() => {})
+      await held[releaseScopeEnd]().catch(() => {})
       throw o.signal.reason
     }
     return held
@@ -105,10 +119,10 @@ export class MultiLock {
     try {
       result = await fn()
     } catch (err) {
-      await held.release().catch(() => {})
+      await held[releaseScopeEnd]().catch(() => {})
       throw err
     }
-    await held.release()
+    await held[releaseScopeEnd]()
     return result
   }
 

@@ -12,6 +12,7 @@ import { cancellable, engineWait } from './wait.mjs'
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
 const PERMIT_ID = /^[0-9a-fA-F]{32}$/
+const releaseScopeEnd = Symbol('releaseScopeEnd')
 
 async function engineCall(call) {
   try {
@@ -59,13 +60,22 @@ export class Permit {
    * when its lease had ended (it is given back now).
    */
   async release() {
-    return engineCall(() => this.#raw.release())
+    return engineCall(() => this.#raw.release(false))
+  }
+
+  /**
+   * The release ending a scope: nobody can call again, so an unknown outcome goes on in the
+   * core's background (retried for up to the lease) instead of waiting for this object to be
+   * collected.
+   */
+  async [releaseScopeEnd]() {
+    return engineCall(() => this.#raw.release(true))
   }
 
   /** `await using permit = await sem.acquire()`: releases at the end of the block unless released. */
   async [asyncDispose]() {
     if (this.#raw.ended) return
-    await this.release()
+    await this[releaseScopeEnd]()
   }
 
   toString() {
@@ -117,7 +127,7 @@ export class PermitSemaphore {
     const raw = await cancellable(o.signal, this.#engine, (ticket) => this.#raw.acquire(lease, wait, ticket))
     const permit = new Permit(INTERNAL, raw, this.#name)
     if (o.signal?.aborted) {
-      await permit.release().catch(() => {})
+      await permit[releaseScopeEnd]().catch(() => {})
       throw o.signal.reason
     }
     return permit
@@ -159,10 +169,10 @@ export class PermitSemaphore {
     try {
       result = await fn(permit)
     } catch (err) {
-      await permit.release().catch(() => {})
+      await permit[releaseScopeEnd]().catch(() => {})
       throw err
     }
-    await permit.release()
+    await permit[releaseScopeEnd]()
     return result
   }
 

@@ -139,7 +139,9 @@ class Permit:
         tb: Optional[TracebackType],
     ) -> None:
         try:
-            await self._native.release_async()
+            # A release whose outcome is unknown goes on in the background (release_final):
+            # the block's exception keeps this object alive, so its drop would come late.
+            await self._native.release_final_async()
         except LockError as err:
             raised = exit_error(self._native.name, err, exc, what="the permit of semaphore")
             if raised is not None:
@@ -294,7 +296,7 @@ class MultiLock:
             return None
         hold = holds.pop()
         try:
-            await hold.release_async()
+            await hold.release_final_async()  # an unknown outcome goes on in the background
         except LockError as err:
             raised = exit_error(",".join(self.names), err, exc)
             if raised is not None:

@@ -149,7 +149,9 @@ class Permit:
         tb: Optional[TracebackType],
     ) -> None:
         try:
-            self._native.release()
+            # A release whose outcome is unknown goes on in the background (release_final):
+            # the block's exception keeps this object alive, so its drop would come late.
+            self._native.release_final()
         except LockError as err:
             raised = exit_error(self._native.name, err, exc, what="the permit of semaphore")
             if raised is not None:
@@ -324,7 +326,7 @@ class MultiLock:
             return None
         hold = holds.pop()
         try:
-            hold.release()
+            hold.release_final()  # an unknown outcome goes on in the background
         except LockError as err:
             raised = exit_error(",".join(self.names), err, exc)
             if raised is not None:

@@ -94,8 +94,8 @@ class WasmEnginePermit {
     return this.#raw.ended
   }
 
-  release() {
-    return this.#engine.run(() => this.#raw.release())
+  release(scopeEnd) {
+    return this.#engine.run(() => this.#raw.release(scopeEnd))
   }
 }
 
@@ -161,7 +161,7 @@ class WasmEngineMultiHold {
     return this.#raw.ended
   }
 
-  release() {
-    return this.#engine.run(() => this.#raw.release())
+  release(scopeEnd) {
+    return this.#engine.run(() => this.#raw.release(scopeEnd))
   }
 }
