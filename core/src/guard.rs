@@ -2,7 +2,6 @@
 
 use crate::driver::{BoxFut, End, Hold};
 use crate::error::{Reason, Result};
-use crate::protocol::timing;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -253,7 +252,6 @@ pub(crate) fn release_in_background(hold: &Arc<Hold>) {
 /// Releases `hold`, retrying while the outcome is unknown and the hold could still be valid
 /// (after that its key expires with its lease).
 async fn retry_release(hold: Arc<Hold>) {
-    let config = hold.engine.config.clone();
     let mut failures = 0;
     loop {
         let error = match hold.release().await {
@@ -267,12 +265,6 @@ async fn retry_release(hold: Arc<Hold>) {
         }
         failures += 1;
         tracing::debug!(lock = %hold.name, error = %error, "background release of a dropped guard failed; retrying");
-        let pause = timing::backoff(
-            failures,
-            config.retry_base,
-            config.retry_cap,
-            crate::driver::random_unit(),
-        );
-        hold.engine.runtime.sleep(pause.max(config.retry_base)).await;
+        hold.engine.pause_before_retry(failures).await;
     }
 }

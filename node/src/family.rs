@@ -282,25 +282,13 @@ impl NativeClient {
             return Ok(self.shared.driver.call(out, id, async move {
                 match p {
                     Some(p) => p.release_final().await.map(|()| Value::Unit),
-                    None if closed => Err(closed_error()),
-                    None => Err(Error::not_owned(
-                        false,
-                        Reason::NeverHeld,
-                        "this permit was already released",
-                    )),
+                    None => Err(released_or_closed(closed)),
                 }
             }));
         }
         Ok(self.shared.driver.call(out, id, async move {
             let Some(p) = slot.as_ref().and_then(|s| locked(s).clone()) else {
-                if closed {
-                    return Err(closed_error());
-                }
-                return Err(Error::not_owned(
-                    false,
-                    Reason::NeverHeld,
-                    "this permit was already released",
-                ));
+                return Err(released_or_closed(closed));
             };
             let result = p.release().await;
             if !matches!(&result, Err(e) if !e.kind().is_not_owned()) {
@@ -385,4 +373,12 @@ impl NativeClient {
         keys::validate_name(&name).js()?;
         Ok(self.shared.client()?.count_down_latch(name))
     }
+}
+
+/// Why a permit is not in the client's table: released before, or by `close()`.
+fn released_or_closed(closed: bool) -> Error {
+    if closed {
+        return closed_error();
+    }
+    Error::not_owned(false, Reason::NeverHeld, "this permit was already released")
 }

@@ -7,6 +7,11 @@ import threading
 import time
 
 
+def port_of(url: str) -> int:
+    """The port of a ``redis://host:port[/db]`` URL."""
+    return int(url.rsplit(":", 1)[1].split("/")[0])
+
+
 class StallingProxy:
     """A TCP proxy to Redis whose connections' requests can be held back one by one (a
     connection stalled in the network while the others pass), in order, until released."""

@@ -15,7 +15,7 @@ import redis
 import redlatch
 import redlatch.asyncio
 from conftest import wait_until
-from stalling_proxy import StallingProxy
+from stalling_proxy import StallingProxy, port_of as _port
 
 
 def _redis_sockets_watched(port: int) -> int:
@@ -47,10 +47,6 @@ async def _pairs_until_watched(lock: redlatch.asyncio.Lock, port: int, within: f
             return True
         await asyncio.sleep(0.01)
     return False
-
-
-def _port(url: str) -> int:
-    return int(url.rsplit(":", 1)[1].split("/")[0])
 
 
 @pytest.mark.asyncio

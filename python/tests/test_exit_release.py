@@ -13,11 +13,7 @@ import redis
 import redlatch
 import redlatch.asyncio
 from conftest import wait_until
-from stalling_proxy import StallingProxy
-
-
-def _port(url: str) -> int:
-    return int(url.rsplit(":", 1)[1].split("/")[0])
+from stalling_proxy import StallingProxy, port_of as _port
 
 
 @pytest.mark.asyncio
@@ -75,6 +71,16 @@ def _permit_or_multi(client, redis_url: str, r: redis.Redis, name: str, what: st
     return client.multi_lock(members, lease=20.0), lambda: r.exists(*members) > 0
 
 
+def _given_back_once_reachable(proxy: StallingProxy, kept: list, taken: Callable[[], bool]) -> None:
+    """After a block whose release failed (the proxy cut and refused connections): the error
+    reached the caller and the hold is still taken; once connections are accepted again, the
+    background release gives it back."""
+    assert kept, "the release at the end of the block should have failed"
+    assert taken()
+    proxy.refuse = False
+    assert wait_until(lambda: not taken(), timeout=5.0), "still taken"
+
+
 @pytest.mark.parametrize("what", ["permit", "multi_lock"])
 def test_a_permit_or_multi_lock_release_failed_at_the_end_of_with_goes_on_in_the_background(
     redis_url: str, r: redis.Redis, name: str, what: str
@@ -91,10 +97,7 @@ def test_a_permit_or_multi_lock_release_failed_at_the_end_of_with_goes_on_in_the
                 proxy.reset_all()
         except redlatch.RedisConnectionError as e:
             kept.append(e)
-        assert kept, "the release at the end of the block should have failed"
-        assert taken()
-        proxy.refuse = False
-        assert wait_until(lambda: not taken(), timeout=5.0), "still taken"
+        _given_back_once_reachable(proxy, kept, taken)
     finally:
         proxy.close()
 
@@ -117,9 +120,6 @@ async def test_a_permit_or_multi_lock_release_failed_at_the_end_of_async_with_go
                 proxy.reset_all()
         except redlatch.RedisConnectionError as e:
             kept.append(e)
-        assert kept, "the release at the end of the block should have failed"
-        assert taken()
-        proxy.refuse = False
-        assert wait_until(lambda: not taken(), timeout=5.0), "still taken"
+        _given_back_once_reachable(proxy, kept, taken)
     finally:
         proxy.close()

@@ -214,6 +214,14 @@ impl Engine {
         self.runtime.now()
     }
 
+    /// Waits before the next try of a background release that failed `failures` times: the
+    /// client's back-off (`retry_base` .. `retry_cap`, jittered), at least `retry_base`.
+    pub(crate) async fn pause_before_retry(&self, failures: u32) {
+        let config = &self.config;
+        let pause = timing::backoff(failures, config.retry_base, config.retry_cap, random_unit());
+        self.runtime.sleep(pause.max(config.retry_base)).await;
+    }
+
     fn handoffs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Duration>> {
         self.handoffs.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -196,14 +196,7 @@ async fn retry_release(state: Arc<PermitState>) {
         }
         failures += 1;
         tracing::debug!(semaphore = %state.name, error = %error, "background release of a permit failed; retrying");
-        let config = &engine.config;
-        let pause = timing::backoff(
-            failures,
-            config.retry_base,
-            config.retry_cap,
-            crate::driver::random_unit(),
-        );
-        engine.runtime.sleep(pause.max(config.retry_base)).await;
+        engine.pause_before_retry(failures).await;
     }
 }
 
