@@ -143,6 +143,61 @@ def test_the_undo_of_a_timed_out_blocking_acquire_follows_it_on_the_stalled_conn
         proxy.close()
 
 
+def test_the_undos_of_two_threads_timed_out_together_each_follow_their_attempt(
+    redis_url: str, r: redis.Redis, name: str
+) -> None:
+    # Two threads' blocking acquires (two locks), each held back on its own calling-thread
+    # connection past the network timeout. The client kept one such connection for an undo
+    # to follow, so the first thread's undo went to the multiplexed connection (lost here),
+    # and its late grant stayed for its whole lease.
+    if "valkey_version" in r.info("server"):
+        pytest.skip("a Valkey client's blocking lease calls keep the multiplexed path (DELIFEQ)")
+    proxy = StallingProxy(_port(redis_url))
+    names = [name + ":a", name + ":b"]
+    try:
+        client = redlatch.Client(f"redis://127.0.0.1:{proxy.port}", network_timeout=0.5, watchdog_timeout=0.3)
+        locks = [client.lock(n, lease=30.0) for n in names]
+        # Pairs from both threads at once until each has a calling-thread connection.
+        deadline = time.monotonic() + 10.0
+
+        def pairs(lock: redlatch.Lock) -> None:
+            while proxy.accepted < 3 and time.monotonic() < deadline:
+                assert lock.acquire()
+                lock.release()
+
+        warm = [threading.Thread(target=pairs, args=(lock,)) for lock in locks]
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
+        assert proxy.accepted == 3  # the multiplexed connection, then one per thread
+        renewed = client.lock(name + ":renewed")  # kept: its hold is renewed
+        assert renewed.acquire()
+        proxy.stalled.update({2, 3})
+        _lose_the_multiplexed_connection_soon(proxy)
+        start = threading.Barrier(2)
+
+        def attempt(lock: redlatch.Lock) -> None:
+            start.wait()
+            try:
+                assert not lock.acquire(timeout=0)
+            except redlatch.RedisConnectionError:
+                pass  # the attempt timed out: what a caller sees
+
+        attempts = [threading.Thread(target=attempt, args=(lock,)) for lock in locks]
+        for t in attempts:
+            t.start()
+        for t in attempts:
+            t.join(timeout=10.0)
+        time.sleep(0.3)
+        proxy.stalled.clear()
+        time.sleep(0.5)  # the attempts, then (now) their undos reach Redis
+        left = {n: r.pttl(n) for n in names if r.exists(n)}
+        assert not left, f"late grants were left behind (PTTL in ms: {left})"
+    finally:
+        proxy.close()
+
+
 def _lose_the_multiplexed_connection_soon(proxy: StallingProxy) -> threading.Timer:
     """In 0.1 s, cuts the multiplexed connection (the proxy's first) and refuses new ones: a
     watchdog renewal (every 0.1 s here) then finds it gone, and the client has no multiplexed

@@ -18,7 +18,8 @@ struct Local {
     pid: u32,
 }
 
-/// A connection whose reply timed out, kept for the undo of that attempt only.
+/// A connection whose reply timed out, kept for the undo of that attempt only (one per
+/// attempt: several threads may time out together, each attempt on its own connection).
 struct Suspect {
     local: Local,
     /// Which attempt timed out on it ([`Request::attempt_mark`]).
@@ -31,7 +32,7 @@ pub(crate) struct LocalConnections {
     info: ConnectionInfo,
     network_timeout: Duration,
     idle: Mutex<Vec<Local>>,
-    suspect: Mutex<Option<Suspect>>,
+    suspects: Mutex<Vec<Suspect>>,
 }
 
 /// The outcome of a request sent from the calling thread.
@@ -50,7 +51,7 @@ impl LocalConnections {
             info,
             network_timeout,
             idle: Mutex::new(Vec::new()),
-            suspect: Mutex::new(None),
+            suspects: Mutex::new(Vec::new()),
         }
     }
 
@@ -106,7 +107,8 @@ impl LocalConnections {
                 Sent::Reply(convert(value))
             }
             Err(error) if error.is_timeout() => {
-                *self.lock_suspect() = Some(Suspect {
+                let mut suspects = self.live_suspects();
+                suspects.push(Suspect {
                     local,
                     attempt: request.attempt_mark(),
                     since: Instant::now(),
@@ -128,28 +130,40 @@ impl LocalConnections {
     /// `true` when `request` (an undo) must follow the timed-out attempt it undoes onto
     /// its connection; [`Self::follow_up`] then sends it there.
     pub(crate) fn has_suspect_for(&self, request: &Request) -> bool {
-        let mut suspect = self.lock_suspect();
-        if suspect
-            .as_ref()
-            .is_some_and(|s| s.since.elapsed() >= self.network_timeout || s.local.pid != std::process::id())
-        {
-            if let Some(stale) = suspect.take() {
-                forget_if_foreign(stale.local);
-            }
-        }
-        suspect
-            .as_ref()
-            .is_some_and(|s| request.undoes(s.attempt.as_ref()))
+        self.live_suspects()
+            .iter()
+            .any(|s| request.undoes(s.attempt.as_ref()))
     }
 
     /// Sends the undo `request` on the connection its attempt timed out on (queued behind the
     /// attempt; redis-rs skips the attempt's late reply), then drops that connection. `None`
     /// when there is no such connection any more.
     pub(crate) fn follow_up(&self, request: &Request) -> Option<redis::RedisResult<Reply>> {
-        let mut suspect = self
-            .lock_suspect()
-            .take_if(|s| request.undoes(s.attempt.as_ref()))?;
+        let mut suspect = {
+            let mut suspects = self.live_suspects();
+            let i = suspects
+                .iter()
+                .position(|s| request.undoes(s.attempt.as_ref()))?;
+            suspects.swap_remove(i)
+        };
         Some(run(&mut suspect.local.conn, request).map(convert))
+    }
+
+    /// The suspect connections, less those kept past a network timeout (an undo comes
+    /// within one, or it went elsewhere) and those a forked child inherited.
+    fn live_suspects(&self) -> std::sync::MutexGuard<'_, Vec<Suspect>> {
+        let mut suspects = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
+        let pid = std::process::id();
+        let mut i = 0;
+        while i < suspects.len() {
+            let s = &suspects[i];
+            if s.since.elapsed() >= self.network_timeout || s.local.pid != pid {
+                forget_if_foreign(suspects.swap_remove(i).local);
+            } else {
+                i += 1;
+            }
+        }
+        suspects
     }
 
     fn take_idle(&self) -> Option<Local> {
@@ -170,10 +184,6 @@ impl LocalConnections {
         if idle.len() < MAX_IDLE {
             idle.push(local);
         }
-    }
-
-    fn lock_suspect(&self) -> std::sync::MutexGuard<'_, Option<Suspect>> {
-        self.suspect.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A new connection within `timeout` (TCP, TLS and the AUTH/SELECT set-up); its read
