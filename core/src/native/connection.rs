@@ -14,10 +14,12 @@
 //! it on that connection until the kernel gives up on TCP (~15 min). The next call gets a
 //! new connection; the calls in flight still finish on the old one. One exception: the undo
 //! of an acquire attempt sent within a connect timeout of the suspicion
-//! ([`Reconnecting::get_for`] with `follow_up`) goes on the suspect connection (kept for
-//! that even after a retry replaced it), queued after the attempt, so on a node that is only slow (a stall, a long reply delay) it runs
-//! after the grant it undoes; on a new connection it could run first and leave the grant
-//! for its whole lease.
+//! ([`Reconnecting::get_for`] with the undo) goes on the connection its own attempt was
+//! abandoned on (kept for that even after a retry replaced it; each abandoned attempt is
+//! kept with its [`AttemptMark`], so two attempts abandoned on two successive connections
+//! each get their own undo), queued after the attempt, so on a node that is only slow (a
+//! stall, a long reply delay) it runs after the grant it undoes; on a new connection it
+//! could run first and leave the grant for its whole lease.
 //!
 //! A call that finds its connection dropped (a broken pipe, a reset) marks it lost
 //! ([`Live::mark_lost`]), and every other call still waiting on it ends at once with a
@@ -47,6 +49,7 @@ use super::sentinel::SentinelSource;
 use super::warnings::Warnings;
 use super::{map_error, tls};
 use crate::error::{Error, Result};
+use crate::protocol::request::{AttemptMark, Request};
 use futures::FutureExt;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, PushInfo};
@@ -188,9 +191,16 @@ pub(crate) struct Reconnecting {
     live: Mutex<Option<Live>>,
     connecting: tokio::sync::Mutex<()>,
     next_id: AtomicU64,
-    /// The connection a call was abandoned on (or timed out on), and since when; kept after
-    /// a newer one replaced it, for the undos that must follow their attempt onto it.
-    suspect: Mutex<Option<(Live, Instant)>>,
+    /// The calls abandoned (or timed out) within a connect timeout, each with its connection,
+    /// kept after a newer one replaced it for the undo that must follow its attempt onto it.
+    suspects: Mutex<Vec<Suspect>>,
+}
+
+/// A call abandoned on `live` at `since`: the acquire attempt it was, if one.
+struct Suspect {
+    live: Live,
+    since: Instant,
+    attempt: Option<AttemptMark>,
 }
 
 impl Reconnecting {
@@ -201,7 +211,7 @@ impl Reconnecting {
             live: Mutex::new(None),
             connecting: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
-            suspect: Mutex::new(None),
+            suspects: Mutex::new(Vec::new()),
         }
     }
 
@@ -224,32 +234,27 @@ impl Reconnecting {
     /// `Connection` when the node (or, for Sentinel, every sentinel) cannot be reached,
     /// naming TLS failures; `InvalidArgument` for a bad TLS setup.
     pub(crate) async fn get(&self) -> Result<Live> {
-        self.get_for(false).await
+        self.get_for(None).await
     }
 
-    /// [`get`](Self::get), except that a `follow_up` (the undo of an attempt) keeps a suspect
-    /// connection for a connect timeout after the suspicion (see the module docs).
+    /// [`get`](Self::get), except that the undo of an attempt abandoned within a connect
+    /// timeout goes on that attempt's connection (see the module docs).
     ///
     /// # Errors
     /// As [`get`](Self::get).
-    pub(crate) async fn get_for(&self, follow_up: bool) -> Result<Live> {
-        let suspect = {
-            let mut suspect = self.suspect.lock().unwrap_or_else(|p| p.into_inner());
-            if suspect.as_ref().is_some_and(|(live, since)| {
-                since.elapsed() >= self.settings.connect_timeout || live.is_lost()
-            }) {
-                *suspect = None;
+    pub(crate) async fn get_for(&self, undo: Option<&Request>) -> Result<Live> {
+        {
+            let suspects = self.live_suspects();
+            let own = undo.and_then(|request| suspects.iter().find(|s| request.undoes(s.attempt.as_ref())));
+            if let Some(suspect) = own {
+                return Ok(suspect.live.clone());
             }
-            suspect.clone()
-        };
-        if let (true, Some((live, _))) = (follow_up, &suspect) {
-            return Ok(live.clone());
-        }
-        if let Some(live) = self.current() {
-            if suspect.is_none_or(|(s, _)| s.id != live.id) {
-                return Ok(live);
+            if let Some(live) = self.current() {
+                if !suspects.iter().any(|s| s.live.id == live.id) {
+                    return Ok(live);
+                }
+                self.invalidate(live.id);
             }
-            self.invalidate(live.id);
         }
         let _one_at_a_time = self.connecting.lock().await;
         if let Some(live) = self.current() {
@@ -258,6 +263,15 @@ impl Reconnecting {
         let live = self.connect().await?;
         *self.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(live.clone());
         Ok(live)
+    }
+
+    /// The abandoned calls, less those older than a connect timeout (their undo came, or went
+    /// elsewhere) and those on a connection found dropped.
+    fn live_suspects(&self) -> std::sync::MutexGuard<'_, Vec<Suspect>> {
+        let mut suspects = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
+        let timeout = self.settings.connect_timeout;
+        suspects.retain(|s| s.since.elapsed() < timeout && !s.live.is_lost());
+        suspects
     }
 
     /// `true` while a connection to a TLS address (a fixed one) is being made, its handshake
@@ -275,24 +289,34 @@ impl Reconnecting {
         }
     }
 
-    /// Marks connection `id` suspect: a call on it was abandoned or timed out (see the module
-    /// docs). The first suspicion counts.
-    pub(crate) fn suspect(&self, id: u64) {
-        let Some(live) = self.current().filter(|l| l.id == id) else {
-            return; // already replaced
-        };
-        let mut suspect = self.suspect.lock().unwrap_or_else(|p| p.into_inner());
-        if suspect.as_ref().is_none_or(|(old, _)| old.id != id) {
-            *suspect = Some((live, Instant::now()));
+    /// Marks `live` suspect: a call on it (`request`, if it was one) was abandoned or timed
+    /// out (see the module docs).
+    pub(crate) fn suspect(&self, live: &Live, request: Option<&Request>) {
+        if live.is_lost() {
+            return; // nothing more is delivered on it
+        }
+        let attempt = request.and_then(Request::attempt_mark);
+        let mut suspects = self.live_suspects();
+        if !suspects
+            .iter()
+            .any(|s| s.live.id == live.id && s.attempt == attempt)
+        {
+            suspects.push(Suspect {
+                live: live.clone(),
+                since: Instant::now(),
+                attempt,
+            });
         }
     }
 
-    /// Marks a call on `live` as in flight until [`InFlight::done`]; dropped before that,
-    /// the connection becomes suspect (see the module docs).
-    pub(crate) fn in_flight(&self, live: &Live) -> InFlight<'_> {
+    /// Marks `request` (`None`: a call of the client's own, such as `PING`) on `live` as in
+    /// flight until [`InFlight::done`]; dropped before that, the connection becomes suspect
+    /// (see the module docs).
+    pub(crate) fn in_flight<'a>(&'a self, live: &'a Live, request: Option<&'a Request>) -> InFlight<'a> {
         InFlight {
             conn: self,
-            id: live.id,
+            live,
+            request,
             done: false,
         }
     }
@@ -371,7 +395,8 @@ impl Reconnecting {
 /// A call on one connection, from sending to its reply (see [`Reconnecting::in_flight`]).
 pub(crate) struct InFlight<'a> {
     conn: &'a Reconnecting,
-    id: u64,
+    live: &'a Live,
+    request: Option<&'a Request>,
     done: bool,
 }
 
@@ -386,7 +411,7 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if !self.done {
             tracing::debug!("a call was abandoned before its reply: its connection is suspect");
-            self.conn.suspect(self.id);
+            self.conn.suspect(self.live, self.request);
         }
     }
 }

@@ -125,21 +125,23 @@ impl RedisTransport {
     pub async fn ping(&self) -> Result<()> {
         let live = self.conn.get().await?;
         let mut conn = live.conn.clone();
-        let in_flight = self.conn.in_flight(&live);
+        let in_flight = self.conn.in_flight(&live, None);
         let pong = live
             .unless_lost(redis::cmd("PING").query_async::<()>(&mut conn))
             .await;
         in_flight.done();
-        pong.map_err(|e| self.failed(&live, &e, &[]))
+        pong.map_err(|e| self.failed(&live, &e, None))
     }
 
-    /// Maps `e` and drops the connection when it cannot be trusted any more.
-    fn failed(&self, live: &Live, e: &redis::RedisError, args: &[String]) -> Error {
+    /// Maps `e` (the error of `request`, or of a call of the transport's own) and drops the
+    /// connection when it cannot be trusted any more.
+    fn failed(&self, live: &Live, e: &redis::RedisError, request: Option<&Request>) -> Error {
+        let args = request.map_or(&[][..], |r| &r.args[..]);
         let readonly = e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly);
         if e.is_timeout() {
             // Maybe only slow: the next call gets a new connection, an undo still this one.
             // (Checked first: redis-rs' reply timeout is also an I/O error.)
-            self.conn.suspect(live.id);
+            self.conn.suspect(live, request);
         } else if readonly || e.is_io_error() || e.is_connection_dropped() {
             tracing::debug!(node = %live.node, error = %redact::server_error(&e.to_string(), args), "dropping the connection");
             self.conn.invalidate(live.id);
@@ -273,9 +275,9 @@ impl Transport for RedisTransport {
             if let Some(reply) = self.eval_on_loop(request).await {
                 return reply;
             }
-            let live = self.conn.get_for(request.is_undo()).await?;
+            let live = self.conn.get_for(request.is_undo().then_some(request)).await?;
             let mut conn = live.conn.clone();
-            let in_flight = self.conn.in_flight(&live);
+            let in_flight = self.conn.in_flight(&live, Some(request));
             let reply = live
                 .unless_lost(self.run(&mut conn, live.facts.ifeq, request))
                 .await;
@@ -285,17 +287,17 @@ impl Transport for RedisTransport {
             };
             let Some((what, sync)) = confirm else {
                 in_flight.done();
-                return reply.map_err(|e| self.failed(&live, &e, &request.args));
+                return reply.map_err(|e| self.failed(&live, &e, Some(request)));
             };
             let acks = live
                 .unless_lost(replication::wait_command(sync).query_async::<i64>(&mut conn))
                 .await;
             in_flight.done();
-            let acks = acks.map_err(|e| self.failed(&live, &e, &request.args))?;
+            let acks = acks.map_err(|e| self.failed(&live, &e, Some(request)))?;
             if acks < i64::from(sync.replicas) {
                 return Err(replication::too_few(what, request, acks, sync, &live.node));
             }
-            reply.map_err(|e| self.failed(&live, &e, &request.args))
+            reply.map_err(|e| self.failed(&live, &e, Some(request)))
         })
     }
 

@@ -19,11 +19,19 @@ async fn held(server: &RedisServer) -> (HoldingProxy, Arc<RedisTransport>) {
     (proxy, transport)
 }
 
+fn lease(token: &str) -> Holder {
+    Holder::Lease {
+        token: token.to_owned(),
+    }
+}
+
 fn acquire() -> Request {
-    let holder = Holder::Lease {
-        token: "t1".to_owned(),
-    };
-    holder.acquire("lost-conn", 60_000, None, "", 1_000)
+    lease("t1").acquire("lost-conn", 60_000, None, "", 1_000)
+}
+
+/// The undo of [`acquire`] (or of the same acquire with `token`).
+fn undo_of(token: &str) -> Request {
+    lease(token).abort("lost-conn", "", 60_000)
 }
 
 /// Starts an acquire on `transport`, waits until it is in flight, and hands back the
@@ -44,7 +52,7 @@ async fn a_call_waiting_on_a_connection_another_call_found_dropped_ends_at_once(
     let (call, live) = call_in_flight(&transport).await;
     let started = Instant::now();
     let broken = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
-    let reported = transport.failed(&live, &broken, &[]);
+    let reported = transport.failed(&live, &broken, None);
     assert_eq!(reported.kind(), ErrorKind::Connection);
     let result = tokio::time::timeout(Duration::from_secs(10), call)
         .await
@@ -62,7 +70,7 @@ async fn a_reply_timeout_on_one_call_leaves_the_others_waiting() {
     let (proxy, transport) = held(&server).await;
     let (call, live) = call_in_flight(&transport).await;
     let timed_out = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
-    transport.failed(&live, &timed_out, &[]);
+    transport.failed(&live, &timed_out, Some(&acquire()));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!call.is_finished(), "a slow node is not a lost connection");
     proxy.hold(false);
@@ -80,19 +88,47 @@ async fn an_undo_does_not_follow_its_attempt_onto_a_connection_found_dropped() {
     transport.ping().await.expect("ping");
     let first = transport.conn.existing().expect("connected");
     let timed_out = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
-    transport.failed(&first, &timed_out, &[]);
-    let undo_goes_to = transport.conn.get_for(true).await.unwrap();
+    transport.failed(&first, &timed_out, Some(&acquire()));
+    let undo_goes_to = transport.conn.get_for(Some(&undo_of("t1"))).await.unwrap();
     assert_eq!(
         undo_goes_to.id, first.id,
         "after a timeout an undo follows its attempt"
     );
     let broken = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
-    transport.failed(&first, &broken, &[]);
-    let undo_goes_to = transport.conn.get_for(true).await.unwrap();
+    transport.failed(&first, &broken, None);
+    let undo_goes_to = transport.conn.get_for(Some(&undo_of("t1"))).await.unwrap();
     assert_ne!(
         undo_goes_to.id, first.id,
         "a dropped connection delivers nothing more"
     );
+}
+
+/// Two attempts abandoned on two successive connections (the first one's suspicion made the
+/// next call connect anew): each undo goes behind its own attempt, and the undo of an attempt
+/// that was not abandoned takes the current connection. With one suspect per client, the
+/// first attempt's undo went to the second connection, where it could run before its grant.
+#[tokio::test]
+async fn each_undo_follows_its_own_abandoned_attempt() {
+    let server = RedisServer::start().expect("redis-server");
+    let transport = RedisTransport::new(&server.url(), Duration::from_secs(20)).unwrap();
+    transport.ping().await.expect("ping");
+    let timed_out = || redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+    let attempt = |token: &str| lease(token).acquire("lost-conn", 60_000, None, "", 1_000);
+    let first = transport.conn.existing().expect("connected");
+    transport.failed(&first, &timed_out(), Some(&attempt("t1")));
+    let second = transport.conn.get().await.unwrap();
+    assert_ne!(second.id, first.id, "a suspect connection is replaced");
+    transport.failed(&second, &timed_out(), Some(&attempt("t2")));
+    let third = transport.conn.get().await.unwrap();
+    assert!(third.id != first.id && third.id != second.id);
+
+    let goes_to = |token: &'static str| {
+        let t = &transport;
+        async move { t.conn.get_for(Some(&undo_of(token))).await.unwrap().id }
+    };
+    assert_eq!(goes_to("t1").await, first.id, "the first attempt's undo");
+    assert_eq!(goes_to("t2").await, second.id, "the second attempt's undo");
+    assert_eq!(goes_to("t3").await, third.id, "an attempt never abandoned");
 }
 
 /// The subscriber's connection closed by the server while idle (`CLIENT KILL TYPE pubsub`):

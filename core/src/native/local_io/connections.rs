@@ -141,9 +141,7 @@ impl LocalConnections {
     pub(crate) fn follow_up(&self, request: &Request) -> Option<redis::RedisResult<Reply>> {
         let mut suspect = {
             let mut suspects = self.live_suspects();
-            let i = suspects
-                .iter()
-                .position(|s| request.undoes(s.attempt.as_ref()))?;
+            let i = suspects.iter().position(|s| request.undoes(s.attempt.as_ref()))?;
             suspects.swap_remove(i)
         };
         Some(run(&mut suspect.local.conn, request).map(convert))
