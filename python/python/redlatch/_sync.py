@@ -300,7 +300,9 @@ class Lock:
         :param timeout: seconds to wait; ``None`` = the lock's ``wait``; -1 = forever
         :returns: True when acquired, False when the wait ran out
         :raises LockError: a non-reentrant lock already held by this thread
-        :raises RedisConnectionError: Redis unreachable for longer than the network timeout
+        :raises RedisConnectionError: Redis kept failing until the wait ran out (for one network
+            timeout when the wait is forever); no call takes longer than its wait plus one
+            network timeout
         :raises QuorumError: quorum mode, no majority reachable
         :raises ValueError: a bad timeout
 

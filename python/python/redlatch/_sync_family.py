@@ -66,7 +66,9 @@ class Semaphore:
         :param timeout: seconds to wait; ``None`` = the semaphore's ``wait``; -1 = forever
         :returns: True when taken, False when the wait ran out (nothing taken)
         :raises ValueError: bad ``permits`` or ``timeout``
-        :raises RedisConnectionError: Redis unreachable for longer than the network timeout
+        :raises RedisConnectionError: Redis kept failing until the wait ran out (for one network
+            timeout when the wait is forever); no call takes longer than its wait plus one
+            network timeout
         :raises KeyConflictError: the name holds application data
 
         Blocks with the GIL released; Ctrl-C stops the wait and takes nothing.
@@ -190,7 +192,9 @@ class PermitSemaphore:
         :param timeout: seconds to wait; ``None`` = the semaphore's ``wait``; -1 = forever
         :raises NotAcquiredError: the wait ran out (a ``TimeoutError``)
         :raises ValueError: a bad lease or timeout
-        :raises RedisConnectionError: Redis unreachable for longer than the network timeout
+        :raises RedisConnectionError: Redis kept failing until the wait ran out (for one network
+            timeout when the wait is forever); no call takes longer than its wait plus one
+            network timeout
         """
         native = self._native.acquire(lease, True, timeout)
         if native is None:

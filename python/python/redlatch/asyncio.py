@@ -231,7 +231,9 @@ class Lock:
 
         :returns: True when acquired, False when the wait ran out
         :raises LockError: a non-reentrant lock already held by this task
-        :raises RedisConnectionError: Redis unreachable for longer than the network timeout
+        :raises RedisConnectionError: Redis kept failing until the wait ran out (for one network
+            timeout when the wait is forever); no call takes longer than its wait plus one
+            network timeout
         :raises QuorumError: quorum mode, no majority reachable
         :raises ValueError: a bad timeout
 
