@@ -86,3 +86,17 @@ class StallingProxy:
     def close(self) -> None:
         self.listener.close()
         self.reset_all()
+
+
+def lose_the_multiplexed_connection_soon(proxy: StallingProxy) -> threading.Timer:
+    """In 0.1 s, cuts the multiplexed connection (the proxy's first) and refuses new ones: a
+    watchdog renewal (every 0.1 s here) then finds it gone, and the client has no multiplexed
+    connection and cannot make one."""
+
+    def lose() -> None:
+        proxy.refuse = True
+        proxy.cut(1)
+
+    timer = threading.Timer(0.1, lose)
+    timer.start()
+    return timer

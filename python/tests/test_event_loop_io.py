@@ -15,7 +15,7 @@ import redis
 import redlatch
 import redlatch.asyncio
 from conftest import wait_until
-from stalling_proxy import StallingProxy, port_of as _port
+from stalling_proxy import StallingProxy, lose_the_multiplexed_connection_soon, port_of as _port
 
 
 def _redis_sockets_watched(port: int) -> int:
@@ -174,7 +174,7 @@ def test_the_undos_of_two_threads_timed_out_together_each_follow_their_attempt(
         renewed = client.lock(name + ":renewed")  # kept: its hold is renewed
         assert renewed.acquire()
         proxy.stalled.update({2, 3})
-        _lose_the_multiplexed_connection_soon(proxy)
+        lose_the_multiplexed_connection_soon(proxy)
         start = threading.Barrier(2)
 
         def attempt(lock: redlatch.Lock) -> None:
@@ -196,20 +196,6 @@ def test_the_undos_of_two_threads_timed_out_together_each_follow_their_attempt(
         assert not left, f"late grants were left behind (PTTL in ms: {left})"
     finally:
         proxy.close()
-
-
-def _lose_the_multiplexed_connection_soon(proxy: StallingProxy) -> threading.Timer:
-    """In 0.1 s, cuts the multiplexed connection (the proxy's first) and refuses new ones: a
-    watchdog renewal (every 0.1 s here) then finds it gone, and the client has no multiplexed
-    connection and cannot make one."""
-
-    def lose() -> None:
-        proxy.refuse = True
-        proxy.cut(1)
-
-    timer = threading.Timer(0.1, lose)
-    timer.start()
-    return timer
 
 
 @pytest.mark.parametrize("api", ["asyncio", "blocking"])
@@ -237,7 +223,7 @@ def test_the_undo_follows_its_attempt_while_the_multiplexed_connection_is_gone(
                 renewed = client.lock(name + ":renewed")  # kept: its hold is renewed
                 assert await renewed.acquire()
                 proxy.stalled.add(2)
-                _lose_the_multiplexed_connection_soon(proxy)
+                lose_the_multiplexed_connection_soon(proxy)
                 try:
                     assert not await lock.acquire(timeout=0)
                 except redlatch.RedisConnectionError:
@@ -254,7 +240,7 @@ def test_the_undo_follows_its_attempt_while_the_multiplexed_connection_is_gone(
             renewed = sync_client.lock(name + ":renewed")  # kept: its hold is renewed
             assert renewed.acquire()
             proxy.stalled.add(2)
-            _lose_the_multiplexed_connection_soon(proxy)
+            lose_the_multiplexed_connection_soon(proxy)
             try:
                 assert not lock.acquire(timeout=0)
             except redlatch.RedisConnectionError:

@@ -5,7 +5,7 @@ use crate::client::Client;
 use crate::driver::waiting::{self, Waiter};
 use crate::driver::{Engine, CLOSED};
 use crate::error::{Error, ErrorKind, Result};
-use crate::protocol::family::permits::{self, AcquireReply};
+use crate::protocol::family::permits::{self, AcquireReply, ReleaseReply};
 use crate::protocol::family::{keys as family_keys, semaphore, validate_count, PUBLISH};
 use crate::protocol::{keys, timing};
 use futures::future::{select, Either};
@@ -78,9 +78,14 @@ impl Drop for UndoOnDrop {
             std::mem::take(&mut self.id),
         );
         self.engine.runtime.spawn(Box::pin(async move {
-            match release_id(&engine, &name, &id).await {
-                Ok(()) => tracing::debug!(semaphore = %name, "gave back the permit of an abandoned acquire"),
-                Err(e) if e.kind() == ErrorKind::NotOwned => {}
+            let undo = permits::undo(&name, &id, engine.runtime.wall_clock_ms(), PUBLISH);
+            let given_back = match undo {
+                Ok(undo) => waiting::call(&engine, &undo).await.and_then(|r| permits::decode_release(&r)),
+                Err(e) => Err(e),
+            };
+            match given_back {
+                Ok(ReleaseReply::Unknown) => {} // the acquire never applied
+                Ok(_) => tracing::debug!(semaphore = %name, "gave back the permit of an abandoned acquire"),
                 Err(e) => tracing::warn!(semaphore = %name, error = %e, "giving back the permit of an abandoned acquire failed"),
             }
         }));

@@ -9,6 +9,7 @@ mod operations;
 
 pub use holder::{Holder, Turn};
 
+use super::family::{self, scripts as family_scripts};
 use super::keys;
 use super::scripts::{self, Script};
 
@@ -56,32 +57,48 @@ impl Request {
         self
     }
 
-    /// Whether this is the undo of an acquire attempt ([`Holder::abort`]: sent by source, a
-    /// latch-less lease release, or a request naming the attempt's acquire latch: the undos of
-    /// reentrant, fair, read and write acquires; no other by-source request names one, a
-    /// release retry names its own release latch). It must reach Redis after the attempt it
-    /// undoes, so transports send it on the attempt's connection (see `native/connection.rs`).
+    /// Whether this is the undo of an acquire attempt ([`Holder::abort`], the semaphores'
+    /// undos: sent by source, and a latch-less lease release, a permit's release by id, or a
+    /// request naming the attempt's acquire latch: the undos of reentrant, fair, read and
+    /// write acquires and of a semaphore's; no other by-source request names one, a release
+    /// retry names its own release latch). It must reach Redis after the attempt it undoes,
+    /// so transports send it on the attempt's connection (see `native/connection.rs`).
     /// (Until stop 33 only the lease and reentrant undos were recognized: a fair or read/write
-    /// undo could overtake its attempt and find nothing to undo.)
+    /// undo could overtake its attempt and find nothing to undo; until stop 35 the
+    /// semaphores' undos were not either.)
     pub fn is_undo(&self) -> bool {
         let lease_undo = std::ptr::eq(self.script, &scripts::LEASE_RELEASE)
             && self.args.get(3).is_some_and(|ttl| ttl == "0");
-        self.by_source && (lease_undo || self.keys.iter().skip(1).any(|k| keys::is_acquire_latch(k)))
+        let permit_undo = std::ptr::eq(self.script, &family_scripts::PERMIT_RELEASE);
+        self.by_source
+            && (lease_undo || permit_undo || self.keys.iter().skip(1).any(|k| keys::is_acquire_latch(k)))
     }
 
-    /// What ties an acquire attempt to its undo, the same for both: the lock's key and the
-    /// attempt's own id, which is a lease lock's token (the first argument of its acquire and
-    /// of its undo) or, for the other kinds, the acquire latch named by the attempt's request
-    /// id (a key of both). `None` for requests that carry neither.
+    /// The argument that names an attempt where no acquire latch does: a lease lock's token
+    /// (the first argument of its acquire and of its release) and a permit's id (the first id
+    /// of a permit acquire, the id of a permit release).
+    #[cfg(feature = "native")]
+    fn attempt_id_arg(&self) -> Option<&String> {
+        let is = |script: &Script| std::ptr::eq(self.script, script);
+        if is(&scripts::LEASE_ACQUIRE) || is(&scripts::LEASE_RELEASE) || is(&family_scripts::PERMIT_RELEASE) {
+            self.args.first()
+        } else if is(&family_scripts::PERMIT_ACQUIRE) {
+            self.args.get(family::permits::FIRST_ID_ARG)
+        } else {
+            None
+        }
+    }
+
+    /// What ties an acquire attempt to its undo, the same for both: the lock's (or
+    /// semaphore's) key and the attempt's own id, which is a lease lock's token or a permit's
+    /// id ([`Self::attempt_id_arg`]) or, for the other kinds, the acquire latch named by the
+    /// attempt's request id (a key of both). `None` for requests that carry neither.
     #[cfg(feature = "native")]
     pub(crate) fn attempt_mark(&self) -> Option<AttemptMark> {
         let key = self.keys.first()?;
-        let lease = std::ptr::eq(self.script, &scripts::LEASE_ACQUIRE)
-            || std::ptr::eq(self.script, &scripts::LEASE_RELEASE);
-        let id = if lease {
-            self.args.first()?
-        } else {
-            self.keys.iter().skip(1).find(|k| keys::is_acquire_latch(k))?
+        let id = match self.attempt_id_arg() {
+            Some(id) => id,
+            None => self.keys.iter().skip(1).find(|k| keys::is_acquire_latch(k))?,
         };
         Some(AttemptMark {
             key: key.clone(),

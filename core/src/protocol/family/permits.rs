@@ -44,6 +44,10 @@ pub fn expiry(now_ms: u64, lease_ms: Option<u64>) -> u64 {
     lease_ms.map_or(NO_EXPIRY, |lease| now_ms.saturating_add(lease))
 }
 
+/// Where an [`acquire`] request's ids begin in its arguments (the first names the attempt:
+/// `Request::attempt_mark`).
+pub(crate) const FIRST_ID_ARG: usize = 6;
+
 /// Acquire one permit per id in `ids` (from [`new_permit_ids`]), each expiring at `expiry_ms`.
 ///
 /// # Errors
@@ -61,6 +65,7 @@ pub fn acquire(name: &str, ids: &[String], expiry_ms: u64, now_ms: u64, publish:
         publish.to_owned(),
         family_keys::semaphore_channel(name),
     ];
+    debug_assert_eq!(args.len(), FIRST_ID_ARG);
     args.extend(ids.iter().cloned());
     Ok(request(
         &scripts::PERMIT_ACQUIRE,
@@ -119,6 +124,18 @@ pub fn release(name: &str, id: &str, now_ms: u64, publish: &str) -> Result<Reque
             family_keys::semaphore_channel(name),
         ],
     ))
+}
+
+/// Gives back permit `id` if the acquire that asked for it applied: [`release`] sent by
+/// source, which transports recognize as the undo of that acquire (`Request::is_undo`) and
+/// send behind it on its connection. Reply: [`decode_release`].
+///
+/// # Errors
+/// As [`release`].
+pub fn undo(name: &str, id: &str, now_ms: u64, publish: &str) -> Result<Request> {
+    let mut request = release(name, id, now_ms, publish)?;
+    request.by_source = true;
+    Ok(request)
 }
 
 /// What a release by id found.
@@ -205,6 +222,27 @@ pub fn decode_available(reply: &Reply) -> Result<(i64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A permit's undo (its release by id, sent by source) goes behind its acquire on that
+    /// acquire's connection: transports must recognize it and tie it to its own attempt only
+    /// (before stop 35 they did not, and a timed-out acquire's permit stayed for its lease).
+    #[cfg(feature = "native")]
+    #[test]
+    fn the_undo_is_recognized_as_the_undo_of_its_own_acquire() {
+        use crate::protocol::family::PUBLISH;
+        let ids = new_permit_ids(2).unwrap();
+        let attempt = acquire("s", &ids[..1], 5000, 1000, PUBLISH).unwrap();
+        let undo = undo("s", &ids[0], 1000, PUBLISH).unwrap();
+        assert!(undo.is_undo());
+        assert!(undo.undoes(attempt.attempt_mark().as_ref()));
+        let another = acquire("s", &ids[1..], 5000, 1000, PUBLISH).unwrap();
+        assert!(!undo.undoes(another.attempt_mark().as_ref()));
+        assert!(!attempt.is_undo());
+        assert!(
+            !release("s", &ids[0], 1000, PUBLISH).unwrap().is_undo(),
+            "a caller's release"
+        );
+    }
 
     #[test]
     fn permit_ids_are_redisson_shaped() {

@@ -39,16 +39,21 @@ pub fn acquire_once(name: &str, permits: u64, request_id: &str, latch_ttl_ms: u6
 }
 
 /// Gives back the permits that acquire request `request_id` ([`acquire_once`]) took, if it
-/// applied (its latch proves it); publishes the new count. Reply: [`decode_undo`].
+/// applied (its latch proves it); publishes the new count. Reply: [`decode_undo`]. Sent by
+/// source, so transports recognize it as the undo of that acquire (`Request::is_undo`) and
+/// send it behind the acquire on its connection; ahead of it, it finds no latch and the
+/// acquire's permits stay taken.
 pub fn undo(name: &str, request_id: &str, publish: &str) -> Request {
-    request(
+    let mut undo = request(
         &scripts::SEMAPHORE_UNDO,
         vec![
             name.to_owned(),
             crate::protocol::keys::acquire_latch(name, request_id),
         ],
         vec![publish.to_owned(), family_keys::semaphore_channel(name)],
-    )
+    );
+    undo.by_source = true;
+    undo
 }
 
 /// Decodes the reply of [`undo`]: the permits given back (0 = nothing to undo).
@@ -215,6 +220,25 @@ pub fn decode_available(reply: &Reply) -> Result<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The undo of an acquire goes behind that acquire on its connection: transports must
+    /// recognize it and tie it to its own attempt only (before stop 35 they did not, and a
+    /// timed-out acquire's permits stayed taken for good).
+    #[cfg(feature = "native")]
+    #[test]
+    fn the_undo_is_recognized_as_the_undo_of_its_own_acquire() {
+        use crate::protocol::family::PUBLISH;
+        let attempt = acquire_once("s", 2, "req", 1000).unwrap();
+        let undo = undo("s", "req", PUBLISH);
+        assert!(undo.is_undo());
+        assert!(undo.undoes(attempt.attempt_mark().as_ref()));
+        let another = acquire_once("s", 2, "req2", 1000).unwrap();
+        assert!(!undo.undoes(another.attempt_mark().as_ref()));
+        assert!(!acquire_once("s", 2, "req", 1000).unwrap().is_undo());
+        let mut release = release_once("s", 2, PUBLISH, "req", 1000).unwrap();
+        release.by_source = true;
+        assert!(!release.is_undo(), "a release names its own release latch");
+    }
 
     #[test]
     fn requests_and_bad_counts() {
