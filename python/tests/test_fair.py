@@ -131,6 +131,30 @@ def test_a_waiter_that_gives_up_leaves_the_queue(client: redlatch.Client, redis_
         assert r.llen(queue_key(name)) == 0
 
 
+def test_a_waiter_whose_acquire_fails_leaves_the_queue(redis_url: str, r: redis.Redis, name: str) -> None:
+    # Found by a user trial (stop 35): a queued waiter whose acquire failed (Redis paused past
+    # the network timeout) left its entry in the queue, and the next waiter got the lock only
+    # when that entry's slot ran out (16.5 s here) instead of at the release. MONITOR showed
+    # its give-up never reaching Redis: it did not go behind its last attempt on that
+    # attempt's connection (the client kept one abandoned call's connection for undos, not
+    # each attempt's with its mark), and a new connection could not be made in the pause.
+    holder = redlatch.Client(redis_url).fair_lock(name, lease=20.0)
+    assert holder.acquire()
+    waiter = redlatch.Client(redis_url, network_timeout=1.0).fair_lock(name, wait=1.0)
+    pause = threading.Timer(0.5, lambda: r.execute_command("CLIENT", "PAUSE", 3000))
+    pause.start()
+    try:
+        assert waiter.acquire() is False
+    except redlatch.RedisConnectionError:
+        pass  # what the trial saw: the wait's last attempt timed out
+    pause.join()
+    assert wait_until(lambda: r.llen(queue_key(name)) == 0, timeout=6.0), "the waiter stayed queued"
+    holder.release()
+    started = time.monotonic()
+    assert redlatch.Client(redis_url).fair_lock(name).acquire(timeout=10.0)
+    assert time.monotonic() - started < 5.0, "the next waiter waited out a dead entry's slot"
+
+
 def test_with_reenters_and_releases(client: redlatch.Client, r: redis.Redis, name: str) -> None:
     lock = client.fair_lock(name, lease=5.0)
     assert lock.kind == "fair" and lock.reentrant
