@@ -904,6 +904,19 @@ enum redlatch_status redlatch_semaphore_try_acquire(const struct redlatch_semaph
 enum redlatch_status redlatch_semaphore_release(const struct redlatch_semaphore *semaphore,
                                                 uint64_t n);
 
+// Gives back `n` permits for a clean-up path that cannot call again (a scope guard's
+// destructor): as [`redlatch_semaphore_release`], except that when the outcome stays unknown
+// (`REDLATCH_CONNECTION`) the permits leave this handle's count anyway and the release is
+// settled in the background by its request id (the core's `Semaphore::release_final`), so
+// freeing the handle later does not give them back a second time.
+//
+// Errors: as [`redlatch_semaphore_release`].
+//
+// # Safety
+// `semaphore` NULL or valid.
+enum redlatch_status redlatch_semaphore_release_final(const struct redlatch_semaphore *semaphore,
+                                                      uint64_t n);
+
 // `*available` receives the number of permits available in Redis now (0 when none was set).
 //
 // # Safety

@@ -71,7 +71,8 @@ class Semaphore {
 
 /// A scope guard for `n` permits of a Semaphore: acquires in the constructor (throws as
 /// Semaphore::acquire), gives them back in the destructor (errors ignored; call release() to
-/// see them). Move-only.
+/// see them; an unknown outcome is settled in the background and the permits leave the
+/// Semaphore's count: redlatch_semaphore_release_final). Move-only.
 class SemaphoreGuard {
   public:
     explicit SemaphoreGuard(Semaphore &semaphore, std::uint64_t n = 1) : semaphore_(&semaphore), n_(n) {
@@ -84,7 +85,7 @@ class SemaphoreGuard {
     SemaphoreGuard &operator=(const SemaphoreGuard &) = delete;
     ~SemaphoreGuard() {
         if (semaphore_ != nullptr) {
-            (void)redlatch_semaphore_release(semaphore_->native_handle(), n_);
+            (void)redlatch_semaphore_release_final(semaphore_->native_handle(), n_);
         }
     }
     /// Gives the permits back now; throws Error (then the guard still holds them).

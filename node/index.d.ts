@@ -227,8 +227,13 @@ export declare class NativeSemaphore {
   acquire(permits: number, waitMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
   /** One try: settles call `id` with `true` when `permits` were acquired. */
   tryAcquire(permits: number, id: number, out: Scratch): string | null
-  /** Gives back `permits` of those this handle holds (`ERR_NOT_OWNED` beyond that). */
-  release(permits: number, id: number, out: Scratch): string | null
+  /**
+   * Gives back `permits` of those this handle holds (`ERR_NOT_OWNED` beyond that).
+   * `scope_end` (the end of `using(fn)`): an outcome that stays unknown is settled in the
+   * background and the permits leave the handle's count (the core's
+   * `Semaphore::release_final`).
+   */
+  release(permits: number, scopeEnd: boolean, id: number, out: Scratch): string | null
   /** Settles call `id` with the permits available. */
   available(id: number, out: Scratch): string | null
 }

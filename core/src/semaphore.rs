@@ -289,6 +289,62 @@ impl Semaphore {
         }
     }
 
+    /// Releases like [`release`](Self::release), for clean-up paths that cannot call again
+    /// (the end of a scope, a destructor): when the outcome stays unknown (`Connection`), the
+    /// permits leave this handle's count anyway, and the same release (its request id, so
+    /// that its latch decides) is sent again in the background, with back-off, while that
+    /// latch can still tell whether it applied; after that it is left alone, since sending it
+    /// again could give the permits back twice. (Before stop 35 a scope whose release timed
+    /// out kept the permits counted while the release applied late, so the handle's next
+    /// release, or a C++ `Semaphore`'s destructor, gave them back a second time.) Returns the
+    /// first attempt's result.
+    ///
+    /// # Errors
+    /// As [`release`](Self::release).
+    pub async fn release_final(&self, permits: u64) -> Result<()> {
+        let result = self.release(permits).await;
+        if result.as_ref().is_err_and(|e| e.kind() == ErrorKind::Connection) {
+            if let Some(unsettled) = self.take_unsettled(permits) {
+                let _ = self
+                    .held
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
+                self.settle_in_background(unsettled);
+            }
+        }
+        result
+    }
+
+    /// Sends `unsettled` again until Redis answers it, while its latch can still tell.
+    fn settle_in_background(&self, unsettled: UnsettledRelease) {
+        let (engine, name) = (self.engine.clone(), self.name.clone());
+        self.engine.runtime.spawn(Box::pin(async move {
+            let latch_ttl_ms = engine.latch_ttl_ms();
+            let exact_until = unsettled.sent + Duration::from_millis(latch_ttl_ms);
+            let request = semaphore::release_once(&name, unsettled.permits, PUBLISH, &unsettled.request_id, latch_ttl_ms);
+            let Ok(mut request) = request else { return };
+            // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
+            // answer could come after each try's timeout, and the release would never land.
+            request.by_source = true;
+            let mut failures = 0;
+            loop {
+                engine.pause_before_retry(failures).await;
+                failures += 1;
+                if engine.registry.is_closed() || engine.now() >= exact_until {
+                    tracing::warn!(semaphore = %name, permits = unsettled.permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back");
+                    return;
+                }
+                match waiting::call(&engine, &request).await.and_then(|r| semaphore::decode_release(&r)) {
+                    Ok(_) => return,
+                    Err(e) if e.kind() == ErrorKind::Connection => {}
+                    Err(e) => {
+                        tracing::warn!(semaphore = %name, error = %e, "a release whose outcome is unknown failed again");
+                        return;
+                    }
+                }
+            }
+        }));
+    }
+
     /// The earliest unsettled release of `permits` (forgetting those whose latch is long
     /// gone: sending their id again could no longer tell anything).
     fn take_unsettled(&self, permits: u64) -> Option<UnsettledRelease> {

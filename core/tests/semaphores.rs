@@ -384,3 +384,56 @@ async fn a_final_release_whose_outcome_is_unknown_goes_on_in_the_background() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_final_release_whose_outcome_is_unknown_is_settled_once() {
+    // `Semaphore::release_final` (a binding's scope end): the permits leave the handle's
+    // count at once, and the release is settled in the background by its own request id, so
+    // a release that applied is never applied twice and one that did not reach Redis still
+    // does. Before, the scope end kept the permits counted while its release applied late,
+    // and the handle's next release (a C++ destructor) gave them back again: 4 of 3.
+    let s = server();
+    let relay = common::relay::Relay::start(s.port()).await;
+    let through = Client::builder(&relay.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .expect("connect");
+    let direct = client(&s).await.semaphore("sem:final");
+    let sem = through.semaphore("sem:final");
+    assert!(sem.try_set_permits(3).await.unwrap());
+
+    // Applied, its reply too late: given back once. (Its script cached first: an EVALSHA's
+    // NOSCRIPT answer would come too late, and it would not apply at all.)
+    sem.acquire(1).await.unwrap();
+    sem.release(1).await.unwrap();
+    sem.acquire(1).await.unwrap();
+    relay.delay_replies(Duration::from_millis(600));
+    let e = sem.release_final(1).await.expect_err("the reply came too late");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert_eq!(sem.held(), 0, "the scope gave its permit up");
+    tokio::time::sleep(Duration::from_secs(2)).await; // past the latch: retries are over
+    relay.delay_replies(Duration::ZERO);
+    assert_eq!(direct.available().await.unwrap(), 3);
+    let e = sem.release(1).await.expect_err("nothing held");
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::NotOwned, Some(Reason::NeverHeld))
+    );
+    assert_eq!(direct.available().await.unwrap(), 3, "given back once");
+
+    // Lost on the way: given back by the background retry.
+    sem.acquire(1).await.unwrap();
+    relay.blackhole();
+    let e = sem.release_final(1).await.expect_err("no reply");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    relay.restore();
+    let end = Instant::now() + Duration::from_secs(5);
+    while direct.available().await.unwrap() < 3 {
+        assert!(Instant::now() < end, "the permit stayed taken");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(direct.available().await.unwrap(), 3, "given back once");
+    assert_eq!(sem.held(), 0);
+}

@@ -31,8 +31,8 @@ export class NativeEngineSemaphore {
     return this.#run((id, out) => this.#raw.tryAcquire(n, id, out))
   }
 
-  release(n) {
-    return this.#run((id, out) => this.#raw.release(n, id, out))
+  release(n, scopeEnd = false) {
+    return this.#run((id, out) => this.#raw.release(n, scopeEnd, id, out))
   }
 
   available() {

@@ -107,14 +107,27 @@ impl NativeSemaphore {
     }
 
     /// Gives back `permits` of those this handle holds (`ERR_NOT_OWNED` beyond that).
+    /// `scope_end` (the end of `using(fn)`): an outcome that stays unknown is settled in the
+    /// background and the permits leave the handle's count (the core's
+    /// `Semaphore::release_final`).
     #[napi]
-    pub fn release(&self, permits: f64, id: u32, out: Scratch<'_>) -> napi::Result<Option<String>> {
+    pub fn release(
+        &self,
+        permits: f64,
+        scope_end: bool,
+        id: u32,
+        out: Scratch<'_>,
+    ) -> napi::Result<Option<String>> {
         let (sem, n) = (self.sem.clone(), count("permits", permits)?);
         self.shared.client()?;
-        Ok(self
-            .shared
-            .driver
-            .call(out, id, async move { sem.release(n).await.map(|()| Value::Unit) }))
+        Ok(self.shared.driver.call(out, id, async move {
+            if scope_end {
+                sem.release_final(n).await
+            } else {
+                sem.release(n).await
+            }
+            .map(|()| Value::Unit)
+        }))
     }
 
     /// Settles call `id` with the permits available.

@@ -109,6 +109,31 @@ test('a permit or multi-lock scope whose release was lost finishes it in the bac
   }
 })
 
+test('a semaphore scope whose release timed out gives its permits back once', async () => {
+  // Found by a user trial (stop 35): the release at the end of using(fn) waited behind
+  // CLIENT PAUSE WRITE past the network timeout and applied later, while the handle kept
+  // counting the permit; its next release() gave it back a second time (4 of 3, for good).
+  const raw = redis()
+  const client = await Client.connect(REDIS_URL, { networkTimeoutMs: 300 })
+  const name = key('scope-sem')
+  const sem = client.semaphore(name, { permits: 3 })
+  try {
+    await sem.using(async () => {}) // once, so that the release script is cached
+    const scope = sem.using(async () => {
+      await raw.client('PAUSE', '1000', 'WRITE')
+    })
+    await assert.rejects(scope, RedisConnectionError)
+    assert.equal(sem.held, 0, 'the scope gave its permit up')
+    assert.ok(await eventually(async () => Number(await raw.get(name)) === 3, 5000), 'given back')
+    await assert.rejects(sem.release(), (e) => e instanceof NotOwnedError && e.reason === 'never_held')
+    assert.equal(Number(await raw.get(name)), 3, 'given back once')
+  } finally {
+    await raw.client('UNPAUSE')
+    await client.close()
+    raw.disconnect()
+  }
+})
+
 test('every NotOwnedError says why, and the lost signal too', async () => {
   const raw = redis()
   const client = await Client.connect(REDIS_URL, { watchdogTimeoutMs: 300 })

@@ -240,6 +240,30 @@ impl Semaphore {
         crate::aio::awaitable(py, async move { sem.release(n).await })
     }
 
+    /// Gives back `permits` at the end of a `with` block (the core's
+    /// `Semaphore::release_final`): when the outcome stays unknown, the permits leave this
+    /// handle's count and the release is settled in the background, so a later `release()`
+    /// cannot give them back a second time. Raises as `release`.
+    #[pyo3(signature = (permits=None))]
+    fn release_final(&self, py: Python<'_>, permits: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let n = permits.map_or(Ok(1), |p| args::count("permits", p))?;
+        let (sem, rt) = self.core()?;
+        runtime::block(py, &rt, async move { sem.release_final(n).await })?.py()
+    }
+
+    /// Awaitable form of [`Semaphore::release_final`] (runs to completion even if the
+    /// awaiting task is cancelled).
+    #[pyo3(signature = (permits=None))]
+    fn release_final_async<'py>(
+        &self,
+        py: Python<'py>,
+        permits: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = permits.map_or(Ok(1), |p| args::count("permits", p))?;
+        let (sem, _) = self.core()?;
+        crate::aio::awaitable(py, async move { sem.release_final(n).await })
+    }
+
     /// Permits available now (asks Redis).
     fn available(&self, py: Python<'_>) -> PyResult<u64> {
         let (fut, rt) = self.prepared(|s| async move { s.available().await })?;

@@ -123,3 +123,42 @@ async def test_a_permit_or_multi_lock_release_failed_at_the_end_of_async_with_go
         _given_back_once_reachable(proxy, kept, taken)
     finally:
         proxy.close()
+
+
+def test_a_semaphore_block_whose_release_times_out_gives_its_permit_back_once(
+    redis_url: str, r: redis.Redis, name: str
+) -> None:
+    # Found by a user trial (stop 35): the release at the end of the block is sent while
+    # Redis is paused, so it times out and applies later. The handle kept counting the permit
+    # (held 1), and its next release() gave it back a second time: 4 of 3 permits, for good.
+    client = redlatch.Client(redis_url, network_timeout=0.5)
+    sem = client.semaphore(name, permits=3)
+    with sem:  # once, so that the release script is cached
+        pass
+    with pytest.raises(redlatch.RedisConnectionError):
+        with sem:
+            r.execute_command("CLIENT", "PAUSE", 1500)
+    assert sem.held == 0, "the block gave its permit up"
+    assert wait_until(lambda: int(r.get(name) or 0) == 3, timeout=5.0), "the permit was not given back"
+    with pytest.raises(redlatch.NotOwnedError) as raised:
+        sem.release()
+    assert raised.value.reason == "never_held"
+    assert int(r.get(name) or 0) == 3
+
+
+@pytest.mark.asyncio
+async def test_a_semaphore_async_block_whose_release_times_out_gives_its_permit_back_once(
+    redis_url: str, r: redis.Redis, name: str
+) -> None:
+    client = redlatch.asyncio.Client(redis_url, network_timeout=0.5)
+    sem = client.semaphore(name, permits=3)
+    async with sem:
+        pass
+    with pytest.raises(redlatch.RedisConnectionError):
+        async with sem:
+            r.execute_command("CLIENT", "PAUSE", 1500)
+    assert sem.held == 0, "the block gave its permit up"
+    assert wait_until(lambda: int(r.get(name) or 0) == 3, timeout=5.0), "the permit was not given back"
+    with pytest.raises(redlatch.NotOwnedError):
+        await sem.release()
+    assert int(r.get(name) or 0) == 3

@@ -191,6 +191,28 @@ pub unsafe extern "C" fn redlatch_semaphore_release(
     })
 }
 
+/// Gives back `n` permits for a clean-up path that cannot call again (a scope guard's
+/// destructor): as [`redlatch_semaphore_release`], except that when the outcome stays unknown
+/// (`REDLATCH_CONNECTION`) the permits leave this handle's count anyway and the release is
+/// settled in the background by its request id (the core's `Semaphore::release_final`), so
+/// freeing the handle later does not give them back a second time.
+///
+/// Errors: as [`redlatch_semaphore_release`].
+///
+/// # Safety
+/// `semaphore` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_semaphore_release_final(
+    semaphore: *const redlatch_semaphore,
+    n: u64,
+) -> redlatch_status {
+    boundary(|| {
+        // SAFETY: the caller's contract above.
+        let sem = unsafe { handle(semaphore) }?;
+        sem.inner.release_final(n)
+    })
+}
+
 /// `*available` receives the number of permits available in Redis now (0 when none was set).
 ///
 /// # Safety
@@ -257,8 +279,9 @@ pub unsafe extern "C" fn redlatch_semaphore_free(semaphore: *mut redlatch_semaph
         let give_back = move || {
             let held = sem.inner.held();
             if held > 0 {
-                // Best effort: no caller is left to tell.
-                let _ = sem.inner.release(held);
+                // Best effort: no caller is left to tell (an unknown outcome is settled in
+                // the background).
+                let _ = sem.inner.release_final(held);
             }
         };
         if crate::callback::in_callback() {

@@ -104,13 +104,24 @@ impl WasmSemaphore {
     }
 
     /// Gives back `permits` of those this handle holds (`NotOwnedError` beyond that).
+    /// `scopeEnd` (the end of `using(fn)`): an outcome that stays unknown is settled in the
+    /// background and the permits leave the handle's count (the core's
+    /// `Semaphore::release_final`).
     ///
     /// # Errors
     /// `InvalidArgumentError` for a bad count.
-    pub fn release(&self, permits: f64) -> Result<Promise, JsValue> {
+    pub fn release(
+        &self,
+        permits: f64,
+        #[wasm_bindgen(js_name = scopeEnd)] scope_end: Option<bool>,
+    ) -> Result<Promise, JsValue> {
         let (sem, n) = (self.sem.clone(), count("permits", permits)?);
         Ok(future_to_promise(async move {
-            sem.release(n).await.js()?;
+            if scope_end == Some(true) {
+                sem.release_final(n).await.js()?;
+            } else {
+                sem.release(n).await.js()?;
+            }
             Ok(JsValue::UNDEFINED)
         }))
     }

@@ -107,6 +107,15 @@ impl Semaphore {
         run(&self.runtime, async move { s.release(permits).await })
     }
 
+    /// See [`crate::Semaphore::release_final`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::release_final`].
+    pub fn release_final(&self, permits: u64) -> Result<()> {
+        let s = self.inner.clone();
+        run(&self.runtime, async move { s.release_final(permits).await })
+    }
+
     /// See [`crate::Semaphore::available`].
     ///
     /// # Errors

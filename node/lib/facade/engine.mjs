@@ -66,7 +66,9 @@
 // @property {(n: number) => Promise<boolean>} trySetPermits
 // @property {(n: number, waitMs: number | null, ticket: number) => Promise<void>} acquire
 // @property {(n: number) => Promise<boolean>} tryAcquire
-// @property {(n: number) => Promise<void>} release
+// @property {(n: number, scopeEnd?: boolean) => Promise<void>} release
+//           scopeEnd (the end of `using(fn)`): an unknown outcome is settled in the background
+//           and the permits leave `held` (the core's `Semaphore::release_final`)
 // @property {() => Promise<number>} available
 //
 // @typedef {object} EnginePermitSemaphore

@@ -121,14 +121,17 @@ export class Semaphore {
     args.fn(fn)
     const o = args.semaphoreUsingOptions(options)
     await this.acquire(o.permits, { waitMs: o.waitMs, signal: o.signal })
+    // The scope's end gives the permits up for good: an unknown outcome is settled in the
+    // background (kept counted, a later release() gave them back a second time).
+    const releaseAtEnd = () => engineCall(() => this.#raw.release(o.permits, true))
     let result
     try {
       result = await fn()
     } catch (err) {
-      await this.release(o.permits).catch(() => {})
+      await releaseAtEnd().catch(() => {})
       throw err
     }
-    await this.release(o.permits)
+    await releaseAtEnd()
     return result
   }
 

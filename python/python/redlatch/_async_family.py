@@ -96,7 +96,8 @@ class Semaphore:
         tb: Optional[TracebackType],
     ) -> None:
         try:
-            await self.release()
+            # As the sync exit: an unknown outcome is settled in the background (release_final).
+            await self._native.release_final_async()
         except LockError as err:
             if exc is None:
                 raise

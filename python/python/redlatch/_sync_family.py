@@ -100,7 +100,10 @@ class Semaphore:
         tb: Optional[TracebackType],
     ) -> None:
         try:
-            self.release()
+            # When the outcome stays unknown the permit leaves this handle's count and the
+            # release is settled in the background (release_final): kept counted, a later
+            # release() gave it back a second time once the first one had applied.
+            self._native.release_final()
         except LockError as err:
             if exc is None:
                 raise

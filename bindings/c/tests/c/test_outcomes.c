@@ -164,6 +164,36 @@ static void test_a_release_with_an_unknown_outcome_is_retried(void) {
     redlatch_client_free(client);
 }
 
+/* A release for a path that cannot call again (a C++ SemaphoreGuard's destructor) whose outcome
+   is unknown: the permit leaves the handle at once and is given back exactly once. Found by a
+   user trial: the guard's release applied after the pause while the handle kept counting the
+   permit, and freeing the handle gave it back a second time (4 of 3 permits, for good). */
+static void test_a_final_semaphore_release_with_an_unknown_outcome_gives_back_once(void) {
+    redlatch_client *client = connect_with(300);
+    redlatch_semaphore *sem = NULL;
+    bool set = false;
+    uint64_t held = 9, available = 0;
+    CHECK_OK(redlatch_semaphore_new(client, "co:sem-final", 0, &sem));
+    CHECK_OK(redlatch_semaphore_try_set_permits(sem, 3, &set));
+    CHECK_OK(redlatch_semaphore_acquire(sem, 1));
+    CHECK_OK(redlatch_semaphore_release(sem, 1)); /* its script cached */
+    CHECK_OK(redlatch_semaphore_acquire(sem, 1));
+    raw("CLIENT", "PAUSE", "1000", "ALL");
+    CHECK_STATUS(redlatch_semaphore_release_final(sem, 1), REDLATCH_CONNECTION);
+    CHECK_OK(redlatch_semaphore_held(sem, &held));
+    CHECK(held == 0, "the permit left the handle: held %llu", (unsigned long long)held);
+    sleep_ms(1500);
+    CHECK_OK(redlatch_semaphore_available(sem, &available));
+    CHECK(available == 3, "given back: %llu of 3", (unsigned long long)available);
+    CHECK_STATUS(redlatch_semaphore_release(sem, 1), REDLATCH_NOT_OWNED);
+    redlatch_semaphore_free(sem); /* gives back what it still holds: nothing */
+    CHECK_OK(redlatch_semaphore_new(client, "co:sem-final", 0, &sem));
+    CHECK_OK(redlatch_semaphore_available(sem, &available));
+    CHECK(available == 3, "given back once: %llu of 3", (unsigned long long)available);
+    redlatch_semaphore_free(sem);
+    redlatch_client_free(client);
+}
+
 static void test_application_data_under_a_lock_name_is_a_key_conflict(void) {
     redlatch_client *client = connect_with(0);
     raw("SET", "co:data", "not a lock", NULL);
@@ -188,6 +218,7 @@ int main(void) {
     RUN(test_every_lock_handle_says_its_kind);
     RUN(test_every_not_owned_says_why_and_a_lost_hold_is_not_held);
     RUN(test_a_release_with_an_unknown_outcome_is_retried);
+    RUN(test_a_final_semaphore_release_with_an_unknown_outcome_gives_back_once);
     RUN(test_application_data_under_a_lock_name_is_a_key_conflict);
     return finish();
 }

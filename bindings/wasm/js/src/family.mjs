@@ -28,8 +28,8 @@ export class WasmEngineSemaphore {
     return this.#engine.run(() => this.#raw.tryAcquire(n))
   }
 
-  release(n) {
-    return this.#engine.run(() => this.#raw.release(n))
+  release(n, scopeEnd = false) {
+    return this.#engine.run(() => this.#raw.release(n, scopeEnd))
   }
 
   available() {
