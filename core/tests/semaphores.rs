@@ -226,12 +226,13 @@ async fn permits_have_redisson_ids_and_are_released_by_id() {
     assert!(p2.is_renewed() && !p1.is_renewed());
     assert_eq!(p1.lease(), Duration::from_secs(30));
     assert!(ps.try_acquire(None).await.unwrap().is_none());
-    // Another client releases p1 by its id; p1's own release then finds nothing.
+    // Another client releases p1 by its id; p1's own release then finds it gone (`deleted`,
+    // as a lock whose key another client deleted; `never_held` until stop 35).
     b.permit_semaphore("ps:ids").release(p1.id()).await.unwrap();
     let err = p1.release().await.unwrap_err();
     assert_eq!(
         (err.kind(), err.reason()),
-        (ErrorKind::NotOwned, Some(Reason::NeverHeld)),
+        (ErrorKind::NotOwned, Some(Reason::Deleted)),
         "{err}"
     );
     let err = b
@@ -436,4 +437,58 @@ async fn a_semaphore_final_release_whose_outcome_is_unknown_is_settled_once() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(direct.available().await.unwrap(), 3, "given back once");
     assert_eq!(sem.held(), 0);
+}
+
+#[tokio::test]
+async fn close_gives_back_the_permits_a_handle_still_holds() {
+    // Found by a user trial (stop 35, Node): close() left a semaphore handle's permits taken
+    // for good (the count has no TTL), and the closed client could no longer release them.
+    let s = server();
+    let closing = client(&s).await;
+    let sem = closing.semaphore("sem:close");
+    assert!(sem.try_set_permits(3).await.unwrap());
+    sem.acquire(2).await.unwrap();
+    let kept = sem.clone();
+    let direct = client(&s).await.semaphore("sem:close");
+    assert_eq!(direct.available().await.unwrap(), 1);
+    closing.close().await;
+    assert_eq!(direct.available().await.unwrap(), 3, "given back at close");
+    assert_eq!(kept.held(), 0);
+    let e = kept.release(1).await.expect_err("closed");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert_eq!(direct.available().await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn a_permit_gone_while_held_says_why() {
+    // Found by a user trial (stop 35): a held permit whose entry was deleted (a restart without
+    // persistence does that) was reported `never_held`, which means released before; a lock
+    // says `deleted` for the same.
+    let s = server();
+    let c = client(&s).await;
+    let mut conn = raw(&s).await;
+    let sem = c.permit_semaphore("psem:gone");
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let deleted = sem.acquire(Some(Duration::from_secs(30))).await.unwrap();
+    let _: i64 = cmd(&mut conn, &["DEL", "psem:gone", "{psem:gone}:timeout"]).await;
+    let e = deleted.release().await.expect_err("gone");
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::NotOwned, Some(Reason::Deleted)),
+        "{e}"
+    );
+    let e = deleted.release().await.expect_err("released before");
+    assert_eq!(e.reason(), Some(Reason::NeverHeld), "{e}");
+
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let expired = sem.acquire(Some(Duration::from_millis(200))).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let other = sem.acquire(Some(Duration::from_secs(30))).await.unwrap(); // reclaims it
+    let e = expired.release().await.expect_err("reclaimed");
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::NotOwned, Some(Reason::Expired)),
+        "{e}"
+    );
+    other.release().await.unwrap();
 }

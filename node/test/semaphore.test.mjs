@@ -115,6 +115,9 @@ for (const entry of ENTRIES) {
       assert.deepEqual([p.leaseMs, p.renewed], [5000, false])
       assert.equal(await ps.available(), 1)
       await ps.release(p.id)
+      // Released by id, not through this object: it finds its permit gone ('never_held' until
+      // stop 35, which means released through it).
+      await assert.rejects(p.release(), (e) => e instanceof NotOwnedError && e.reason === 'deleted')
       await assert.rejects(p.release(), (e) => e instanceof NotOwnedError && e.reason === 'never_held')
       await assert.rejects(ps.release('0'.repeat(32)), (e) => e instanceof NotOwnedError)
       assert.equal(await ps.available(), 2)
@@ -142,7 +145,7 @@ for (const entry of ENTRIES) {
       }
     })
 
-    test('client.close() gives back held permits and multi-lock members; later calls reject', async () => {
+    test('client.close() gives back held permits, a semaphore handle\'s and multi-lock members; later calls reject', async () => {
       const { RedisConnectionError } = entry.api
       const name = key('close-permits')
       const [a, b] = [key('close-a'), key('close-b')]
@@ -150,12 +153,20 @@ for (const entry of ENTRIES) {
       const ps = own.client.permitSemaphore(name, { permits: 1 })
       const permit = await ps.acquire()
       const multi = await own.client.multiLock([a, b]).acquire()
+      const counted = own.client.semaphore(`${name}:sem`, { permits: 3 })
+      await counted.acquire(2)
+      assert.equal(await client.semaphore(`${name}:sem`).available(), 1)
       assert.equal(await client.permitSemaphore(name).available(), 0)
       assert.equal(await r.exists(a), 1)
       await own.close()
       // Released by close(), not left to their watchdog-renewed leases (30 s).
       assert.equal(await client.permitSemaphore(name).available(), 1)
       assert.deepEqual([await r.exists(a), await r.exists(b)], [0, 0])
+      // A semaphore handle's count too (found by a user trial: left taken for good, the count
+      // has no TTL, and the closed client could no longer release them).
+      assert.equal(await client.semaphore(`${name}:sem`).available(), 3)
+      assert.equal(counted.held, 0)
+      await assert.rejects(counted.release(2), RedisConnectionError)
       await assert.rejects(permit.release(), RedisConnectionError)
       await assert.rejects(multi.release(), RedisConnectionError)
       await assert.rejects(ps.available(), RedisConnectionError)

@@ -25,6 +25,8 @@ struct PermitState {
     name: String,
     id: String,
     lease: Duration,
+    /// When it was granted (the engine's clock): an unrenewed permit's lease ends `lease` later.
+    granted: Duration,
     /// Renewed by the watchdog (acquired without a lease).
     renewed: bool,
     /// Its id in the client's registry (for `close()`).
@@ -35,6 +37,8 @@ struct PermitState {
     lost: AtomicBool,
     /// A background release was started (one at most).
     background: AtomicBool,
+    /// A release was sent whose outcome stayed unknown: it may have applied.
+    maybe_released: AtomicBool,
     /// Wakes the renewal task so that it stops.
     stop: Event,
 }
@@ -81,18 +85,52 @@ impl PermitState {
             ));
         }
         self.stop.notify(usize::MAX);
-        let result = release_id(&self.engine, &self.name, &self.id).await;
+        let result = release_id(&self.engine, &self.name, &self.id)
+            .await
+            .map_err(|e| self.why_gone(e));
         let retryable = result
             .as_ref()
             .is_err_and(|e| matches!(e.kind(), ErrorKind::Connection) || e.reason().is_none());
         if retryable {
             // Unknown outcome (or an error reply that changed nothing): retryable, and still
             // tracked, so that `Client::close()` releases it if nobody else does.
+            let unknown = result.as_ref().is_err_and(|e| e.kind() == ErrorKind::Connection);
+            self.maybe_released.fetch_or(unknown, Ordering::AcqRel);
             self.ended.store(false, Ordering::Release);
         } else {
             self.engine.registry.untrack_other(self.registry_id);
         }
         result
+    }
+}
+
+impl PermitState {
+    /// Redis knowing no such permit (`never_held` from [`release_id`], which serves any id)
+    /// means, for one this handle holds, that its entry went: reclaimed after its lease ended
+    /// (`expired`), or deleted (`deleted`: a restart without persistence, its id released by
+    /// another client), as a lock's release reports its key gone. `LockLost` when a renewal
+    /// had found it gone before. (Before stop 35 it said `never_held`, which means released
+    /// before.)
+    fn why_gone(&self, e: Error) -> Error {
+        // After a release whose outcome stayed unknown, that release may be what removed it.
+        if e.reason() != Some(Reason::NeverHeld) || self.maybe_released.load(Ordering::Acquire) {
+            return e;
+        }
+        let expired = !self.renewed && self.engine.now() >= self.granted + self.lease;
+        let (reason, why) = if expired {
+            (Reason::Expired, "its lease had ended and it was given back")
+        } else {
+            (
+                Reason::Deleted,
+                "its entry is gone (a restart without persistence, or its id released elsewhere)",
+            )
+        };
+        let lost = self.lost.load(Ordering::Acquire);
+        Error::not_owned(
+            lost,
+            reason,
+            format!("permit of semaphore {:?} is no longer held: {why}", self.name),
+        )
     }
 }
 
@@ -133,9 +171,10 @@ impl Permit {
     /// Gives the permit back, at most once (the renewal stops first).
     ///
     /// # Errors
-    /// `NotOwned` with reason `never_held` when it was already released (or is no longer held:
-    /// its lease ended and it was given back, or someone released its id), `expired` when its
-    /// lease had ended but it was not given back yet (it is now); `Connection`/`Redis` when
+    /// `NotOwned` with reason `never_held` when it was already released, `expired` when its
+    /// lease had ended (given back by Redis, or not yet: it is now), `deleted` when its entry
+    /// is gone within its lease (a restart without persistence, its id released elsewhere);
+    /// `LockLost` with those reasons when a renewal had found it gone before; `Connection`/`Redis` when
     /// Redis fails (the permit then stays releasable: call again; unrenewed, it expires with
     /// its lease); `Connection` ("the client is closed") after `Client::close`.
     pub async fn release(&self) -> Result<()> {
@@ -215,11 +254,13 @@ impl Permit {
             name: name.to_owned(),
             id,
             lease,
+            granted: engine.now(),
             renewed,
             registry_id: engine.registry.next_id(),
             ended: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             background: AtomicBool::new(false),
+            maybe_released: AtomicBool::new(false),
             stop: Event::new(),
         });
         let weak: Weak<dyn OnClose> = Arc::downgrade(&state) as Weak<dyn OnClose>;

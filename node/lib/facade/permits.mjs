@@ -56,8 +56,9 @@ export class Permit {
 
   /**
    * Gives the permit back, at most once. Rejects with NotOwnedError: reason 'never_held'
-   * when already released or no longer held (its lease ended and it came back), 'expired'
-   * when its lease had ended (it is given back now).
+   * when already released through this object, 'expired' when its lease had ended (given
+   * back by Redis, or now), 'deleted' when its entry is gone within its lease (a restart
+   * without persistence, its id released elsewhere).
    */
   async release() {
     return engineCall(() => this.#raw.release(false))

@@ -138,8 +138,9 @@ class Permit:
     def release(self) -> None:
         """Gives the permit back, at most once.
 
-        :raises NotOwnedError: its lease ended (``reason == "expired"``) or it was released
-            already (``"never_held"``)
+        :raises NotOwnedError: its lease ended (``reason == "expired"``), its entry is gone
+            within its lease (``"deleted"``: a restart without persistence, its id released
+            elsewhere) or it was released through this object already (``"never_held"``)
         :raises RedisConnectionError: Redis could not confirm; ``release()`` may be called again
         """
         self._native.release()

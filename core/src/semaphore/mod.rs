@@ -1,5 +1,7 @@
 //! [`Semaphore`]: Redisson's `RSemaphore` (a count of permits in Redis, not owned by anyone).
 
+mod at_close;
+
 use crate::client::Client;
 use crate::driver::waiting::{self, Waiter};
 use crate::driver::{Engine, CLOSED};
@@ -11,6 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use at_close::GiveBackAtClose;
+
 /// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
 /// the permits available, and the channel `redisson_sc:{name}`, whose messages wake waiters
 /// (redlatch's and Redisson's). Made by [`Client::semaphore`].
@@ -20,8 +24,10 @@ use std::time::Duration;
 /// [`Client::permit_semaphore`] for permits that come back by themselves). This handle keeps
 /// its own count of what it acquired ([`Self::held`], shared by its clones): releasing more
 /// than that is refused (`NotOwned`, reason `never_held`) before anything is sent, so a handle
-/// cannot give back permits it never took. Permits still counted when the handle (or the
-/// client) goes are *not* released: they stay taken in Redis until someone releases them.
+/// cannot give back permits it never took. Permits still counted when the handle goes are
+/// *not* released: they stay taken in Redis until someone releases them. `Client::close` gives
+/// back the permits its semaphore handles still count (before stop 35 it left them taken for
+/// good, and the closed client could no longer release them).
 ///
 /// Single-node, Cluster and Sentinel clients; a quorum client is refused with
 /// `InvalidArgument` (N independent counters are not one semaphore). Counts are whole
@@ -34,6 +40,8 @@ pub struct Semaphore {
     held: Arc<AtomicU64>,
     /// Releases whose outcome stayed unknown, shared by the clones (see [`Self::release`]).
     unsettled: Arc<Mutex<Vec<UnsettledRelease>>>,
+    /// Gives back what `held` counts when the client is closed (shared by the clones).
+    _at_close: Arc<GiveBackAtClose>,
 }
 
 /// A release that failed with a connection error (it may have applied): its request id, which
@@ -58,11 +66,13 @@ impl Client {
     /// A semaphore on key `name` (Redisson `RSemaphore`; see [`Semaphore`]). Nothing is sent
     /// until a call; set the permits once with [`Semaphore::try_set_permits`].
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        let (name, held) = (name.into(), Arc::default());
         Semaphore {
+            _at_close: GiveBackAtClose::register(&self.engine, &name, &held),
             engine: self.engine.clone(),
-            name: name.into(),
+            name,
             wait: None,
-            held: Arc::default(),
+            held,
             unsettled: Arc::default(),
         }
     }

@@ -1,0 +1,73 @@
+//! What `Client::close()` does for a [`Semaphore`](super::Semaphore)'s handles: gives back the
+//! permits they still count (as a C handle's `redlatch_semaphore_free` does), so closing a
+//! client never leaves its permits taken for good (a semaphore's count has no TTL).
+
+use crate::driver::waiting;
+use crate::driver::{BoxFut, Engine, OnClose};
+use crate::protocol::family::{semaphore, PUBLISH};
+use crate::protocol::token;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+/// One handle and its clones (they share `held`), known to the client's registry while any
+/// of them lives.
+pub(super) struct GiveBackAtClose {
+    engine: Arc<Engine>,
+    name: String,
+    held: Arc<AtomicU64>,
+    registry_id: u64,
+}
+
+impl GiveBackAtClose {
+    /// Registers the handle whose count is `held`.
+    pub(super) fn register(engine: &Arc<Engine>, name: &str, held: &Arc<AtomicU64>) -> Arc<GiveBackAtClose> {
+        let this = Arc::new(GiveBackAtClose {
+            engine: engine.clone(),
+            name: name.to_owned(),
+            held: held.clone(),
+            registry_id: engine.registry.next_id(),
+        });
+        let weak: Weak<dyn OnClose> = Arc::downgrade(&this) as Weak<dyn OnClose>;
+        // Already closed: every call of the handle is refused, nothing to give back.
+        let _ = engine.registry.track_other(this.registry_id, weak);
+        this
+    }
+}
+
+impl OnClose for GiveBackAtClose {
+    fn close(self: Arc<Self>) -> BoxFut<'static, ()> {
+        Box::pin(async move {
+            let permits = self.held.swap(0, Ordering::AcqRel);
+            if permits == 0 {
+                return;
+            }
+            let engine = &self.engine;
+            let given_back = match token::new_token() {
+                Ok(id) => {
+                    match semaphore::release_once(&self.name, permits, PUBLISH, &id, engine.latch_ttl_ms()) {
+                        Ok(request) => waiting::call(engine, &request)
+                            .await
+                            .and_then(|r| semaphore::decode_release(&r))
+                            .map(|_| ()),
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            match given_back {
+                Ok(()) => {
+                    tracing::debug!(semaphore = %self.name, permits, "gave back the permits a handle held at close")
+                }
+                Err(e) => {
+                    tracing::warn!(semaphore = %self.name, permits, error = %e, "giving back the permits a handle held at close failed")
+                }
+            }
+        })
+    }
+}
+
+impl Drop for GiveBackAtClose {
+    fn drop(&mut self) {
+        self.engine.registry.untrack_other(self.registry_id);
+    }
+}
