@@ -9,7 +9,7 @@ mod operations;
 
 pub use holder::{Holder, Turn};
 
-use super::family::{self, scripts as family_scripts};
+use super::family::scripts as family_scripts;
 use super::keys;
 use super::scripts::{self, Script};
 
@@ -83,7 +83,7 @@ impl Request {
         if is(&scripts::LEASE_ACQUIRE) || is(&scripts::LEASE_RELEASE) || is(&family_scripts::PERMIT_RELEASE) {
             self.args.first()
         } else if is(&family_scripts::PERMIT_ACQUIRE) {
-            self.args.get(family::permits::FIRST_ID_ARG)
+            self.args.get(super::family::permits::FIRST_ID_ARG)
         } else {
             None
         }
