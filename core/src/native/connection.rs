@@ -265,6 +265,14 @@ impl Reconnecting {
         Ok(live)
     }
 
+    /// The connection a try of the attempt `undo` undoes was abandoned on, if one was within a
+    /// connect timeout (see the module docs).
+    pub(crate) fn suspect_for(&self, undo: &Request) -> Option<Live> {
+        let suspects = self.live_suspects();
+        let own = suspects.iter().find(|s| undo.undoes(s.attempt.as_ref()))?;
+        Some(own.live.clone())
+    }
+
     /// The abandoned calls, less those older than a connect timeout (their undo came, or went
     /// elsewhere) and those on a connection found dropped.
     fn live_suspects(&self) -> std::sync::MutexGuard<'_, Vec<Suspect>> {

@@ -269,10 +269,13 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
 impl Transport for RedisTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
-            if let Some(reply) = self.eval_local(request).await {
+            if request.is_undo() {
+                if let Some(reply) = self.undo_behind_its_attempt(request).await {
+                    return reply;
+                }
+            } else if let Some(reply) = self.eval_local(request).await {
                 return reply;
-            }
-            if let Some(reply) = self.eval_on_loop(request).await {
+            } else if let Some(reply) = self.eval_on_loop(request).await {
                 return reply;
             }
             let live = self.conn.get_for(request.is_undo().then_some(request)).await?;
@@ -465,6 +468,9 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 }
+
+#[path = "transport_undo.rs"]
+mod undo;
 
 #[cfg(test)]
 #[path = "transport_lost_tests.rs"]
