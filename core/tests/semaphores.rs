@@ -492,3 +492,35 @@ async fn a_permit_gone_while_held_says_why() {
     );
     other.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_release_held_up_past_its_latch_still_lands() {
+    // Found by the re-trial of stop 35 (Node's tokio engine): a scope-end release sent while
+    // Redis was paused for longer than the release latch lives was never applied: its
+    // connection was closed a connect timeout after the call was abandoned (Redis drops a
+    // paused client's queued commands with it), and the background retries, which may not
+    // outlive the latch, gave up meanwhile. The connection now lingers, so the release lands.
+    let s = server();
+    let mut admin = raw(&s).await;
+    let through = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .expect("connect");
+    let sem = through.semaphore("sem:held-up");
+    assert!(sem.try_set_permits(3).await.unwrap());
+    sem.acquire(1).await.unwrap();
+    sem.release(1).await.unwrap(); // its script cached
+    sem.acquire(1).await.unwrap();
+    let _: () = cmd(&mut admin, &["CLIENT", "PAUSE", "2500"]).await;
+    let e = sem.release_final(1).await.expect_err("paused");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let direct = client(&s).await.semaphore("sem:held-up");
+    assert_eq!(
+        direct.available().await.unwrap(),
+        3,
+        "the release was thrown away"
+    );
+    assert_eq!(sem.held(), 0);
+}

@@ -196,6 +196,19 @@ pub(crate) struct Reconnecting {
     suspects: Mutex<Vec<Suspect>>,
 }
 
+/// How long a connection a call was abandoned on stays open after the suspicion (calls are
+/// steered by it for a connect timeout only): requests still queued on it, such as a release
+/// held up by a paused Redis, reach Redis when it runs again instead of being thrown away with
+/// the connection (the calling thread's connections linger the same way, `local_io`). Found by
+/// the re-trial of stop 35: a scope-end release sent while Redis was
+/// paused for 3 s was never applied, its connection closed after a connect timeout of 0.5 s,
+/// and the background retries, bounded by the release latch, gave up meanwhile. The undos of
+/// acquire tries queued there follow them (see the module docs), so a late try is undone.
+pub(crate) const LINGER: Duration = Duration::from_secs(30);
+
+/// At most this many abandoned calls keep their connection open (the oldest go first).
+pub(crate) const MAX_LINGERING: usize = 64;
+
 /// A call abandoned on `live` at `since`: the acquire attempt it was, if one.
 struct Suspect {
     live: Live,
@@ -243,18 +256,18 @@ impl Reconnecting {
     /// # Errors
     /// As [`get`](Self::get).
     pub(crate) async fn get_for(&self, undo: Option<&Request>) -> Result<Live> {
-        {
-            let suspects = self.live_suspects();
-            let own = undo.and_then(|request| suspects.iter().find(|s| request.undoes(s.attempt.as_ref())));
-            if let Some(suspect) = own {
-                return Ok(suspect.live.clone());
+        if let Some(live) = undo.and_then(|request| self.suspect_for(request)) {
+            return Ok(live);
+        }
+        if let Some(live) = self.current() {
+            let suspect = self
+                .live_suspects()
+                .iter()
+                .any(|s| s.live.id == live.id && self.is_recent(s));
+            if !suspect {
+                return Ok(live);
             }
-            if let Some(live) = self.current() {
-                if !suspects.iter().any(|s| s.live.id == live.id) {
-                    return Ok(live);
-                }
-                self.invalidate(live.id);
-            }
+            self.invalidate(live.id);
         }
         let _one_at_a_time = self.connecting.lock().await;
         if let Some(live) = self.current() {
@@ -269,16 +282,25 @@ impl Reconnecting {
     /// connect timeout (see the module docs).
     pub(crate) fn suspect_for(&self, undo: &Request) -> Option<Live> {
         let suspects = self.live_suspects();
-        let own = suspects.iter().find(|s| undo.undoes(s.attempt.as_ref()))?;
+        let own = suspects
+            .iter()
+            .find(|s| self.is_recent(s) && undo.undoes(s.attempt.as_ref()))?;
         Some(own.live.clone())
     }
 
-    /// The abandoned calls, less those older than a connect timeout (their undo came, or went
-    /// elsewhere) and those on a connection found dropped.
+    /// Whether `suspect` is recent enough to steer calls: within a connect timeout (an undo
+    /// comes at once after its attempt, or it went elsewhere).
+    fn is_recent(&self, suspect: &Suspect) -> bool {
+        suspect.since.elapsed() < self.settings.connect_timeout
+    }
+
+    /// The abandoned calls whose connection is kept open: for [`LINGER`] after the suspicion
+    /// (at most [`MAX_LINGERING`] of them), unless found dropped.
     fn live_suspects(&self) -> std::sync::MutexGuard<'_, Vec<Suspect>> {
         let mut suspects = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
-        let timeout = self.settings.connect_timeout;
-        suspects.retain(|s| s.since.elapsed() < timeout && !s.live.is_lost());
+        suspects.retain(|s| s.since.elapsed() < LINGER && !s.live.is_lost());
+        let excess = suspects.len().saturating_sub(MAX_LINGERING);
+        suspects.drain(..excess);
         suspects
     }
 

@@ -7,6 +7,7 @@ use redis::{ConnectionInfo, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::super::connection::{LINGER, MAX_LINGERING};
 use super::super::transport::{convert, plain_command, PlainCommand};
 
 /// Idle connections kept beyond this many are closed (one per calling thread is typical).
@@ -132,34 +133,51 @@ impl LocalConnections {
     pub(crate) fn has_suspect_for(&self, request: &Request) -> bool {
         self.live_suspects()
             .iter()
-            .any(|s| request.undoes(s.attempt.as_ref()))
+            .any(|s| self.is_recent(s) && request.undoes(s.attempt.as_ref()))
     }
 
     /// Sends the undo `request` on the connection its attempt timed out on (queued behind the
-    /// attempt; redis-rs skips the attempt's late reply), then drops that connection. `None`
+    /// attempt; redis-rs skips the attempt's late reply), then drops that connection, unless
+    /// the undo's reply timed out too: then it lingers, so that both still reach Redis. `None`
     /// when there is no such connection any more.
     pub(crate) fn follow_up(&self, request: &Request) -> Option<redis::RedisResult<Reply>> {
         let mut suspect = {
             let mut suspects = self.live_suspects();
-            let i = suspects.iter().position(|s| request.undoes(s.attempt.as_ref()))?;
+            let i = suspects
+                .iter()
+                .position(|s| self.is_recent(s) && request.undoes(s.attempt.as_ref()))?;
             suspects.swap_remove(i)
         };
-        Some(run(&mut suspect.local.conn, request).map(convert))
+        let sent = run(&mut suspect.local.conn, request);
+        if sent.as_ref().is_err_and(redis::RedisError::is_timeout) {
+            self.live_suspects().push(suspect);
+        }
+        Some(sent.map(convert))
     }
 
-    /// The suspect connections, less those kept past a network timeout (an undo comes
-    /// within one, or it went elsewhere) and those a forked child inherited.
+    /// Whether `suspect` steers undos: within a network timeout of the suspicion (an undo
+    /// comes at once after its attempt, or it went elsewhere).
+    fn is_recent(&self, suspect: &Suspect) -> bool {
+        suspect.since.elapsed() < self.network_timeout
+    }
+
+    /// The suspect connections, kept open for [`LINGER`] after the suspicion (at most
+    /// [`MAX_LINGERING`]): requests still queued on them reach Redis when it runs again (see
+    /// `connection.rs`). Those a forked child inherited are forgotten, never closed.
     fn live_suspects(&self) -> std::sync::MutexGuard<'_, Vec<Suspect>> {
         let mut suspects = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
         let pid = std::process::id();
         let mut i = 0;
         while i < suspects.len() {
             let s = &suspects[i];
-            if s.since.elapsed() >= self.network_timeout || s.local.pid != pid {
+            if s.since.elapsed() >= LINGER || s.local.pid != pid {
                 forget_if_foreign(suspects.swap_remove(i).local);
             } else {
                 i += 1;
             }
+        }
+        while suspects.len() > MAX_LINGERING {
+            forget_if_foreign(suspects.remove(0).local);
         }
         suspects
     }
