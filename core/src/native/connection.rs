@@ -191,8 +191,9 @@ pub(crate) struct Reconnecting {
     live: Mutex<Option<Live>>,
     connecting: tokio::sync::Mutex<()>,
     next_id: AtomicU64,
-    /// The calls abandoned (or timed out) within a connect timeout, each with its connection,
-    /// kept after a newer one replaced it for the undo that must follow its attempt onto it.
+    /// The calls abandoned (or timed out) in the last [`LINGER`], each with its connection,
+    /// kept open after a newer one replaced it: for the undo that must follow its attempt
+    /// onto it (within a connect timeout), and for the requests still queued there.
     suspects: Mutex<Vec<Suspect>>,
 }
 
