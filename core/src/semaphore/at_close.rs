@@ -2,9 +2,7 @@
 //! permits they still count (as a C handle's `redlatch_semaphore_free` does), so closing a
 //! client never leaves its permits taken for good (a semaphore's count has no TTL).
 
-use crate::driver::waiting;
 use crate::driver::{BoxFut, Engine, OnClose};
-use crate::protocol::family::{semaphore, PUBLISH};
 use crate::protocol::token;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -41,20 +39,11 @@ impl OnClose for GiveBackAtClose {
             if permits == 0 {
                 return;
             }
-            let engine = &self.engine;
-            let given_back = match token::new_token() {
-                Ok(id) => {
-                    match semaphore::release_once(&self.name, permits, PUBLISH, &id, engine.latch_ttl_ms()) {
-                        Ok(request) => waiting::call(engine, &request)
-                            .await
-                            .and_then(|r| semaphore::decode_release(&r))
-                            .map(|_| ()),
-                        Err(e) => Err(e),
-                    }
-                }
-                Err(e) => Err(e),
+            let given_back = async {
+                let id = token::new_token()?;
+                super::send_release(&self.engine, &self.name, permits, &id, false).await
             };
-            match given_back {
+            match given_back.await {
                 Ok(()) => {
                     tracing::debug!(semaphore = %self.name, permits, "gave back the permits a handle held at close")
                 }

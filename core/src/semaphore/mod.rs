@@ -276,13 +276,8 @@ impl Semaphore {
             Some(earlier) => (earlier.request_id, earlier.sent),
             None => (token::new_token()?, engine.now()),
         };
-        let request =
-            semaphore::release_once(&self.name, permits, PUBLISH, &request_id, engine.latch_ttl_ms())?;
-        match waiting::call(engine, &request)
-            .await
-            .and_then(|r| semaphore::decode_release(&r))
-        {
-            Ok(_) => Ok(()),
+        match send_release(engine, &self.name, permits, &request_id, false).await {
+            Ok(()) => Ok(()),
             Err(e) => {
                 self.held.fetch_add(permits, Ordering::AcqRel);
                 if e.kind() == ErrorKind::Connection {
@@ -328,13 +323,7 @@ impl Semaphore {
     fn settle_in_background(&self, unsettled: UnsettledRelease) {
         let (engine, name) = (self.engine.clone(), self.name.clone());
         self.engine.runtime.spawn(Box::pin(async move {
-            let latch_ttl_ms = engine.latch_ttl_ms();
-            let exact_until = unsettled.sent + Duration::from_millis(latch_ttl_ms);
-            let request = semaphore::release_once(&name, unsettled.permits, PUBLISH, &unsettled.request_id, latch_ttl_ms);
-            let Ok(mut request) = request else { return };
-            // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
-            // answer could come after each try's timeout, and the release would never land.
-            request.by_source = true;
+            let exact_until = unsettled.sent + Duration::from_millis(engine.latch_ttl_ms());
             let mut failures = 0;
             loop {
                 engine.pause_before_retry(failures).await;
@@ -343,8 +332,11 @@ impl Semaphore {
                     tracing::warn!(semaphore = %name, permits = unsettled.permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back");
                     return;
                 }
-                match waiting::call(&engine, &request).await.and_then(|r| semaphore::decode_release(&r)) {
-                    Ok(_) => return,
+                // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
+                // answer could come after each try's timeout, and the release would never land.
+                let (permits, id) = (unsettled.permits, &unsettled.request_id);
+                match send_release(&engine, &name, permits, id, true).await {
+                    Ok(()) => return,
                     Err(e) if e.kind() == ErrorKind::Connection => {}
                     Err(e) => {
                         tracing::warn!(semaphore = %name, error = %e, "a release whose outcome is unknown failed again");
@@ -376,4 +368,20 @@ impl Semaphore {
         let reply = waiting::call(&self.engine, &semaphore::available(&self.name)).await?;
         Ok(semaphore::decode_available(&reply)?.max(0) as u64)
     }
+}
+
+/// Sends the release of `permits` as request `request_id` (its latch makes a repeat exact;
+/// `by_source`: as `EVAL`) and waits for Redis' answer. Used by a release, its background
+/// settling and `Client::close` (`at_close.rs`).
+async fn send_release(
+    engine: &Engine,
+    name: &str,
+    permits: u64,
+    request_id: &str,
+    by_source: bool,
+) -> Result<()> {
+    let mut request = semaphore::release_once(name, permits, PUBLISH, request_id, engine.latch_ttl_ms())?;
+    request.by_source = by_source;
+    let reply = waiting::call(engine, &request).await?;
+    semaphore::decode_release(&reply).map(|_| ())
 }
