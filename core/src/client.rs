@@ -140,7 +140,7 @@ impl Client {
     /// Returns `true` when a lock was deleted on a majority of nodes.
     ///
     /// A key of a type no lock uses (a list, a set, ...) is never deleted: that is
-    /// `KeyConflict`. A connection error is retried once; if the first attempt had applied,
+    /// `KeyConflict`. A connection error is retried (at most twice); if an earlier try had applied,
     /// the retry finds nothing and reports `false`.
     ///
     /// # Errors

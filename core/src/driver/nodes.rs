@@ -1,9 +1,13 @@
 //! Fan-out of one request to every node at once, each bounded by a timeout.
 //!
-//! Every request is retried once, inside its timeout, after a connection error: Redis closes
-//! idle connections (`timeout`), `CLIENT KILL` and restarts break them, and the client
+//! Every request is retried after a connection error, at most twice, inside its timeout: Redis
+//! closes idle connections (`timeout`), `CLIENT KILL` and restarts break them, and the client
 //! library only notices on the next request, which then fails with "broken pipe" although
-//! the server is fine. Every request redlatch sends is safe to repeat: reads; the acquire as
+//! the server is fine. Twice, because one `CLIENT KILL` or restart breaks every connection at
+//! once: a call sent on the calling thread's or event loop's connection (`local_io`,
+//! `loop_io`) fails over to the multiplexed one, which may be just as dead and not know it yet
+//! (stop 36: `async with` on a semaphore after `CLIENT KILL TYPE normal` raised "broken pipe"
+//! although its release applied later in the background). Every request redlatch sends is safe to repeat: reads; the acquire as
 //! its script form (idempotent by token, or by the reentrant acquire's latch); releases
 //! (token-checked, or by the release latch); extends and renewals (`PEXPIRE`); aborts (token-
 //! or latch-checked); force unlock (a repeat after an applied one reports "nothing deleted").
@@ -176,10 +180,13 @@ impl Nodes {
     }
 }
 
-/// One call bounded by `sleep`; a connection error is retried once inside the same bound, as
-/// the script form (a plain `SET NX` repeated after it applied would find its own key and
-/// look refused; the script recognises its token). Returns the result and whether it came
-/// from the retry.
+/// Tries after a connection error, beyond the first (see the module docs).
+const RETRIES: usize = 2;
+
+/// One call bounded by `sleep`; a connection error is retried (at most [`RETRIES`] times)
+/// inside the same bound, as the script form (a plain `SET NX` repeated after it applied
+/// would find its own key and look refused; the script recognises its token). Returns the
+/// result and whether it came from a retry.
 async fn call_once_more(
     transport: &dyn Transport,
     request: &Request,
@@ -187,14 +194,20 @@ async fn call_once_more(
     timeout: Duration,
 ) -> (Result<Reply>, bool) {
     let attempts = async {
-        match transport.eval(request).await {
-            Err(e) if e.kind() == ErrorKind::Connection => {
-                tracing::debug!(node = transport.label(), error = %e, "retrying once after a connection error");
-                let again = request.clone().script_only();
-                (transport.eval(&again).await, true)
+        let mut result = transport.eval(request).await;
+        let mut retries = 0;
+        while retries < RETRIES {
+            match &result {
+                Err(e) if e.kind() == ErrorKind::Connection => {
+                    tracing::debug!(node = transport.label(), error = %e, "retrying after a connection error");
+                }
+                _ => break,
             }
-            other => (other, false),
+            retries += 1;
+            let again = request.clone().script_only();
+            result = transport.eval(&again).await;
         }
+        (result, retries > 0)
     };
     match select(Box::pin(attempts), sleep).await {
         Either::Left(((result, retried), _)) => (labelled(transport.label(), result), retried),
@@ -244,7 +257,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_connection_error_is_retried_once_as_the_script_and_no_more() {
+    async fn a_connection_error_is_retried_twice_at_most_as_the_script() {
         let s = testing::server();
         let config = testing::config();
         let faulty = Faulty::new(testing::transport(&s, &config));
@@ -270,7 +283,25 @@ mod tests {
             Some("t1")
         );
 
+        // Two broken connections in a row (a CLIENT KILL breaks the calling thread's and the
+        // multiplexed one): the second retry gets through.
         faulty.fail_next(2);
+        let (result, retried) = only(
+            within(
+                engine
+                    .nodes
+                    .broadcast_until(&set_nx("n:4", "t4"), timeout, &[], 1, |_| true),
+            )
+            .await,
+        );
+        assert!(retried);
+        assert!(matches!(
+            lease("t4").decode_acquire(&result.unwrap()).unwrap(),
+            AcquireReply::Acquired { .. }
+        ));
+        assert_eq!(faulty.evals(), 5);
+
+        faulty.fail_next(3);
         let (result, retried) = only(
             within(
                 engine
@@ -283,7 +314,7 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Connection);
         assert!(e.message().starts_with(&format!("{}: ", s_label(&engine))), "{e}");
         assert!(retried);
-        assert_eq!(faulty.evals(), 4, "one retry, not two");
+        assert_eq!(faulty.evals(), 8, "two retries, not three");
         assert_eq!(cmd::<Option<String>>(&mut conn, &["GET", "n:2"]).await, None);
 
         // An error reply is Redis' answer: not retried.
@@ -294,7 +325,7 @@ mod tests {
         let request = reentrant.acquire("n:3", 60_000, None, "r1", 1_000);
         let e = within(engine.nodes.call(0, &request, timeout)).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::KeyConflict, "{e}");
-        assert_eq!(faulty.evals(), 5);
+        assert_eq!(faulty.evals(), 9);
     }
 
     fn s_label(engine: &crate::driver::Engine) -> String {

@@ -34,8 +34,8 @@ pub(crate) fn single_node(engine: &Engine) -> Result<()> {
     Ok(())
 }
 
-/// One request to the (single) node, bounded by the network timeout (retried once after a
-/// connection error, inside that bound: see `nodes.rs`).
+/// One request to the (single) node, bounded by the network timeout (retried at most twice
+/// after a connection error, inside that bound: see `nodes.rs`).
 pub(crate) async fn call(engine: &Engine, request: &Request) -> Result<Reply> {
     engine.nodes.call(0, request, engine.config.network_timeout).await
 }

@@ -24,7 +24,7 @@
 //! network timeout); until it is ready, and after it failed, requests take the multiplexed
 //! path, so opening one never delays or fails a call. A connection that ends (`CLIENT KILL`, a
 //! restart, a reply that is not the protocol) fails the requests waiting on it, which the
-//! driver retries once within its timeout; the next request opens another. A request
+//! driver retries (at most twice) within its timeout; the next request opens another. A request
 //! abandoned before its reply (the driver's timeout, a cancelled task) makes the connection
 //! suspect, as on the multiplexed path (`connection.rs`): later requests do not use it, except
 //! the undo of that attempt, which is queued behind the attempt on it (from whichever
