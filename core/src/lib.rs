@@ -78,6 +78,6 @@ pub use native::resp;
 pub use native::{poll_on_loop, EventLoop, LoopSocket, LoopWatcher};
 #[cfg(feature = "native")]
 pub use native::{
-    ClientBuilder, ClusterTransport, DeploymentOptions, RedisTransport, SentinelAuth, SyncReplicas,
-    TlsOptions, TokioRuntime, Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
+    ClientBuilder, ClusterTransport, DeploymentOptions, RedisTransport, ScriptsRun, SentinelAuth,
+    SyncReplicas, TlsOptions, TokioRuntime, Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
 };

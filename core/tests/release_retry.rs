@@ -263,3 +263,39 @@ async fn a_semaphore_release_retried_after_a_late_applied_attempt_adds_once() {
     );
     assert_eq!(sem.held(), 0);
 }
+
+/// On a server whose script cache is empty (fresh, restarted), a release sent while it is
+/// stopped applies when it resumes: the first call of a script on a connection goes by
+/// source. Before stop 36 it went as an `EVALSHA`, answered `NOSCRIPT` after the call had
+/// given up, and the `EVAL` that should have followed was never sent: the permits stayed
+/// taken (stop 35's N2, found with a scope-end release).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_sent_while_a_fresh_server_is_stopped_applies_when_it_resumes() {
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let _: () = cmd(&mut conn, &["SCRIPT", "FLUSH"]).await;
+    let sem = client.semaphore("fresh:sem");
+    sem.try_set_permits(3).await.unwrap();
+    sem.acquire(2).await.unwrap();
+    s.pause().unwrap();
+    let err = within(Duration::from_secs(5), sem.release(2)).await;
+    s.resume().unwrap();
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::Connection);
+    let mut available = String::new();
+    for _ in 0..100 {
+        available = cmd::<String>(&mut conn, &["GET", "fresh:sem"]).await;
+        if available == "3" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        available, "3",
+        "the release held up by the stop applied when it resumed"
+    );
+}

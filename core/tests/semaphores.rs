@@ -524,3 +524,38 @@ async fn a_final_release_held_up_past_its_latch_still_lands() {
     );
     assert_eq!(sem.held(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_during_a_pause_still_gives_the_permits_back() {
+    // Found by the re-trial of stop 35 (N5, Node): close() while Redis was paused past the
+    // network timeout gave nothing back; its release timed out, the connection closed with
+    // the client, and Redis threw the queued release away with it. Now the connection lingers
+    // (connection.rs, `linger_after_close`) and the release applies when the pause ends.
+    let s = server();
+    let closing = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let sem = closing.semaphore("sem:close-paused");
+    assert!(sem.try_set_permits(3).await.unwrap());
+    sem.acquire(2).await.unwrap();
+    let _: () = cmd(&mut conn, &["CLIENT", "PAUSE", "1200"]).await;
+    within(Duration::from_secs(5), closing.close()).await;
+    // This test's connection is paused too (its replies would time out): a new one after.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let mut conn = raw(&s).await;
+    let mut available = String::new();
+    for _ in 0..150 {
+        available = cmd::<String>(&mut conn, &["GET", "sem:close-paused"]).await;
+        if available == "3" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        available, "3",
+        "the permits given back at close applied when the pause ended"
+    );
+}

@@ -119,6 +119,11 @@ function deliver(text) {
         setTimer(out[i + 1])
         i += 2
         break
+      case 5:
+        // A socket whose client is gone while replies are owed (the addon's conn.rs `Owner`).
+        setTimeout(destroy, out[i + 2], out[i + 1]).unref()
+        i += 3
+        break
       default:
         throw new Error(`redlatch: unknown record ${out[i]} from the addon`)
     }

@@ -82,3 +82,32 @@ for (const engine of ['tokio', 'local']) {
     }
   })
 }
+
+for (const engine of ['tokio', 'local']) {
+  test(`${engine} engine: close() while Redis is paused past the network timeout still gives the permits back`, async () => {
+    // Found by the re-trial of stop 35 (N5, both engines): close()'s releases timed out, the
+    // connections closed with the client, and Redis threw the queued releases away: the
+    // semaphore's permits were taken for good. The connections now linger until the replies
+    // come (at most 30 s), so the releases apply when the pause ends.
+    const saved = process.env.REDLATCH_NODE_IO
+    if (engine === 'tokio') process.env.REDLATCH_NODE_IO = 'tokio'
+    else delete process.env.REDLATCH_NODE_IO
+    let client
+    try {
+      client = await Client.connect(REDIS_URL, { networkTimeoutMs: 300 })
+    } finally {
+      if (saved === undefined) delete process.env.REDLATCH_NODE_IO
+      else process.env.REDLATCH_NODE_IO = saved
+    }
+    const name = key('close-paused')
+    const pool = client.semaphore(name, { permits: 3 })
+    await pool.acquire(2)
+    assert.equal(await r.get(name), '1')
+    await r.call('CLIENT', 'PAUSE', '1000')
+    await client.close()
+    assert.ok(
+      await eventually(async () => (await r.get(name)) === '3', 5000),
+      `the permits given back at close did not apply after the pause: ${await r.get(name)} of 3`,
+    )
+  })
+}

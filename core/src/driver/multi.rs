@@ -258,7 +258,7 @@ async fn attempt(
         .await;
     let elapsed = engine.now() - started;
     let (mut granted, mut touched, mut busy) = (0, Vec::new(), None::<(usize, i64)>);
-    let mut partly_taken = Vec::new();
+    let (mut partly_taken, mut granted_at) = (Vec::new(), Vec::new());
     let (mut refused, mut first_error, mut reasons) = (0, None, Vec::new());
     for (i, r) in replies.into_iter().enumerate() {
         let Some((r, _)) = r else {
@@ -270,6 +270,7 @@ async fn attempt(
         match r.and_then(|r| multi::decode_acquire(&r)) {
             Ok(AcquireReply::Acquired) => {
                 granted += 1;
+                granted_at.push(i);
                 touched.push(i);
                 reasons.push(Ok(()));
             }
@@ -339,8 +340,16 @@ async fn attempt(
     }
     // Not granted: undo wherever it may have applied; this attempt is settled.
     if let Some(attempted) = armed.attempt.take() {
-        if !partly_taken.is_empty() {
-            undo_now(engine, &attempted, partly_taken).await;
+        // After a plain attempt found a member busy the script runs next, at once for a single
+        // try (see `acquire`): this attempt's grants go first, or the script would find them
+        // and name a member this attempt took as the busy one.
+        let mut undo_first = partly_taken;
+        if plain && busy.is_some() {
+            touched.retain(|i| !granted_at.contains(i));
+            undo_first.append(&mut granted_at);
+        }
+        if !undo_first.is_empty() {
+            undo_now(engine, &attempted, undo_first).await;
         }
         if !touched.is_empty() {
             undo_in_background(engine, &attempted, touched);

@@ -188,11 +188,11 @@ impl ClusterTransport {
             }
         }
         let result = if facts.facts.ifeq && ifeq::handles(request) {
-            ifeq::run(conn, request).await
+            ifeq::run(conn, request, None).await
         } else if let Some(plain) = &request.plain {
             run_plain(conn, plain).await
         } else {
-            eval_script(conn, request).await
+            eval_script(conn, request, None).await
         };
         let reply = result.map_err(|e| self.failed(&e, request))?;
         if let Some(sync) = self.options.sync_replicas {

@@ -45,6 +45,7 @@
 
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
+use super::scripts_run::ScriptsRun;
 use super::sentinel::SentinelSource;
 use super::warnings::Warnings;
 use super::{map_error, tls};
@@ -98,6 +99,8 @@ pub(crate) struct Live {
     generation: u64,
     /// Set once a call found the connection dropped (see the module docs).
     lost: Arc<watch::Sender<bool>>,
+    /// The scripts run on this connection (the first of each goes by source).
+    pub(crate) scripts: Arc<ScriptsRun>,
 }
 
 impl Live {
@@ -195,6 +198,9 @@ pub(crate) struct Reconnecting {
     /// kept open after a newer one replaced it: for the undo that must follow its attempt
     /// onto it (within a connect timeout), and for the requests still queued there.
     suspects: Mutex<Vec<Suspect>>,
+    /// The runtime the connections run on (set at connect): when this is dropped, the
+    /// suspects linger out on it (see the `Drop` impl).
+    runtime: std::sync::OnceLock<tokio::runtime::Handle>,
 }
 
 /// How long a connection a call was abandoned on stays open after the suspicion (calls are
@@ -226,6 +232,7 @@ impl Reconnecting {
             connecting: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
             suspects: Mutex::new(Vec::new()),
+            runtime: std::sync::OnceLock::new(),
         }
     }
 
@@ -397,6 +404,9 @@ impl Reconnecting {
                 Ok::<(), std::convert::Infallible>(())
             });
         }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let _ = self.runtime.set(runtime);
+        }
         let connected = client.get_multiplexed_async_connection_with_config(&config).await;
         let conn = connected.map_err(|e| connect_error(&e, &spec))?;
         let mut probing = conn.clone();
@@ -419,7 +429,64 @@ impl Reconnecting {
             node: spec.label.clone(),
             generation,
             lost: Arc::new(watch::channel(false).0),
+            scripts: Arc::new(ScriptsRun::new()),
         })
+    }
+}
+
+impl Drop for Reconnecting {
+    /// The client is gone (`Client::close`, or dropped): the connections calls were abandoned
+    /// on stay open until every reply owed on them came, at most [`LINGER`] after the
+    /// suspicion, so what is still queued there (the releases `Client::close` sends, held up
+    /// by a Redis paused past the network timeout) reaches Redis when it runs again. Closed
+    /// with the client before stop 36, and Redis threw those requests away with them (stop
+    /// 35's N5: a client closed during a pause gave no semaphore permit back). A `PING` tells
+    /// when the replies came: it is answered after every request before it.
+    fn drop(&mut self) {
+        let suspects = std::mem::take(self.suspects.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let mut lingering: Vec<(Live, Instant)> = Vec::new();
+        for s in suspects.into_iter().filter(|s| !s.live.is_lost()) {
+            match lingering.iter_mut().find(|(l, _)| l.id == s.live.id) {
+                Some((_, since)) => *since = (*since).max(s.since),
+                None => lingering.push((s.live, s.since)),
+            }
+        }
+        let Some(runtime) = self.runtime.get().filter(|_| !lingering.is_empty()) else {
+            return;
+        };
+        runtime.spawn(async move {
+            for (live, since) in lingering {
+                let until = tokio::time::Instant::from_std(since + LINGER);
+                let (mut conn, ping) = (live.conn.clone(), redis::cmd("PING"));
+                loop {
+                    let ping = ping.query_async::<()>(&mut conn);
+                    match tokio::time::timeout_at(until, ping).await {
+                        // Its reply timed out (the node is still paused): ask again.
+                        Ok(Err(e)) if e.is_timeout() => {}
+                        // Answered (so was everything before it), gone, or out of time.
+                        _ => break,
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Keeps `connections` (a closed client's calling-thread connections, `local_io`, that calls
+/// were abandoned on) open until `until`, on a thread of their own, for the reason the
+/// multiplexed ones linger (`Reconnecting`'s drop). Blocking connections cannot tell when the
+/// replies owed on them came (a `PING` read could take an earlier reply for its own), so they
+/// stay for the whole linger; and a thread, since the runtime may be shutting down with the
+/// client.
+pub(crate) fn linger_after_close<T: Send + 'static>(until: Instant, connections: T) {
+    let spawned = std::thread::Builder::new()
+        .name("redlatch-linger".to_owned())
+        .spawn(move || {
+            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            drop(connections);
+        });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "no thread to keep a closed client's abandoned connections open");
     }
 }
 

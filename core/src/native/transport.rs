@@ -18,6 +18,7 @@ use super::loop_io::LoopNode;
 use super::node::{node_spec, NodeSpec};
 use super::pubsub::Subscriber;
 use super::replication::{self, SyncReplicas};
+use super::scripts_run::ScriptsRun;
 use super::tls::TlsOptions;
 use super::warnings::Warnings;
 use super::{ifeq, redact};
@@ -215,16 +216,17 @@ impl RedisTransport {
     async fn run(
         &self,
         conn: &mut redis::aio::MultiplexedConnection,
-        ifeq: bool,
+        live: &Live,
         request: &Request,
     ) -> redis::RedisResult<Reply> {
-        if ifeq && ifeq::handles(request) {
-            return ifeq::run(conn, request).await;
+        let scripts = Some(&*live.scripts);
+        if live.facts.ifeq && ifeq::handles(request) {
+            return ifeq::run(conn, request, scripts).await;
         }
         if let Some(plain) = &request.plain {
             return run_plain(conn, plain).await;
         }
-        eval_script(conn, request).await
+        eval_script(conn, request, scripts).await
     }
 }
 
@@ -245,14 +247,21 @@ fn describe(node: &str, e: &redis::RedisError, args: &[String]) -> Error {
     map_error(e, args)
 }
 
-/// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`.
+/// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`; `EVAL` at once for a request marked
+/// `by_source` and for the first call of a script on a connection (`scripts`: see
+/// `scripts_run.rs`; `None` where connections are not tracked, the Cluster's).
 pub(crate) async fn eval_script<C: ConnectionLike + Send>(
     conn: &mut C,
     request: &Request,
+    scripts: Option<&ScriptsRun>,
 ) -> redis::RedisResult<Reply> {
     let script = request.script;
-    if request.by_source {
-        return invoke(conn, "EVAL", script.source(), request).await.map(convert);
+    if request.by_source || scripts.is_some_and(|s| s.is_new(script)) {
+        let reply = invoke(conn, "EVAL", script.source(), request).await;
+        if let Some(scripts) = scripts.filter(|_| answered(&reply)) {
+            scripts.ran(script);
+        }
+        return reply.map(convert);
     }
     match invoke(conn, "EVALSHA", script.sha1(), request).await {
         // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
@@ -264,6 +273,15 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
         other => other,
     }
     .map(convert)
+}
+
+/// Whether the node answered (so it compiled the script and has it cached): a reply, or an
+/// error of its own rather than of the connection.
+pub(crate) fn answered<T>(reply: &redis::RedisResult<T>) -> bool {
+    match reply {
+        Ok(_) => true,
+        Err(e) => matches!(e.kind(), redis::ErrorKind::Server(_)),
+    }
 }
 
 impl Transport for RedisTransport {
@@ -281,9 +299,7 @@ impl Transport for RedisTransport {
             let live = self.conn.get_for(request.is_undo().then_some(request)).await?;
             let mut conn = live.conn.clone();
             let in_flight = self.conn.in_flight(&live, Some(request));
-            let reply = live
-                .unless_lost(self.run(&mut conn, live.facts.ifeq, request))
-                .await;
+            let reply = live.unless_lost(self.run(&mut conn, &live, request)).await;
             let confirm = match (&reply, self.options.sync_replicas) {
                 (Ok(r), Some(sync)) => replication::write_to_confirm(request, r).map(|w| (w, sync)),
                 _ => None,
@@ -323,17 +339,22 @@ impl Transport for RedisTransport {
 impl RedisTransport {
     /// Runs `request` on a redis-rs connection of a binding's own (the Node addon's sockets
     /// on the JavaScript thread): its plain form when it has one, else its script (`EVAL` by
-    /// source, or `EVALSHA` repeated as `EVAL` after a `NOSCRIPT`), so what goes on the wire
-    /// is written once. None of this transport's deployment handling (SET IFEQ, `WAIT`,
-    /// replica checks) applies.
+    /// source, the first time on `conn` (`scripts`: one per connection, see [`ScriptsRun`]), or
+    /// `EVALSHA` repeated as `EVAL` after a `NOSCRIPT`), so what goes on the wire is written
+    /// once. None of this transport's deployment handling (SET IFEQ, `WAIT`, replica checks)
+    /// applies.
     ///
     /// # Errors
     /// Errors mapped as this transport maps its own (see [`RedisTransport::error_from`]).
-    pub async fn run_on<C: ConnectionLike + Send>(conn: &mut C, request: &Request) -> Result<Reply> {
+    pub async fn run_on<C: ConnectionLike + Send>(
+        conn: &mut C,
+        scripts: &ScriptsRun,
+        request: &Request,
+    ) -> Result<Reply> {
         let reply = if let Some(plain) = &request.plain {
             run_plain(conn, plain).await
         } else {
-            eval_script(conn, request).await
+            eval_script(conn, request, Some(scripts)).await
         };
         reply.map_err(|e| map_error(&e, &request.args))
     }

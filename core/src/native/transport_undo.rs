@@ -28,7 +28,7 @@ impl RedisTransport {
         let multiplexed = async {
             let live = self.conn.suspect_for(undo)?;
             let mut conn = live.conn.clone();
-            let reply = live.unless_lost(self.run(&mut conn, live.facts.ifeq, undo)).await;
+            let reply = live.unless_lost(self.run(&mut conn, &live, undo)).await;
             Some(reply.map_err(|e| self.failed(&live, &e, Some(undo))))
         };
         match join(calling_thread_or_loop, multiplexed).await {

@@ -42,6 +42,9 @@ struct State {
     on_message: Option<MessageHandler>,
     /// Called once when the connection ends.
     on_end: Option<Box<dyn FnOnce() + Send>>,
+    /// Its last handle is gone with replies still owed ([`Owner`]'s drop): closed once they
+    /// came, or after [`LINGER_MS`].
+    lingering: bool,
 }
 
 /// What a subscriber connection does with a pub/sub message: `(channel, payload)`.
@@ -55,6 +58,8 @@ pub(crate) struct SocketShared {
 
 thread_local! {
     static SOCKETS: RefCell<HashMap<u32, Weak<SocketShared>>> = RefCell::new(HashMap::new());
+    /// The lingering sockets (see [`Owner`]), kept alive here until they close.
+    static LINGERING: RefCell<HashMap<u32, Arc<SocketShared>>> = RefCell::new(HashMap::new());
     static NEXT_ID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
@@ -79,6 +84,19 @@ impl SocketShared {
             return None;
         }
         Some(std::mem::take(&mut state.outgoing))
+    }
+
+    /// Starts lingering when replies are still owed (see [`Owner`]); `false` otherwise.
+    fn linger(&self) -> bool {
+        let mut state = self.state();
+        state.lingering = state.ended.is_none() && state.open && !state.waiting.is_empty();
+        state.lingering
+    }
+
+    /// Whether a lingering socket got every reply it owed.
+    fn owes_nothing_and_lingers(&self) -> bool {
+        let state = self.state();
+        state.lingering && state.waiting.is_empty()
     }
 
     /// Ends the connection: every waiting command fails with `why`; later ones at once.
@@ -182,6 +200,10 @@ pub(crate) fn received(id: u32, data: &[u8]) {
         // Replies no longer line up with commands: nothing on this connection can be trusted.
         socket.end("the server's reply is not the Redis protocol".to_owned());
         host::push(Out::Destroy(id));
+    } else if socket.owes_nothing_and_lingers() {
+        LINGERING.with(|l| l.borrow_mut().remove(&id));
+        socket.end("the connection was closed".to_owned());
+        host::push(Out::Destroy(id));
     }
 }
 
@@ -227,6 +249,7 @@ fn classify(reply: RedisResult<Value>, subscriber: bool) -> Received {
 
 /// `socket.on('close')` (after `error`, if any): waiting commands fail with its error.
 pub(crate) fn ended(id: u32, why: Option<String>) {
+    LINGERING.with(|l| l.borrow_mut().remove(&id));
     let socket = SOCKETS
         .with(|s| s.borrow_mut().remove(&id))
         .and_then(|w| w.upgrade());
@@ -235,12 +258,26 @@ pub(crate) fn ended(id: u32, why: Option<String>) {
     }
 }
 
-/// The owner of a socket: dropping it closes the socket.
+/// How long a socket whose last handle is gone waits for the replies it still owes: the
+/// core's `LINGER` (30 s), for the same reason (its `connection::linger_after_close`).
+const LINGER_MS: f64 = 30_000.0;
+
+/// The owner of a socket: dropping it closes the socket, unless replies are still owed
+/// (calls abandoned on it: the releases `close()` sent while Redis was paused past the
+/// network timeout). Then it lingers until they came, at most [`LINGER_MS`]: closed at
+/// once, Redis would throw those requests away (stop 35's N5: a client closed during a pause
+/// gave no semaphore permit back). Its sockets are `unref()`ed: lingering never keeps the
+/// process alive.
 struct Owner(Arc<SocketShared>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
         let id = self.0.id;
+        if self.0.linger() {
+            LINGERING.with(|l| l.borrow_mut().insert(id, self.0.clone()));
+            host::push(Out::Linger(id, LINGER_MS));
+            return;
+        }
         SOCKETS.with(|s| s.borrow_mut().remove(&id));
         self.0.end("the connection was closed".to_owned());
         host::push(Out::Destroy(id));
@@ -252,6 +289,9 @@ impl Drop for Owner {
 #[derive(Clone)]
 pub(crate) struct Conn {
     owner: Arc<Owner>,
+    /// The scripts run on this socket: the first of each goes by source (the core's
+    /// `ScriptsRun`: an `EVALSHA` on a new connection may meet an empty script cache).
+    pub(crate) scripts: Arc<redlatch::ScriptsRun>,
 }
 
 impl Conn {
@@ -272,6 +312,7 @@ impl Conn {
         host::push(Out::Connect(id, spec));
         let conn = Conn {
             owner: Arc::new(Owner(shared)),
+            scripts: Arc::default(),
         };
         Opening { conn: Some(conn) }.await
     }

@@ -16,7 +16,8 @@
 //!   the text; flag 1 = TLS, 2 = without certificate verification;
 //! - `2, socket, at, len`: write the text's bytes (Latin-1);
 //! - `3, socket`: close the socket;
-//! - `4, ms`: call `localTimer()` after `ms` (replacing the timer set before).
+//! - `4, ms`: call `localTimer()` after `ms` (replacing the timer set before);
+//! - `5, socket, ms`: close the socket after `ms` (if it is still open; conn.rs `Owner`).
 //!
 //! Records that do not fit stay queued for a drain JavaScript is asked for (`kick`).
 
@@ -53,6 +54,8 @@ pub(crate) enum Out {
     Write(Arc<SocketShared>),
     /// Close socket `id`.
     Destroy(u32),
+    /// Close socket `id` after this many ms, unless it closed before.
+    Linger(u32, f64),
     /// Run `localTimer()` after this many ms (replacing the timer set before).
     Timer(f64),
 }
@@ -177,6 +180,7 @@ impl Records<'_> {
                 }
             }
             Out::Destroy(id) => self.put(&[3.0, f64::from(id)]),
+            Out::Linger(id, ms) => self.put(&[5.0, f64::from(id), ms]),
             Out::Timer(ms) => self.put(&[4.0, ms]),
         }
     }

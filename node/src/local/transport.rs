@@ -92,7 +92,8 @@ impl Transport for LocalTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
-            RedisTransport::run_on(&mut conn, request).await
+            let scripts = conn.scripts.clone();
+            RedisTransport::run_on(&mut conn, &scripts, request).await
         })
     }
 

@@ -35,6 +35,7 @@
 mod lease;
 mod multi;
 
+use super::scripts_run::ScriptsRun;
 use super::transport::{eval_script, map_error};
 use crate::error::ErrorKind;
 use crate::protocol::reply::Reply;
@@ -62,7 +63,11 @@ pub(crate) fn handles(request: &Request) -> bool {
 
 /// Runs `request` (one [`handles`] accepted) as plain commands, or as its script where the
 /// plain commands cannot answer as the script would (see the module docs).
-pub(crate) async fn run<C: ConnectionLike + Send>(conn: &mut C, request: &Request) -> RedisResult<Reply> {
+pub(crate) async fn run<C: ConnectionLike + Send>(
+    conn: &mut C,
+    request: &Request,
+    scripts: Option<&ScriptsRun>,
+) -> RedisResult<Reply> {
     match plain(conn, request).await {
         Err(e) if needs_script(&e) => {
             tracing::debug!(
@@ -70,7 +75,7 @@ pub(crate) async fn run<C: ConnectionLike + Send>(conn: &mut C, request: &Reques
                 code = e.code().unwrap_or(""),
                 "plain commands refused: running the script"
             );
-            match eval_script(conn, request).await {
+            match eval_script(conn, request, scripts).await {
                 // A user denied EVAL under OOM: a release without its latch (DELIFEQ and the
                 // publish are allowed over maxmemory, COPY is not), as the script would release;
                 // only a retry of it after a lost reply then finds "gone", never "released".

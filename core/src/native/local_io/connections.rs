@@ -7,8 +7,9 @@ use redis::{ConnectionInfo, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::super::connection::{LINGER, MAX_LINGERING};
-use super::super::transport::{convert, plain_command, PlainCommand};
+use super::super::connection::{linger_after_close, LINGER, MAX_LINGERING};
+use super::super::scripts_run::ScriptsRun;
+use super::super::transport::{answered, convert, plain_command, PlainCommand};
 
 /// Idle connections kept beyond this many are closed (one per calling thread is typical).
 const MAX_IDLE: usize = 8;
@@ -17,6 +18,8 @@ const MAX_IDLE: usize = 8;
 struct Local {
     conn: redis::Connection,
     pid: u32,
+    /// The scripts run on `conn` (the first of each goes by source).
+    scripts: ScriptsRun,
 }
 
 /// A connection whose reply timed out, kept for the undo of that attempt only (one per
@@ -100,7 +103,7 @@ impl LocalConnections {
                 }
             }
         };
-        match run(&mut local.conn, request) {
+        match run(&mut local.conn, &local.scripts, request) {
             Ok(value) => {
                 if !shortened || self.restore_timeouts(&local).is_ok() {
                     self.put_idle(local);
@@ -148,7 +151,7 @@ impl LocalConnections {
                 .position(|s| self.is_recent(s) && request.undoes(s.attempt.as_ref()))?;
             suspects.swap_remove(i)
         };
-        let sent = run(&mut suspect.local.conn, request);
+        let sent = run(&mut suspect.local.conn, &suspect.local.scripts, request);
         if sent.as_ref().is_err_and(redis::RedisError::is_timeout) {
             self.live_suspects().push(suspect);
         }
@@ -210,7 +213,23 @@ impl LocalConnections {
         Ok(Local {
             conn,
             pid: std::process::id(),
+            scripts: ScriptsRun::new(),
         })
+    }
+}
+
+impl Drop for LocalConnections {
+    /// The client is gone: the suspect connections linger out their [`LINGER`] (see
+    /// `connection::linger_after_close`).
+    fn drop(&mut self) {
+        let pid = std::process::id();
+        let suspects = std::mem::take(self.suspects.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let (own, foreign): (Vec<Suspect>, Vec<Suspect>) =
+            suspects.into_iter().partition(|s| s.local.pid == pid);
+        foreign.into_iter().for_each(|s| forget_if_foreign(s.local));
+        if let Some(last) = own.iter().map(|s| s.since).max() {
+            linger_after_close(last + LINGER, own);
+        }
     }
 }
 
@@ -227,9 +246,10 @@ fn forget_if_foreign(local: Local) {
     }
 }
 
-/// The request's plain form when it has one, else its script: `EVAL` by source, or `EVALSHA`
-/// repeated as `EVAL` after a `NOSCRIPT` (as the multiplexed path does).
-fn run(conn: &mut redis::Connection, request: &Request) -> redis::RedisResult<Value> {
+/// The request's plain form when it has one, else its script: `EVAL` by source (also the
+/// first time on this connection: `scripts_run.rs`), or `EVALSHA` repeated as `EVAL` after a
+/// `NOSCRIPT` (as the multiplexed path does).
+fn run(conn: &mut redis::Connection, scripts: &ScriptsRun, request: &Request) -> redis::RedisResult<Value> {
     if let Some(plain) = &request.plain {
         return match plain_command(plain) {
             PlainCommand::One(cmd) => cmd.query(conn),
@@ -245,8 +265,12 @@ fn run(conn: &mut redis::Connection, request: &Request) -> redis::RedisResult<Va
             .arg(&request.args)
             .query(conn)
     };
-    if request.by_source {
-        return invoke(conn, "EVAL", script.source());
+    if request.by_source || scripts.is_new(script) {
+        let reply = invoke(conn, "EVAL", script.source());
+        if answered(&reply) {
+            scripts.ran(script);
+        }
+        return reply;
     }
     match invoke(conn, "EVALSHA", script.sha1()) {
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {

@@ -366,12 +366,13 @@ impl LoopNode {
             None => current()?.connection(self)?,
         };
         let mut call = socket.call(self, request);
+        let scripts = Some(&socket.scripts);
         Some(if ifeq && ifeq::handles(request) {
-            ifeq::run(&mut call, request).await
+            ifeq::run(&mut call, request, scripts).await
         } else if let Some(plain) = &request.plain {
             run_plain(&mut call, plain).await
         } else {
-            eval_script(&mut call, request).await
+            eval_script(&mut call, request, scripts).await
         })
     }
 

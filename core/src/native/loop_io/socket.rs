@@ -10,6 +10,7 @@
 use super::open::Stream;
 use super::{EventLoop, LoopNode, LoopWatcher, Pending};
 use crate::native::resp::{self, Next};
+use crate::native::scripts_run::ScriptsRun;
 use crate::protocol::request::Request;
 use futures::channel::oneshot;
 use redis::{Cmd, RedisError, RedisFuture, RedisResult, Value};
@@ -44,6 +45,8 @@ pub(crate) struct Socket {
     pid: u32,
     state: Mutex<State>,
     home: Weak<EventLoop>,
+    /// The scripts run on this socket (the first of each goes by source).
+    pub(super) scripts: ScriptsRun,
 }
 
 /// A socket as a binding's [`LoopWatcher`] sees it: a descriptor to watch, and what to call.
@@ -79,6 +82,7 @@ impl Socket {
             stream,
             state: Mutex::new(State::default()),
             home,
+            scripts: ScriptsRun::new(),
         })
     }
 
