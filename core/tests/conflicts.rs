@@ -63,6 +63,50 @@ async fn a_lock_name_over_application_data_is_a_key_conflict_at_once() {
 }
 
 #[tokio::test]
+async fn a_multi_lock_member_over_application_data_is_a_key_conflict_at_once() {
+    // Found by a user trial (stop 36): the multi-lock's script told a member holding data
+    // "busy" (a string without TTL) or failed its undo on it (another type), so the acquire
+    // waited out its wait (for ever without one) and, for another type, left the member it
+    // had taken held for the whole lease.
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let _: () = cmd(&mut conn, &["SET", "m:orders", "x"]).await;
+    let _: () = cmd(&mut conn, &["HSET", "m:profile", "name", "ann"]).await;
+    let _: () = cmd(&mut conn, &["RPUSH", "m:queue", "job"]).await;
+    for data in ["m:orders", "m:profile", "m:queue"] {
+        for reentrant in [false, true] {
+            // "m:a" sorts first: the member taken before the one holding data.
+            let locks = if reentrant {
+                vec![client.rlock("m:a"), client.rlock(data)]
+            } else {
+                vec![client.lock("m:a"), client.lock(data)]
+            };
+            let multi = client.multi_lock(locks).unwrap().lease(Duration::from_secs(30));
+            for wait in [Some(Duration::ZERO), Some(Duration::from_secs(30)), None] {
+                let what = format!("{data}, reentrant {reentrant}, wait {wait:?}");
+                let err = within(Duration::from_secs(5), multi.acquire_with_wait(wait))
+                    .await
+                    .expect_err(&what);
+                assert_eq!(err.kind(), ErrorKind::KeyConflict, "{what}: {err}");
+                let mut left = 1;
+                for _ in 0..100 {
+                    left = cmd::<i64>(&mut conn, &["EXISTS", "m:a"]).await;
+                    if left == 0 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                assert_eq!(left, 0, "{what}: the member taken is given back");
+            }
+        }
+    }
+    let len: i64 = cmd(&mut conn, &["LLEN", "m:queue"]).await;
+    let value: String = cmd(&mut conn, &["GET", "m:orders"]).await;
+    assert_eq!((len, value.as_str()), (1, "x"), "the data is untouched");
+}
+
+#[tokio::test]
 async fn a_hold_whose_key_was_replaced_by_another_type_is_a_key_conflict() {
     let s = server();
     let client = client(&s).await;

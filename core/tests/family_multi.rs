@@ -218,8 +218,10 @@ async fn a_member_taken_meanwhile_is_left_alone_and_a_stale_retry_is_not_replaye
     assert_eq!(node.cmd::<String>(&["GET", "b"]).await, "other");
     let channels: Vec<String> = rec.take().await.into_iter().map(|(c, _)| c).collect();
     assert_eq!(channels, ["redisson_lock__channel:{a}"]);
-    // A member held without TTL reports pttl -1.
-    node.cmd::<()>(&["PERSIST", "b"]).await;
+    // A member held without TTL (redis-py's Lock without a timeout: a token, no TTL) reports
+    // pttl -1; a string without TTL that is no token is application data (conflicts.rs).
+    node.cmd::<()>(&["SET", "b", "0123456789abcdef0123456789abcdef"])
+        .await;
     let r = multi::acquire(&order, 10_000, "r2", 2_000).unwrap().script_only();
     assert_eq!(
         multi::decode_acquire(&node.run(&r).await).unwrap(),

@@ -110,7 +110,7 @@ family_script!(
 );
 family_script!(
     /// Multi-lock all-or-nothing acquire of lease and reentrant members in one script.
-    MULTI_ACQUIRE, "multi_acquire"
+    MULTI_ACQUIRE, "multi_acquire", "../lua/conflict.lua"
 );
 family_script!(
     /// Multi-lock release of the members taken by `multi_acquire`.

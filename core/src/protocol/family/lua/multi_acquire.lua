@@ -7,6 +7,9 @@
 -- member i's spec: 'L' .. token or 'R' .. owner id.
 -- Reply: {1} every member taken (or this request's earlier grant replayed); {0, i, pttl}
 -- member i is held by someone else (nothing was changed).
+-- Errors: WRONGTYPE when a member's key holds application data (another type, or a string or
+-- hash without TTL that is no lock: conflict.lua), as its own kind's acquire answers, with
+-- nothing changed.
 local n = #KEYS - 1
 local latch = KEYS[n + 1]
 local with_latch = ARGV[2] ~= '0'
@@ -49,11 +52,28 @@ elseif redis.call('DEL', latch) == 1 then
     return {1}
   end
 end
+-- Application data under a member's name first (all members: a busy member before it must
+-- not hide it, since waiting would never end), then the first member someone else holds.
+local busy = nil
 for i = 1, n do
-  local key = KEYS[i]
-  if redis.call('EXISTS', key) == 1 and not holds(key, ARGV[2 + i]) then
-    return {0, i, redis.call('PTTL', key)}
+  local key, spec = KEYS[i], ARGV[2 + i]
+  local kind = redis.call('TYPE', key).ok
+  if kind ~= 'none' then
+    local lease = string.sub(spec, 1, 1) == 'L'
+    if kind ~= (lease and 'string' or 'hash') then
+      return conflict('a ' .. kind .. ' (member ' .. i .. ')')
+    end
+    if not holds(key, spec) then
+      local pttl = redis.call('PTTL', key)
+      if pttl == -1 and (not lease or not looks_like_token(redis.call('GET', key))) then
+        return conflict('a ' .. kind .. ' without TTL (member ' .. i .. ')')
+      end
+      busy = busy or {0, i, pttl}
+    end
   end
+end
+if busy then
+  return busy
 end
 for i = 1, n do
   local key, spec = KEYS[i], ARGV[2 + i]
