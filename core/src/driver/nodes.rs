@@ -84,11 +84,22 @@ impl Nodes {
 
     /// Sends `request` to node `i`, giving up after `timeout`.
     pub(crate) async fn call(&self, i: usize, request: &Request, timeout: Duration) -> Result<Reply> {
+        self.call_noting_retry(i, request, timeout).await.0
+    }
+
+    /// As [`call`](Self::call), and whether the answer came from a retry after a connection
+    /// error (so an earlier try of the same request may have applied).
+    pub(crate) async fn call_noting_retry(
+        &self,
+        i: usize,
+        request: &Request,
+        timeout: Duration,
+    ) -> (Result<Reply>, bool) {
         let Some(connections) = self.keep() else {
-            return Err(Error::connection(CLOSED));
+            return (Err(Error::connection(CLOSED)), false);
         };
         let sleep = self.runtime.sleep(timeout);
-        call_once_more(&*connections[i], request, sleep, timeout).await.0
+        call_once_more(&*connections[i], request, sleep, timeout).await
     }
 
     /// Sends `request` to every node concurrently; one result per node, in node order.

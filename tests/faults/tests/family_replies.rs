@@ -89,6 +89,30 @@ async fn try_set_repeated_after_a_lost_reply_answers_set() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_release_whose_reply_is_lost_is_released_once() {
+    // Found by a user trial (stop 36): the retry found the id its first try had released and
+    // the release said the permit was gone ("deleted"), although it had given it back.
+    let server = server();
+    let proxy = FaultProxy::start(server.port()).unwrap();
+    let client = via(&proxy).await;
+    let permits = client.permit_semaphore(name("lost-permit-release"));
+    permits.try_set_permits(2).await.unwrap();
+    let permit = permits.acquire(Some(Duration::from_secs(30))).await.unwrap();
+    proxy.once(Direction::ToClient, Fault::Reset);
+    bounded(permit.release())
+        .await
+        .expect("released, by the first try");
+    assert_eq!(proxy.stats().resets, 1, "the fault bit");
+    assert_eq!(
+        cmd::<String>(&server, &["GET", permits.name()]),
+        "2",
+        "given back once"
+    );
+    let again = bounded(permit.release()).await.unwrap_err();
+    assert_eq!(again.reason(), Some(redlatch::Reason::NeverHeld), "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permit_whose_release_failed_is_released_by_close() {
     let server = server();
     let proxy = FaultProxy::start(server.port()).unwrap();
