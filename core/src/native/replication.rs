@@ -1,4 +1,5 @@
-//! `sync_replicas`: after a grant, an extend or a watchdog renewal, `WAIT n timeout` on the
+//! `sync_replicas`: after a grant (of any lock, a multi-lock, a semaphore's permits or a
+//! permit), an extend or a watchdog renewal, `WAIT n timeout` on the
 //! connection that wrote it, and too few acknowledgements make the write count as not done
 //! (Redisson's `checkLockSyncedSlaves`).
 //!
@@ -15,6 +16,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::protocol::family::scripts as family;
+use crate::protocol::family::{multi, permits, semaphore};
 use crate::protocol::reply::{self, AcquireReply, OwnershipReply, Reply};
 use crate::protocol::request::Request;
 use crate::protocol::scripts;
@@ -47,6 +49,29 @@ pub(crate) fn write_to_confirm(request: &Request, reply: &Reply) -> Option<&'sta
     if acquires.into_iter().any(is) {
         return matches!(reply::decode_acquire(reply), Ok(AcquireReply::Acquired { .. }))
             .then_some("acquire");
+    }
+    // The rest of the family's grants (before stop 36 they were never confirmed: a user
+    // trial found a multi-lock and a semaphore granted with no replica at all).
+    let granted = if is(&family::MULTI_ACQUIRE) {
+        matches!(multi::decode_acquire(reply), Ok(multi::AcquireReply::Acquired))
+    } else if is(&family::SEMAPHORE_ACQUIRE) {
+        matches!(
+            semaphore::decode_acquire(reply),
+            Ok(semaphore::AcquireReply::Acquired { .. })
+        )
+    } else if is(&family::PERMIT_ACQUIRE) {
+        matches!(
+            permits::decode_acquire(reply),
+            Ok(permits::AcquireReply::Acquired { .. })
+        )
+    } else {
+        false
+    };
+    if granted {
+        return Some("acquire");
+    }
+    if is(&family::PERMIT_EXTEND) {
+        return permits::decode_extend(reply).unwrap_or(false).then_some("extend");
     }
     if is(&scripts::LEASE_EXTEND) || is(&scripts::RLOCK_EXTEND) || is(&family::RW_READ_EXTEND) {
         return matches!(reply::decode_extend(reply), Ok(OwnershipReply::Done)).then_some("extend");

@@ -1,0 +1,73 @@
+//! `sync_replicas` covers the whole family's grants: on a node without the replicas asked
+//! for, every acquire is refused (`NotAcquired`) and its grant given back. (Before stop 36 a
+//! user trial found a multi-lock and a semaphore granted with no replica at all; the locks
+//! were refused.) With replicas, `sentinel.rs` tests the failover this protects against.
+
+mod common;
+use common::*;
+use redlatch::{Client, ErrorKind};
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_grant_of_the_family_waits_for_its_replicas() {
+    let s = server();
+    let client = Client::builder(&s.url())
+        .sync_replicas(1)
+        .sync_replicas_timeout(Duration::from_millis(50))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let refused = |e: redlatch::Error, what: &str| {
+        assert_eq!(e.kind(), ErrorKind::NotAcquired, "{what}: {e}");
+        assert!(e.message().contains("replica(s) confirmed"), "{what}: {e}");
+    };
+    let one_try = Some(Duration::ZERO);
+    let bound = Duration::from_secs(10);
+
+    let multi = client
+        .multi_lock_names(["sync:a", "sync:b"])
+        .unwrap()
+        .lease(Duration::from_secs(30));
+    refused(
+        within(bound, multi.acquire_with_wait(one_try)).await.unwrap_err(),
+        "multi-lock",
+    );
+
+    let sem = client.semaphore("sync:sem");
+    assert!(sem.try_set_permits(3).await.unwrap());
+    refused(
+        within(bound, sem.acquire_with_wait(1, one_try))
+            .await
+            .unwrap_err(),
+        "semaphore",
+    );
+    assert_eq!(sem.held(), 0);
+
+    let permits = client.permit_semaphore("sync:permits");
+    assert!(permits.try_set_permits(2).await.unwrap());
+    let e = within(
+        bound,
+        permits.acquire_with_wait(Some(Duration::from_secs(30)), one_try),
+    )
+    .await
+    .unwrap_err();
+    refused(e, "permit");
+
+    // Every grant given back (in the background, right after the error).
+    let mut state = Vec::new();
+    for _ in 0..100 {
+        state = vec![
+            cmd::<i64>(&mut conn, &["EXISTS", "sync:a", "sync:b"])
+                .await
+                .to_string(),
+            cmd::<String>(&mut conn, &["GET", "sync:sem"]).await,
+            cmd::<String>(&mut conn, &["GET", "sync:permits"]).await,
+        ];
+        if state == ["0", "3", "2"] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(state, ["0", "3", "2"], "members, semaphore count, permit count");
+}
