@@ -133,6 +133,15 @@ impl Error {
         }
     }
 
+    /// A `Connection` error that retrying cannot cure ([`Error::is_permanent`]): credentials
+    /// refused where the message must say which ones (Sentinel's own, or the data nodes').
+    pub(crate) fn refused_credentials(message: impl Into<String>) -> Self {
+        Error {
+            permanent: true,
+            ..Self::connection(message)
+        }
+    }
+
     /// Builds an [`ErrorKind::InvalidArgument`] error.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)

@@ -229,6 +229,48 @@ async fn a_plain_client_on_a_cluster_node_fails_at_once_saying_so() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.message().contains("Cluster"), "{e}");
     assert!(e.message().contains("redis+cluster://"), "{e}");
+
+    // A refused password and a missing permission end a wait at once too (a user trial of
+    // stop 36 found both retried through the whole wait on Cluster, as Connection errors).
+    for node in cluster.nodes() {
+        node.cli(&["ACL", "SETUSER", "right", "on", ">right-pw", "~*", "&*", "+@all"])
+            .unwrap();
+        node.cli(&[
+            "ACL",
+            "SETUSER",
+            "noslots",
+            "on",
+            ">right-pw",
+            "~*",
+            "&*",
+            "+@all",
+            "-cluster|slots",
+        ])
+        .unwrap();
+    }
+    let seeds = |auth: &str| -> Vec<String> {
+        cluster
+            .urls()
+            .iter()
+            .map(|u| u.replace("redis://", &format!("redis://{auth}@")))
+            .collect()
+    };
+    let cases = [
+        ("right:wrong-pw", ErrorKind::Connection),
+        ("noslots:right-pw", ErrorKind::NoPermission),
+    ];
+    for (auth, kind) in cases {
+        let lazy = Client::cluster_builder(&seeds(auth))
+            .network_timeout(Duration::from_secs(2))
+            .build_lazy()
+            .unwrap();
+        let lock = lazy.lock(&name).wait(Duration::from_secs(60));
+        let acquire = lock.acquire();
+        let e = within(Duration::from_secs(20), acquire).await.unwrap_err();
+        assert_eq!(e.kind(), kind, "{auth}: {e}");
+        assert!(e.is_permanent(), "{auth}: {e}");
+        assert!(!e.to_string().contains("pw"), "no password shown: {e}");
+    }
 }
 
 /// A call right after the node's server closed its connection (`CLIENT KILL`) gets the

@@ -154,6 +154,29 @@ async fn sentinel_credentials_are_checked_and_not_shown() {
     .await
     .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    // Refused credentials end a wait at once and say whose they were (a user trial of stop 36
+    // found both retried through the whole wait, with one message for both).
+    let cases = [
+        (group.url(), "wrong-sentinel-pw", "sentinel_password"),
+        (
+            group.url().replace("data-pw", "wrong-data-pw"),
+            "sentinel-pw",
+            "the URL's user name or password",
+        ),
+    ];
+    for (url, sentinel_password, whose) in cases {
+        let lazy = Client::builder(&url)
+            .sentinel_auth(None, sentinel_password)
+            .network_timeout(Duration::from_secs(2))
+            .build_lazy()
+            .unwrap();
+        let lock = lazy.lock("creds").wait(Duration::from_secs(60));
+        let acquire = lock.acquire();
+        let e = within(Duration::from_secs(20), acquire).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+        assert!(e.is_permanent() && e.message().contains(whose), "{whose}: {e}");
+        assert!(!e.to_string().contains("pw"), "no password shown: {e}");
+    }
 }
 
 /// Watches `guard` and records when it was reported lost.

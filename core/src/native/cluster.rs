@@ -16,10 +16,10 @@ use super::cluster_pubsub::ClusterSubscriber;
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
 use super::replication;
-use super::transport::{eval_script, map_error, run_plain, TransportOptions};
+use super::transport::{eval_script, map_error, run_plain, wrapped_refusal, TransportOptions};
 use super::{ifeq, tls::TlsOptions};
 use crate::driver::{BoxFut, Subscription, Transport};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::{Request, PUBLISH};
 use crate::protocol::scripts;
@@ -120,11 +120,10 @@ impl ClusterTransport {
             .get_or_try_init(|| async {
                 // A connection error (redis-rs says "Failed to create initial connections");
                 // the caller names the transport.
-                let mut conn = self
-                    .client
-                    .get_async_connection()
-                    .await
-                    .map_err(|e| Error::connection(map_error(&e, &[]).message().to_owned()))?;
+                let mut conn = self.client.get_async_connection().await.map_err(|e| {
+                    wrapped_refusal(&e)
+                        .unwrap_or_else(|| Error::connection(map_error(&e, &[]).message().to_owned()))
+                })?;
                 let facts = self.probe(&mut conn).await?;
                 Ok::<_, Error>((conn, facts))
             })
@@ -149,7 +148,7 @@ impl ClusterTransport {
         }
         let facts = probe::probe(conn, &self.label, &Default::default())
             .await
-            .map_err(|e| map_error(&e, &[]))?;
+            .map_err(|e| cluster_error(&e, &[]))?;
         let sharded = match self.sharded_override {
             Some(s) => s,
             None => redis::cmd("PUBSUB")
@@ -171,7 +170,7 @@ impl ClusterTransport {
         redis::cmd("PING")
             .query_async::<()>(&mut conn)
             .await
-            .map_err(|e| map_error(&e, &[]))
+            .map_err(|e| cluster_error(&e, &[]))
     }
 
     async fn run_one(
@@ -217,7 +216,7 @@ impl ClusterTransport {
             return cross_slot(request);
         }
         // Unprefixed: the driver names the node (the cluster's label) in front of every error.
-        map_error(e, &request.args)
+        cluster_error(e, &request.args)
     }
 
     /// Renews a batch whose locks live in several slots: one call per slot.
@@ -270,6 +269,17 @@ impl ClusterTransport {
             }
         }
         Ok(Reply::Array(flags))
+    }
+}
+
+/// `e` mapped as on a single node ([`map_error`]), except the refusals redis-rs reports
+/// wrapped while it (re)connects or refreshes the slots ([`wrapped_refusal`]): a refused
+/// password or a missing permission (`NOPERM` for `CLUSTER SLOTS`) is permanent here too.
+fn cluster_error(e: &redis::RedisError, args: &[String]) -> Error {
+    let mapped = map_error(e, args);
+    match mapped.kind() {
+        ErrorKind::Connection if !mapped.is_permanent() => wrapped_refusal(e).unwrap_or(mapped),
+        _ => mapped,
     }
 }
 

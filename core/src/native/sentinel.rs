@@ -12,7 +12,8 @@
 use super::node::NodeSpec;
 use super::redact;
 use super::tls::TlsOptions;
-use crate::error::{Error, Result};
+use super::transport::wrapped_refusal;
+use crate::error::{Error, ErrorKind, Result};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{ConnectionAddr, IntoConnectionInfo, TlsMode};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -192,7 +193,12 @@ impl SentinelSource {
             |why: String| Error::connection(format!("Sentinel: no master for {:?}: {why}", self.master));
         let client = match found {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(fail(redact::server_error(&e.to_string(), &[]))),
+            Ok(Err(e)) => {
+                return Err(match wrapped_refusal(&e) {
+                    Some(refused) => self.which_refused(refused, timeout).await,
+                    None => fail(redact::server_error(&e.to_string(), &[])),
+                })
+            }
             Err(_) => return Err(fail(format!("no answer within {} ms", (timeout * 2).as_millis()))),
         };
         let info = client
@@ -209,6 +215,39 @@ impl SentinelSource {
             label,
             resolver: None,
         })
+    }
+}
+
+impl SentinelSource {
+    /// `refused` (credentials or a permission, met while asking for the master) named for
+    /// whose it was: a sentinel refusing a `PING` means the sentinel options, else the data
+    /// node (the URL's credentials, or the ACL user's permissions on the master: `ROLE`).
+    async fn which_refused(&self, refused: Error, timeout: Duration) -> Error {
+        // The sentinel's own error, if it has one for us (its credentials are checked at connect).
+        let sentinel_error = async {
+            let sentinel = self.sentinels.first()?;
+            match sentinel.get_multiplexed_async_connection().await {
+                Ok(mut conn) => redis::cmd("PING").query_async::<()>(&mut conn).await.err(),
+                Err(e) => Some(e),
+            }
+        };
+        let sentinel_refused = matches!(
+            tokio::time::timeout(timeout, sentinel_error).await,
+            Ok(Some(e)) if wrapped_refusal(&e).is_some()
+        );
+        let master = &self.master;
+        match (refused.kind(), sentinel_refused) {
+            (ErrorKind::NoPermission, _) => Error::new(
+                ErrorKind::NoPermission,
+                format!("Sentinel master {master:?}: {} (the data nodes' ACL user needs ROLE; docs/deployments.md)", refused.message()),
+            ),
+            (_, true) => Error::refused_credentials(format!(
+                "Sentinel: the sentinels of {master:?} refused the sentinel user name or password (the sentinel_username / sentinel_password options)"
+            )),
+            (_, false) => Error::refused_credentials(format!(
+                "the master {master:?} (via Sentinel) refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)"
+            )),
+        }
     }
 }
 

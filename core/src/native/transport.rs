@@ -422,6 +422,32 @@ pub(crate) fn map_error(e: &redis::RedisError, args: &[String]) -> Error {
     }
 }
 
+/// A refusal inside a connect failure that redis-rs reports wrapped in its own error (the
+/// Cluster's "Failed to create initial connections - ...", Sentinel's master lookup), whose
+/// kind says only that connecting failed: a refused password is the permanent `Connection`
+/// error it is on a single node, a missing ACL permission (`NOPERM`) `NoPermission`, so a wait
+/// ends at once instead of retrying what no retry cures (found by the stop 36 user trial:
+/// both waited out the whole wait on Cluster and Sentinel). `None` for the other failures.
+pub(crate) fn wrapped_refusal(e: &redis::RedisError) -> Option<Error> {
+    // Unwrapped (the Cluster's initial slots query refused: its own reply).
+    let mapped = map_error(e, &[]);
+    if mapped.kind() == ErrorKind::NoPermission || mapped.is_permanent() {
+        return Some(mapped);
+    }
+    let text = e.to_string();
+    if e.kind() == redis::ErrorKind::AuthenticationFailed
+        || text.contains("AuthenticationFailed")
+        || text.contains("WRONGPASS")
+    {
+        return Some(Error::auth_refused());
+    }
+    let at = text.find("NOPERM")?;
+    Some(Error::new(
+        ErrorKind::NoPermission,
+        redact::server_error(&text[at..], &[]),
+    ))
+}
+
 /// A request's plain commands as redis-rs sends them: one command as itself, several as one
 /// pipeline (not a transaction; [`run_plain`] answers with the array of their replies).
 pub(crate) fn plain_command(plain: &[Vec<String>]) -> PlainCommand {
