@@ -271,6 +271,23 @@ async fn a_plain_client_on_a_cluster_node_fails_at_once_saying_so() {
         assert!(e.is_permanent(), "{auth}: {e}");
         assert!(!e.to_string().contains("pw"), "no password shown: {e}");
     }
+
+    // A node that does not answer: the message names the key slot, and the seed as a seed
+    // (the user trial read "cluster <seed>: no reply" as naming the node that failed).
+    let client = Client::cluster_builder(&cluster.urls())
+        .network_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    let slot = cluster.slot_of(&name).unwrap();
+    let owner = cluster.master_of(slot).unwrap();
+    owner.pause().unwrap();
+    let lock = client.lock(&name).wait(Duration::ZERO);
+    let e = within(Duration::from_secs(10), lock.acquire()).await.unwrap_err();
+    owner.resume().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains(&format!("key slot {slot}")), "{e}");
+    assert!(e.message().contains("(seed "), "{e}");
 }
 
 /// A call right after the node's server closed its connection (`CLIENT KILL`) gets the

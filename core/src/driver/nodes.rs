@@ -225,7 +225,7 @@ async fn call_once_more(
         Either::Right(_) => {
             let error = match transport.stalled() {
                 Some(why) => Error::connection(format!("{}: {why}", transport.label())),
-                None => timed_out(transport.label(), request, timeout),
+                None => timed_out(transport, request, timeout),
             };
             (Err(error), false)
         }
@@ -237,9 +237,14 @@ fn labelled(label: &str, result: Result<Reply>) -> Result<Reply> {
     result.map_err(|e| e.prefixed(label))
 }
 
-fn timed_out(label: &str, request: &Request, timeout: Duration) -> Error {
+fn timed_out(transport: &dyn Transport, request: &Request, timeout: Duration) -> Error {
+    let at = transport
+        .locate(request)
+        .map(|at| format!(" ({at})"))
+        .unwrap_or_default();
     Error::connection(format!(
-        "{label}: no reply to {} within {} ms",
+        "{}: no reply to {}{at} within {} ms",
+        transport.label(),
         request.script.name(),
         timeout.as_millis()
     ))

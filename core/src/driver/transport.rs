@@ -58,6 +58,12 @@ pub trait Transport: MaybeSend + 'static {
     fn stalled(&self) -> Option<String> {
         None
     }
+
+    /// Where `request` went, for a message about it, when the label alone does not say (a
+    /// Cluster: `key slot 1234`, served by whichever node owns it). Default `None`.
+    fn locate(&self, _request: &Request) -> Option<String> {
+        None
+    }
 }
 
 /// A live subscription to one unlock channel. Dropping it unsubscribes (when it was the last).

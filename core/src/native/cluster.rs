@@ -103,7 +103,13 @@ impl ClusterTransport {
                 "the TLS server name option applies to single nodes; Cluster nodes are verified by the addresses they announce",
             ));
         }
-        let label = format!("cluster {}", seeds.first().map_or("", |s| s.label.as_str()));
+        // The seed is not the node that serves a request: said so, so that an error about a
+        // request does not seem to name the node that failed (a user trial of stop 36 read it
+        // so); timeouts add the key slot (`locate`).
+        let label = format!(
+            "cluster (seed {})",
+            seeds.first().map_or("", |s| s.label.as_str())
+        );
         Ok(ClusterTransport {
             client: cluster_client(&seeds, tls, &options, None)?,
             subscriber: ClusterSubscriber::new(&seeds, tls, &options)?,
@@ -323,5 +329,13 @@ impl Transport for ClusterTransport {
 
     fn is_cluster(&self) -> bool {
         true
+    }
+
+    fn locate(&self, request: &Request) -> Option<String> {
+        let key = request.keys.first()?;
+        Some(format!(
+            "key slot {}",
+            crate::protocol::family::multi::hash_slot(key)
+        ))
     }
 }
