@@ -15,19 +15,21 @@ end
 if not lease_only and redis.call('EXISTS', KEYS[n + 1]) == 0 then
   return 0
 end
--- Reads first. A member whose key holds another type (application data under its name) is
--- not this request's: its read is protected, so the members that are still get undone
--- (before stop 36 the WRONGTYPE ended the script, and a member the attempt had taken stayed
+-- Reads first. A member whose key holds another type than its kind's (application data under
+-- its name) is not this request's: it is skipped, so the members that are still get undone
+-- (before stop 36 its WRONGTYPE ended the script, and a member the attempt had taken stayed
 -- held for its whole lease while the caller kept waiting on it).
 local found, any = {}, not lease_only
 for i = 1, n do
   local spec = ARGV[2 * i]
-  local id = string.sub(spec, 2)
-  if string.sub(spec, 1, 1) == 'L' then
-    found[i] = redis.pcall('GET', KEYS[i]) == id and 1 or 0
+  local id, lease = string.sub(spec, 2), string.sub(spec, 1, 1) == 'L'
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if lease and kind == 'string' then
+    found[i] = redis.call('GET', KEYS[i]) == id and 1 or 0
+  elseif not lease and kind == 'hash' then
+    found[i] = tonumber(redis.call('HGET', KEYS[i], id) or '0')
   else
-    local count = redis.pcall('HGET', KEYS[i], id)
-    found[i] = type(count) == 'string' and tonumber(count) or 0
+    found[i] = 0
   end
   any = any or found[i] > 0
 end
