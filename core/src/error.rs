@@ -135,6 +135,7 @@ impl Error {
 
     /// A `Connection` error that retrying cannot cure ([`Error::is_permanent`]): credentials
     /// refused where the message must say which ones (Sentinel's own, or the data nodes').
+    #[cfg(feature = "native")]
     pub(crate) fn refused_credentials(message: impl Into<String>) -> Self {
         Error {
             permanent: true,
