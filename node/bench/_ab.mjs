@@ -7,6 +7,7 @@
 // CPU time per acquire + release, garbage collection included) and 32 loops on
 // distinct keys (ops/s, vs redlock), over R rounds of M ms turns, with the load averages.
 import { loadavg } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -72,8 +73,15 @@ const state = libs.map((lib) => ({
   name: key('s'),
   names: Array.from({ length: LOOPS }, () => key('p')),
   seq: { n: 0, s: 0, cpu: 0, samples: [] },
-  par: { n: 0, s: 0 },
+  par: { n: 0, s: 0, cpu: 0, redis: 0 },
 }))
+// Redis' own CPU time (us), from its /proc entry (the server runs on this machine).
+const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))[1])
+const HZ = 100
+function redisCpu() {
+  const fields = readFileSync(`/proc/${redisPid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / HZ
+}
 const startLoad = load()
 for (const s of state) for (let i = 0; i < 500; i++) await (await s.lib.acquire(s.name))()
 for (let r = 0; r < ROUNDS; r++) {
@@ -92,8 +100,13 @@ for (let r = 0; r < ROUNDS; r++) {
   }
   for (const s of state) {
     const t = performance.now()
+    const cpu = process.cpuUsage()
+    const rcpu = redisCpu()
     const counts = await Promise.all(s.names.map((name) => timeLoop(TURN, async () => (await s.lib.acquire(name))())))
     await collect()
+    const used = process.cpuUsage(cpu)
+    s.par.cpu += used.user + used.system
+    s.par.redis += redisCpu() - rcpu
     s.par.n += counts.reduce((a, b) => a + b, 0)
     s.par.s += (performance.now() - t) / 1000
   }
@@ -109,7 +122,7 @@ for (const s of state) {
   const parOps = s.par.n / s.par.s
   console.log(
     `  ${s.lib.label.padEnd(40)} seq ${seqOps.toFixed(0).padStart(6)} ops/s p50 ${p50.toFixed(0).padStart(4)} us ` +
-      `${(seqOps / seqBase).toFixed(2)}x cpu ${(s.seq.cpu / s.seq.n).toFixed(0).padStart(3)} us/op   32 loops ${parOps.toFixed(0).padStart(6)} ops/s ${(parOps / parBase).toFixed(2)}x`,
+      `${(seqOps / seqBase).toFixed(2)}x cpu ${(s.seq.cpu / s.seq.n).toFixed(0).padStart(3)} us/op   32 loops ${parOps.toFixed(0).padStart(6)} ops/s ${(parOps / parBase).toFixed(2)}x cpu ${(s.par.cpu / s.par.n).toFixed(1)} us/op redis ${(s.par.redis / s.par.n).toFixed(1)} us/op`,
   )
 }
 for (const s of state) await s.lib.close()

@@ -71,16 +71,24 @@ export class Held {
    * OutOfMemoryError (nothing changed) the hold is kept and `release()` may be called again.
    * RedisConnectionError too when `client.close()` released it.
    */
-  async release() {
+  release() {
+    // Not an `async` method: one promise and fewer microtask turns per release (README
+    // "Fewer promises per call").
+    let releasing
     try {
-      await this.#raw.release(false)
+      releasing = this.#raw.release(false)
     } catch (err) {
-      // An unknown outcome leaves the hold held: release again. (A release that resolved
-      // released it: no need to ask the engine, one addon call less per release.)
-      if (!this.#raw.held) this.#end()
-      throw toLockError(err)
+      releasing = Promise.reject(err)
     }
-    this.#end()
+    return releasing.then(
+      () => this.#end(),
+      (err) => {
+        // An unknown outcome leaves the hold held: release again. (A release that resolved
+        // released it: no need to ask the engine, one addon call less per release.)
+        if (!this.#raw.held) this.#end()
+        throw toLockError(err)
+      },
+    )
   }
 
   /** The release ending a scope: an unknown outcome is retried in the background by the core. */
