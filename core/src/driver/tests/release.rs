@@ -61,6 +61,19 @@ async fn a_lease_release_whose_reply_is_lost_is_retried_with_the_same_request_id
     );
 }
 
+/// Waits until `key` exists on every node: an acquire returns once a majority granted, and the
+/// last node's grant may still be on its way (a test that tampers with it after would race it).
+async fn granted_everywhere(conns: &mut [redis::aio::MultiplexedConnection], key: &str) {
+    within(async {
+        for conn in conns.iter_mut() {
+            while cmd::<i64>(conn, &["EXISTS", key]).await == 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_quorum_release_needs_a_majority_of_confirmations() {
     let servers = [testing::server(), testing::server(), testing::server()];
@@ -75,6 +88,7 @@ async fn a_quorum_release_needs_a_majority_of_confirmations() {
     // hold it until the release, so another owner could have held one meanwhile (Redlock;
     // `owned()` says so too). A refusal, and its own key on the third node is deleted.
     let hold = acquire(&engine, &lease_spec("r:2", MINUTE), NOW).await.unwrap();
+    granted_everywhere(&mut conns, "r:2").await;
     for conn in &mut conns[1..] {
         let _: i64 = cmd(conn, &["DEL", "r:2"]).await;
     }
@@ -89,6 +103,7 @@ async fn a_quorum_release_needs_a_majority_of_confirmations() {
 
     // Another owner's on two of three nodes: a refusal, and their keys are left alone.
     let hold = acquire(&engine, &lease_spec("r:3", MINUTE), NOW).await.unwrap();
+    granted_everywhere(&mut conns, "r:3").await;
     for conn in &mut conns[1..] {
         let _: () = cmd(conn, &["SET", "r:3", "another-token", "PX", "60000"]).await;
     }
