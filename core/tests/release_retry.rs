@@ -286,14 +286,7 @@ async fn a_release_sent_while_a_fresh_server_is_stopped_applies_when_it_resumes(
     let err = within(Duration::from_secs(5), sem.release(2)).await;
     s.resume().unwrap();
     assert_eq!(err.unwrap_err().kind(), ErrorKind::Connection);
-    let mut available = String::new();
-    for _ in 0..100 {
-        available = cmd::<String>(&mut conn, &["GET", "fresh:sem"]).await;
-        if available == "3" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let available = value_once(&mut conn, "fresh:sem", "3", 100).await;
     assert_eq!(
         available, "3",
         "the release held up by the stop applied when it resumed"

@@ -546,14 +546,7 @@ async fn close_during_a_pause_still_gives_the_permits_back() {
     // This test's connection is paused too (its replies would time out): a new one after.
     tokio::time::sleep(Duration::from_millis(1300)).await;
     let mut conn = raw(&s).await;
-    let mut available = String::new();
-    for _ in 0..150 {
-        available = cmd::<String>(&mut conn, &["GET", "sem:close-paused"]).await;
-        if available == "3" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let available = value_once(&mut conn, "sem:close-paused", "3", 150).await;
     assert_eq!(
         available, "3",
         "the permits given back at close applied when the pause ended"

@@ -110,6 +110,26 @@ pub async fn hammer(
     cmd::<i64>(&mut conn, &["GET", "counter"]).await
 }
 
+/// `key`'s string value once it is `want`, polled every 20 ms for at most `tries` polls;
+/// the last value read otherwise (for the caller's assertion to show).
+#[allow(dead_code)]
+pub async fn value_once(
+    conn: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+    want: &str,
+    tries: u32,
+) -> String {
+    let mut value = String::new();
+    for _ in 0..tries {
+        value = cmd::<String>(conn, &["GET", key]).await;
+        if value == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    value
+}
+
 /// Runs `f` and fails the test if it takes longer than `limit` (a hang guard, not a timing claim).
 pub async fn within<T>(limit: Duration, f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(limit, f)
