@@ -8,6 +8,7 @@ use common::relay::Relay;
 use common::*;
 use redlatch::blocking;
 use redlatch::ErrorKind;
+use redlatch_fleet::{RedisServer, ServerOptions};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -165,4 +166,47 @@ fn a_stalled_node_fails_a_call_within_about_one_network_timeout() {
     let mut admin = sync_redis(&s);
     let left: bool = redis::cmd("EXISTS").arg("local:stall").query(&mut admin).unwrap();
     assert!(!left, "no grant left behind");
+}
+
+#[test]
+fn a_release_whose_new_connection_cannot_log_in_during_a_stop_still_applies_when_it_resumes() {
+    // Logged in as a user: a stopped server still accepts a TCP connection (the kernel does),
+    // but holds its AUTH. Before stop 37 a release that needed a new calling-thread connection
+    // then (here: the idle one is busy with another thread's release) spent its whole network
+    // timeout logging in and was never sent anywhere: its permit stayed taken for good. Now
+    // it queues on the multiplexed connection and applies when the server resumes.
+    let s = RedisServer::start_with_options(&ServerOptions {
+        acl_user: Some(true),
+        ..ServerOptions::default()
+    })
+    .expect("start redis-server");
+    let builder = redlatch::Client::builder(&s.url()).network_timeout(Duration::from_millis(600));
+    let client = blocking::Client::from_builder(builder).expect("connect");
+    let mut admin = sync_redis(&s);
+    let sem = client.semaphore("local:sem");
+    assert!(sem.try_set_permits(3).expect("set permits")); // made the calling thread's connection
+    sem.acquire(2).expect("acquire");
+    s.pause().unwrap();
+    let first = {
+        let sem = sem.clone();
+        std::thread::spawn(move || sem.release(1)) // takes the idle connection
+    };
+    std::thread::sleep(Duration::from_millis(150));
+    let second = sem.release(1).expect_err("no reply while stopped");
+    let first = first.join().unwrap().expect_err("no reply while stopped");
+    s.resume().unwrap();
+    assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+    assert_eq!(second.kind(), ErrorKind::Connection, "{second}");
+    let mut available = String::new();
+    for _ in 0..100 {
+        available = redis::cmd("GET").arg("local:sem").query(&mut admin).unwrap();
+        if available == "3" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        available, "3",
+        "both releases held up by the stop applied when it resumed"
+    );
 }

@@ -192,6 +192,10 @@ impl RedisTransport {
                 }
                 Some(Err(describe(&node, &error, &request.args)))
             }
+            Sent::NoConnection => {
+                local_io::end_scope();
+                None
+            }
         }
     }
 

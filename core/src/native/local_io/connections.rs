@@ -47,6 +47,9 @@ pub(crate) enum Sent {
         error: redis::RedisError,
         timed_out: bool,
     },
+    /// No connection could be made within half the time left (none was idle): the request
+    /// was not sent, and goes to the multiplexed connection, which exists.
+    NoConnection,
 }
 
 impl LocalConnections {
@@ -69,6 +72,7 @@ impl LocalConnections {
         match &sent {
             Sent::Reply(_) => super::replied(),
             Sent::Failed { .. } => super::failed(started),
+            Sent::NoConnection => {}
         }
         sent
     }
@@ -80,9 +84,23 @@ impl LocalConnections {
         let (mut local, shortened) = match self.take_idle() {
             Some(local) if budget == self.network_timeout => (local, false),
             idle => {
-                let made = match idle {
+                let made: redis::RedisResult<Local> = match idle {
                     Some(local) => Ok(local),
-                    None => self.connect(budget),
+                    // Half the time, not all of it: a connect held up (a paused server holds
+                    // AUTH; a stalled one the TLS handshake) then leaves the multiplexed
+                    // connection the other half to queue the request on, where it still
+                    // applies once the server runs again (as one sent here would have).
+                    None => match self.connect(budget / 2) {
+                        Ok(local) => Ok(local),
+                        Err(error) => {
+                            let kind = error.kind();
+                            tracing::debug!(
+                                ?kind,
+                                "no calling-thread connection: the request goes to the multiplexed one"
+                            );
+                            return Sent::NoConnection;
+                        }
+                    },
                 };
                 let left = budget.saturating_sub(started.elapsed());
                 let shortened = made.and_then(|local| {

@@ -23,7 +23,11 @@
 //!
 //! Faults follow the transport's rules: a connection that errors is dropped and never
 //! reused, so the driver's one retry after a connection error goes out on a new one (the
-//! attempt and its retry share one network timeout, connects included); a
+//! attempt and its retry share one network timeout, connects included); a request for
+//! which no connection could be made within half its time (none idle) goes to the
+//! multiplexed connection instead, unsent here (a paused server holds a new connection's
+//! `AUTH`: the request then still queues on a connection that exists, to apply when the
+//! server runs again); a
 //! connection made in another process (after `fork()`) is never used (leaked, not closed, so
 //! the parent's socket is untouched). A reply timeout cannot be cut short by the driver's
 //! timer on this path (the thread is blocked in `read`), so it ends the I/O scope for the
