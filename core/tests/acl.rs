@@ -7,8 +7,9 @@
 mod common;
 
 use common::{cmd, raw, within};
-use redlatch::{Client, ErrorKind};
+use redlatch::{Client, ErrorKind, Warning};
 use redlatch_fleet::{RedisServer, ServerOptions};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const BOUND: Duration = Duration::from_secs(30);
@@ -130,4 +131,45 @@ async fn sync_replicas_may_wait_under_the_documented_user() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(exists, 0, "the unconfirmed grant was not rolled back within 2 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_denied_subscribe_is_warned_and_its_waiters_poll() {
+    // (Denied the channels themselves, a user cannot release either: the release scripts
+    // publish. Denied only SUBSCRIBE, waits fall back to polling, with this warning.)
+    let server = server();
+    let reply = server
+        .cli(&["ACL", "SETUSER", redlatch_fleet::acl::USER, "-subscribe"])
+        .unwrap();
+    assert_eq!(reply, "OK");
+    let seen: Arc<Mutex<Vec<Warning>>> = Arc::default();
+    let handler = {
+        let seen = seen.clone();
+        move |w: &Warning| seen.lock().unwrap().push(w.clone())
+    };
+    let builder = Client::builder(&server.user_url()).on_warning(handler);
+    let client = within(BOUND, builder.connect()).await.unwrap();
+    let lease = Duration::from_secs(30);
+    let held = within(BOUND, client.lock("lock:nochan").lease(lease).acquire())
+        .await
+        .unwrap();
+    let waiter = {
+        let lock = client
+            .lock("lock:nochan")
+            .lease(lease)
+            .wait(Duration::from_secs(20));
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    within(BOUND, held.release()).await.unwrap();
+    let woken = within(BOUND, waiter)
+        .await
+        .unwrap()
+        .expect("the waiter got the lock by polling");
+    within(BOUND, woken.release()).await.unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "one warning: {seen:?}");
+    assert_eq!(seen[0].kind, "pubsub");
+    assert_eq!(seen[0].node, format!("127.0.0.1:{}", server.port()));
+    assert!(seen[0].message.contains("NOPERM"), "{}", seen[0].message);
 }

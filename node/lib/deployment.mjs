@@ -89,7 +89,7 @@ export function deploymentOptions(options, out) {
 
 /**
  * The addon's warning callback: a deployment warning (today: a `maxmemory-policy` that may
- * evict lock keys) becomes `process.emitWarning` with type `DeploymentWarning` and code
+ * evict lock keys, or a user denied `SUBSCRIBE`) becomes `process.emitWarning` with type `DeploymentWarning` and code
  * `REDLATCH_<KIND>` (e.g. `REDLATCH_EVICTION`), once per node and client.
  */
 export function emitWarning(warning) {

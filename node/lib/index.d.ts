@@ -63,7 +63,8 @@ export declare class Client extends FacadeClient {
    * Connects to the deployment `url` names: one node (`redis://[[user]:password@]host:port[/db]`,
    * `rediss://` for TLS), a Cluster (`redis+cluster://h1:7000,h2:7001`) or the master of a
    * Sentinel deployment (`redis+sentinel://h1:26379,h2:26379/mymaster`). An evicting
-   * `maxmemory-policy` is reported with `process.emitWarning` (type `DeploymentWarning`).
+   * `maxmemory-policy` is reported with `process.emitWarning` (type `DeploymentWarning`, code
+   * `REDLATCH_EVICTION`), a user denied `SUBSCRIBE` likewise (code `REDLATCH_PUBSUB`: waiters poll).
    */
   static connect(url: string, options?: ClientOptions): Promise<Client>
   /** Connects to N independent Redis nodes (Redlock quorum); a majority must answer. */

@@ -7,7 +7,7 @@
 
 use crate::calls::{Driver, Value};
 use crate::client::NativeClient;
-use crate::deployment::{warn_through, Deployment, DeploymentWarning, WarningCallback};
+use crate::deployment::{warn_through, warn_with, Deployment, DeploymentWarning, WarningCallback};
 use crate::error::{invalid, IntoNapi};
 use crate::local::LocalTransport;
 use crate::local::Scratch;
@@ -85,7 +85,7 @@ impl NativeClient {
                 Err((urls, config, on_warning)) => {
                     let on_warning = Arc::new(on_warning);
                     let renewer = renewer(&urls, config.clone(), on_warning.clone());
-                    let local = connect_local(&urls, config, &handle);
+                    let local = connect_local(&urls, config, &handle, on_warning.clone());
                     let (local, renewer) = futures::future::join(local, renewer).await;
                     let (client, nodes) = local?;
                     let failed = match renewer {
@@ -189,6 +189,7 @@ async fn connect_local(
     urls: &[String],
     config: Config,
     driver: &Driver,
+    on_warning: Arc<WarningCallback>,
 ) -> redlatch::Result<(redlatch::Client, String)> {
     let runtime = match driver {
         Driver::Local(_, runtime) => runtime.clone(),
@@ -196,7 +197,10 @@ async fn connect_local(
     };
     let transports = urls
         .iter()
-        .map(|u| LocalTransport::new(u, config.network_timeout, runtime.clone()).map(Arc::new))
+        .map(|u| {
+            let warn = warn_with(on_warning.clone());
+            LocalTransport::new(u, config.network_timeout, runtime.clone(), warn).map(Arc::new)
+        })
         .collect::<redlatch::Result<Vec<_>>>()?;
     // Before any node is asked: a node given twice would cast two votes.
     quorum::independent(&transports.iter().map(|t| t.label()).collect::<Vec<_>>())?;

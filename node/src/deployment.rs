@@ -54,7 +54,8 @@ pub(crate) struct Deployment {
 #[napi(object)]
 #[derive(Debug, Clone)]
 pub struct DeploymentWarning {
-    /// What it is about, stable for matching: `"eviction"`.
+    /// What it is about, stable for matching: `"eviction"`, `"pubsub"` (the user may not
+    /// `SUBSCRIBE`: waiters poll) or `"renewal"`.
     pub kind: String,
     /// The node (`host:port`, never credentials).
     pub node: String,
@@ -120,11 +121,17 @@ impl Deployment {
 
 /// `builder`, its client's deployment warnings going to `callback`.
 pub(crate) fn warn_through(builder: ClientBuilder, callback: Arc<WarningCallback>) -> ClientBuilder {
-    builder.on_warning(move |w| {
+    let warn = warn_with(callback);
+    builder.on_warning(move |w| warn(w.clone()))
+}
+
+/// Hands each warning to `callback` (the client's `onWarning`), from any thread.
+pub(crate) fn warn_with(callback: Arc<WarningCallback>) -> Arc<dyn Fn(redlatch::Warning) + Send + Sync> {
+    Arc::new(move |w: redlatch::Warning| {
         let warning = DeploymentWarning {
             kind: w.kind.to_owned(),
-            node: w.node.clone(),
-            message: w.message.clone(),
+            node: w.node,
+            message: w.message,
         };
         callback.call(warning, ThreadsafeFunctionCallMode::NonBlocking);
     })

@@ -17,7 +17,8 @@ use crate::client::redlatch_client_options;
 use crate::ffi::optional_millis;
 
 /// `void (*)(void *user_data, const char *kind, const char *message)`: called once per node
-/// and condition with a deployment warning. `kind` is stable for matching (`"eviction"`);
+/// and condition with a deployment warning. `kind` is stable for matching (`"eviction"`,
+/// `"pubsub"`: see the README);
 /// `message` is the full text; both are valid only during the call. Runs on a runtime thread
 /// (see `redlatch_client_options.on_warning`).
 pub type redlatch_warning_callback =

@@ -17,6 +17,7 @@ use super::node::NodeSpec;
 use super::probe::{self, Facts};
 use super::replication;
 use super::transport::{eval_script, map_error, run_plain, wrapped_refusal, TransportOptions};
+use super::warnings::Warning;
 use super::{ifeq, tls::TlsOptions};
 use crate::driver::{BoxFut, Subscription, Transport};
 use crate::error::{Error, ErrorKind, Result};
@@ -318,7 +319,15 @@ impl Transport for ClusterTransport {
     fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
         Box::pin(async move {
             let (_, facts) = self.connection().await?;
-            let sub = self.subscriber.subscribe(channel, facts.sharded).await?;
+            let sub = self
+                .subscriber
+                .subscribe(channel, facts.sharded)
+                .await
+                .inspect_err(|e| {
+                    if let Some(w) = Warning::channel_denied(&self.label, e) {
+                        self.options.warnings.emit(w);
+                    }
+                })?;
             Ok(Some(Box::new(sub) as Box<dyn Subscription>))
         })
     }

@@ -20,7 +20,7 @@ use super::pubsub::Subscriber;
 use super::replication::{self, SyncReplicas};
 use super::scripts_run::ScriptsRun;
 use super::tls::TlsOptions;
-use super::warnings::Warnings;
+use super::warnings::{Warning, Warnings};
 use super::{ifeq, redact};
 use crate::driver::{BoxFut, Subscription, Transport};
 use crate::error::{Error, ErrorKind, Result};
@@ -330,7 +330,11 @@ impl Transport for RedisTransport {
 
     fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
         Box::pin(async move {
-            let sub = self.subscriber.subscribe(channel).await?;
+            let sub = self.subscriber.subscribe(channel).await.inspect_err(|e| {
+                if let Some(w) = Warning::channel_denied(&self.label, e) {
+                    self.options.warnings.emit(w);
+                }
+            })?;
             Ok(Some(Box::new(sub) as Box<dyn Subscription>))
         })
     }

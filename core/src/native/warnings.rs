@@ -1,5 +1,6 @@
 //! Deployment warnings: conditions that do not stop a client but weaken what a lock
-//! guarantees (today: a `maxmemory-policy` that may evict lock keys).
+//! guarantees or how it performs (today: a `maxmemory-policy` that may evict lock keys, and a
+//! user denied the unlock channels).
 //!
 //! Each warning is a `tracing` event at WARN level and, when the application gave one, a call
 //! of its handler, which is how the bindings reach their language's channel (`warnings.warn`
@@ -12,7 +13,8 @@ use std::sync::{Arc, Mutex};
 /// One warning about a node of the deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
-    /// What it is about, stable for matching: `"eviction"`.
+    /// What it is about, stable for matching: `"eviction"` (a `maxmemory-policy` that may
+    /// evict lock keys) or `"pubsub"` (the user may not subscribe: waiters poll).
     pub kind: &'static str,
     /// The node's address (`host:port`, never credentials).
     pub node: String,
@@ -65,6 +67,23 @@ pub(crate) fn eviction(node: &str, policy: &str) -> Option<Warning> {
             "{node}: maxmemory-policy is {policy}, not noeviction: under memory pressure Redis may evict lock keys, and another client can then acquire a lock that is still held (set maxmemory-policy noeviction on servers that hold locks)"
         ),
     })
+}
+
+impl Warning {
+    /// The warning (kind `"pubsub"`) for `node`, which refused a subscription to a lock's
+    /// release channel with `error`, when `error` is that refusal (`NoPermission`: a user
+    /// denied `SUBSCRIBE`); `None` for any other error. Waits still work then, by polling. For
+    /// transports of a binding's own (the Node addon's sockets), which report it themselves.
+    pub fn channel_denied(node: &str, error: &crate::Error) -> Option<Warning> {
+        (error.kind() == crate::ErrorKind::NoPermission).then(|| Warning {
+            kind: "pubsub",
+            node: node.to_owned(),
+            message: format!(
+                "{node} refused a subscription to a lock's release channel ({}): waiters poll instead of being woken by the release, so hand-offs are slower and waiting costs more requests (grant SUBSCRIBE and the channels: see the ACL recipe in docs/deployments.md)",
+                error.message()
+            ),
+        })
+    }
 }
 
 #[cfg(test)]

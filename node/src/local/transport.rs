@@ -16,7 +16,8 @@ use super::pubsub::Subscriber;
 use super::LocalRuntime;
 use redlatch::protocol::reply::Reply;
 use redlatch::protocol::request::Request;
-use redlatch::{BoxFut, RedisTransport, Result, Subscription, Transport};
+use redlatch::{BoxFut, RedisTransport, Result, Subscription, Transport, Warning};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -27,6 +28,10 @@ pub(crate) struct LocalTransport {
     /// Held while a connection is being opened, so concurrent calls share one attempt.
     opening: futures::lock::Mutex<()>,
     subscriber: Arc<Subscriber>,
+    /// Where deployment warnings go (the client's `onWarning`), and whether the node's
+    /// refused subscription was reported (once per node, as the core's transports do).
+    warn: Arc<dyn Fn(Warning) + Send + Sync>,
+    warned_pubsub: AtomicBool,
 }
 
 impl LocalTransport {
@@ -36,6 +41,7 @@ impl LocalTransport {
         url: &str,
         connect_timeout: Duration,
         runtime: Arc<LocalRuntime>,
+        warn: Arc<dyn Fn(Warning) + Send + Sync>,
     ) -> Result<LocalTransport> {
         let node = Arc::new(Node::new(url, connect_timeout, runtime)?);
         Ok(LocalTransport {
@@ -43,6 +49,8 @@ impl LocalTransport {
             node,
             live: Mutex::new(None),
             opening: futures::lock::Mutex::new(()),
+            warn,
+            warned_pubsub: AtomicBool::new(false),
         })
     }
 
@@ -98,7 +106,16 @@ impl Transport for LocalTransport {
     }
 
     fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
-        Box::pin(async move { self.subscriber.subscribe(channel).await.map(Some) })
+        Box::pin(async move {
+            let sub = self.subscriber.subscribe(channel).await.inspect_err(|e| {
+                if let Some(w) = Warning::channel_denied(&self.node.label, e) {
+                    if !self.warned_pubsub.swap(true, Ordering::Relaxed) {
+                        (self.warn)(w);
+                    }
+                }
+            })?;
+            Ok(Some(sub))
+        })
     }
 
     fn label(&self) -> &str {
