@@ -177,6 +177,42 @@ async fn sentinel_credentials_are_checked_and_not_shown() {
         assert!(e.is_permanent() && e.message().contains(whose), "{whose}: {e}");
         assert!(!e.to_string().contains("pw"), "no password shown: {e}");
     }
+    // A data-node user denied ROLE and INFO (how the client checks it reached the master,
+    // redis-rs falling back to INFO replication): refused at once as NoPermission, whatever
+    // the wait (not retried as a connection failure).
+    for i in 0..2 {
+        let reply = group
+            .data_cli(
+                i,
+                &[
+                    "ACL",
+                    "SETUSER",
+                    "norole",
+                    "on",
+                    ">norole-pw",
+                    "+@all",
+                    "-role",
+                    "-info",
+                    "~*",
+                    "&*",
+                ],
+            )
+            .unwrap();
+        assert_eq!(reply, "OK");
+    }
+    let lazy = Client::builder(&group.url().replace(":data-pw@", "norole:norole-pw@"))
+        .sentinel_auth(None, "sentinel-pw")
+        .network_timeout(Duration::from_secs(2))
+        .build_lazy()
+        .unwrap();
+    let e = within(
+        Duration::from_secs(20),
+        lazy.lock("norole").wait(Duration::from_secs(60)).acquire(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoPermission, "{e}");
+    assert!(!e.to_string().contains("pw"), "no password shown: {e}");
 }
 
 /// Watches `guard` and records when it was reported lost.
