@@ -281,7 +281,10 @@ export interface ClientOptions {
 
 /** One deployment warning, as the facade's callback receives it. */
 export interface DeploymentWarning {
-  /** What it is about, stable for matching: `"eviction"`. */
+  /**
+   * What it is about, stable for matching: `"eviction"`, `"pubsub"` (the user may not
+   * `SUBSCRIBE`: waiters poll) or `"renewal"`.
+   */
   kind: string
   /** The node (`host:port`, never credentials). */
   node: string
