@@ -302,7 +302,8 @@ export declare function holdRefusal(what: string, name: string): void
  * Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id, kind,
  * a, b, c, text)` settles call `id` for the tokio engine (the local one hands its results
  * back from each entry: host.rs); `kick()` asks for `localDrain(out)` soon, when a local
- * task is woken from another thread.
+ * task is woken from another thread. When the thread's environment is torn down, its local
+ * clients are abandoned ([`abandon_local_clients`]).
  */
 export declare function installLocal(settle: (id: number, kind: number, a: number, b: number, c: number, text: string | null) => void, kick: () => void): void
 

@@ -226,6 +226,21 @@ impl Client {
         }
     }
 
+    /// Gives this client up without releasing anything, for a host whose runtime is gone for
+    /// good (the Node addon's local engine on a worker thread that ended: nothing runs on
+    /// that thread again, so neither `close` nor a background release can). Its watchdog-mode
+    /// holds are no longer renewed, here or by its renewer (`renew_through`, whose runtime
+    /// would otherwise renew them for as long as the process lives), so they expire with
+    /// their lease, the watchdog timeout, as when a process ends; the renewer's connections
+    /// close, and later calls fail as on a closed client (`Connection`).
+    pub fn abandon(&self) {
+        let _ = self.engine.registry.close();
+        self.engine.stop_renewing_and_disconnect();
+        if let Some(renewer) = self.engine.renewer.get() {
+            renewer.stop_renewing_and_disconnect();
+        }
+    }
+
     /// `true` once [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
         self.engine.registry.is_closed()

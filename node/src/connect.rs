@@ -95,6 +95,7 @@ impl NativeClient {
                     if let Some(e) = failed {
                         renewals_stay_here(&on_warning, nodes, &e);
                     }
+                    crate::local::track(&shared);
                     client
                 }
                 Ok(builder) => builder.connect().await?,

@@ -22,11 +22,14 @@ pub(crate) use host::{push, Out, Scratch};
 pub(crate) use transport::LocalTransport;
 
 use crate::calls::{Driver, Outcome, SettleArgs, TokioSettle};
+use crate::client::Shared;
 use executor::Kick;
 use napi::bindgen_prelude::{FnArgs, Function};
+use napi::Env;
 use napi_derive::napi;
 use redlatch::{BoxFut, Runtime};
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use timer::{Sleep, Timers};
 
@@ -61,6 +64,34 @@ impl Runtime for LocalRuntime {
     }
 }
 
+thread_local! {
+    /// The clients connected on this thread's local engine, for [`abandon_local_clients`].
+    static LOCAL_CLIENTS: RefCell<Vec<Weak<Shared>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Remembers `shared`, a client connected on this thread's local engine (on this thread).
+pub(crate) fn track(shared: &Arc<Shared>) {
+    LOCAL_CLIENTS.with(|clients| {
+        let mut clients = clients.borrow_mut();
+        clients.retain(|c| c.strong_count() > 0);
+        clients.push(Arc::downgrade(shared));
+    });
+}
+
+/// This thread's JavaScript environment is being torn down (a worker thread ended, or the
+/// process exits): its local clients can never run again, and their renewers on the tokio
+/// thread would renew their holds for as long as the process lives (a user trial of stop 37
+/// found a worker's lock held until the process exited). Each is abandoned: its holds expire
+/// with their lease, as when a process ends (`redlatch::Client::abandon`).
+fn abandon_local_clients() {
+    let clients = LOCAL_CLIENTS.with(|clients| std::mem::take(&mut *clients.borrow_mut()));
+    for client in clients.iter().filter_map(Weak::upgrade) {
+        if let Ok(client) = client.client() {
+            client.abandon();
+        }
+    }
+}
+
 fn driver() -> napi::Result<Arc<Driver>> {
     Driver::current(true)
 }
@@ -80,11 +111,13 @@ fn entry(out: Scratch<'_>, f: impl FnOnce(&LocalRuntime)) -> napi::Result<Option
 /// Installs this thread's engines (once per thread, by `lib/engine.mjs`): `settle(id, kind,
 /// a, b, c, text)` settles call `id` for the tokio engine (the local one hands its results
 /// back from each entry: host.rs); `kick()` asks for `localDrain(out)` soon, when a local
-/// task is woken from another thread.
+/// task is woken from another thread. When the thread's environment is torn down, its local
+/// clients are abandoned ([`abandon_local_clients`]).
 #[napi(
     ts_args_type = "settle: (id: number, kind: number, a: number, b: number, c: number, text: string | null) => void, kick: () => void"
 )]
-pub fn install_local(settle: Function<SettleArgs, ()>, kick: Function<(), ()>) -> napi::Result<()> {
+pub fn install_local(env: Env, settle: Function<SettleArgs, ()>, kick: Function<(), ()>) -> napi::Result<()> {
+    env.add_env_cleanup_hook((), |()| abandon_local_clients())?;
     let kick: Kick = kick
         .build_threadsafe_function()
         .weak::<true>()
