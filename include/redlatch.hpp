@@ -114,6 +114,27 @@ std::uint64_t millis(const std::chrono::duration<Rep, Period> &d) {
     return static_cast<std::uint64_t>(ms.count());
 }
 
+// A wait in whole ms for the C API: as millis(), but one beyond the longest the library takes
+// (2^53 - 1 ms, about 285,000 years) is REDLATCH_WAIT_FOREVER, so that the TimedLockable
+// spelling of "forever" (try_lock_for(milliseconds::max()), a time_point::max() deadline)
+// waits instead of being refused.
+template <class Rep, class Period>
+std::uint64_t wait_millis(const std::chrono::duration<Rep, Period> &d) {
+    std::uint64_t ms = millis(d);
+    return ms > REDLATCH_MAX_DURATION_MS ? REDLATCH_WAIT_FOREVER : ms;
+}
+
+// A ClientOptions duration in whole ms: zero is the library default (the C struct's 0); a
+// negative one throws InvalidArgument (it used to become the default without a word).
+template <class Rep, class Period>
+std::uint64_t option_millis(const std::chrono::duration<Rep, Period> &d, const char *what) {
+    if (d < d.zero()) {
+        throw Error(REDLATCH_INVALID_ARGUMENT,
+                    std::string("InvalidArgument: ") + what + " must not be negative (zero means the default)");
+    }
+    return millis(d);
+}
+
 }  // namespace detail
 
 /// TLS settings of rediss:// URLs; an empty string means "not set". Without any, a rediss://
@@ -130,7 +151,8 @@ struct TlsOptions {
     bool insecure = false;    ///< accept any certificate: encrypted, not authenticated (never the default)
 };
 
-/// Client settings; zero (or an empty string) means the library default.
+/// Client settings; zero (or an empty string) means the library default; a negative duration
+/// throws InvalidArgument when the client is made.
 struct ClientOptions {
     /// Called with (kind, message) for each deployment warning (e.g. kind "eviction": a
     /// maxmemory-policy that may evict lock keys), once per node, on a redlatch runtime
@@ -153,9 +175,9 @@ struct ClientOptions {
     /// The C struct; its strings point into this object (valid while it lives, unchanged).
     redlatch_client_options to_c() const {
         redlatch_client_options o{};
-        o.watchdog_timeout_ms = detail::millis(watchdog_timeout);
-        o.network_timeout_ms = detail::millis(network_timeout);
-        o.node_timeout_ms = detail::millis(node_timeout);
+        o.watchdog_timeout_ms = detail::option_millis(watchdog_timeout, "watchdog_timeout");
+        o.network_timeout_ms = detail::option_millis(network_timeout, "network_timeout");
+        o.node_timeout_ms = detail::option_millis(node_timeout, "node_timeout");
         o.tls_ca_file = opt(tls.ca_file, "tls.ca_file");
         o.tls_ca_pem = opt(tls.ca_pem, "tls.ca_pem");
         o.tls_cert_file = opt(tls.cert_file, "tls.cert_file");
@@ -167,7 +189,7 @@ struct ClientOptions {
         o.sentinel_username = opt(sentinel_username, "sentinel_username");
         o.sentinel_password = opt(sentinel_password, "sentinel_password");
         o.sync_replicas = sync_replicas;
-        o.sync_replicas_timeout_ms = detail::millis(sync_replicas_timeout);
+        o.sync_replicas_timeout_ms = detail::option_millis(sync_replicas_timeout, "sync_replicas_timeout");
         return o;
     }
 
@@ -191,10 +213,11 @@ class LockOptions {
         }
         return *this;
     }
-    /// How long lock() waits (zero or negative: one try). Default: forever.
+    /// How long lock() waits (zero or negative: one try; beyond 2^53 - 1 ms: forever).
+    /// Default: forever.
     template <class Rep, class Period>
     LockOptions &wait(const std::chrono::duration<Rep, Period> &d) {
-        o_.wait_ms = detail::millis(d);
+        o_.wait_ms = detail::wait_millis(d);
         return *this;
     }
     LockOptions &wait_forever() {
@@ -204,9 +227,13 @@ class LockOptions {
     /// Fencing tokens (single-node clients only).
     /// Fenced locks: the counter key expires `ttl` after the last fenced acquire (default: it
     /// persists). Hazard: tokens then start again at 1; see redlatch_lock_options.fence_ttl_ms.
+    /// Zero or negative throws InvalidArgument (in C, 0 means "persists": never by accident).
     template <class Rep, class Period>
     LockOptions &fence_ttl(const std::chrono::duration<Rep, Period> &ttl) {
         o_.fence_ttl_ms = detail::millis(ttl);
+        if (o_.fence_ttl_ms == 0) {
+            throw Error(REDLATCH_INVALID_ARGUMENT, "InvalidArgument: fence_ttl must be greater than zero");
+        }
         return *this;
     }
     LockOptions &fenced(bool on = true) {
@@ -262,10 +289,11 @@ class Lock {
         return acquired;
     }
 
-    /// Waits up to `d`: true when acquired, false when the time ran out.
+    /// Waits up to `d`: true when acquired, false when the time ran out. Beyond 2^53 - 1 ms
+    /// (milliseconds::max(), a time_point::max() deadline) it waits until acquired.
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
-        redlatch_status st = redlatch_lock_acquire_for(handle_.get(), detail::millis(d));
+        redlatch_status st = redlatch_lock_acquire_for(handle_.get(), detail::wait_millis(d));
         if (st == REDLATCH_NOT_ACQUIRED) {
             return false;
         }

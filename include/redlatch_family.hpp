@@ -107,7 +107,7 @@ class MultiLock {
     /// Waits up to `d`: true when every member was taken, false when the time ran out.
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
-        redlatch_status st = redlatch_multi_lock_acquire_for(handle_.get(), detail::millis(d));
+        redlatch_status st = redlatch_multi_lock_acquire_for(handle_.get(), detail::wait_millis(d));
         if (st == REDLATCH_NOT_ACQUIRED) {
             return false;
         }

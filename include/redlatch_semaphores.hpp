@@ -33,7 +33,7 @@ class Semaphore {
     /// Waits up to `d` for `n` permits: true when taken, false when the time ran out.
     template <class Rep, class Period>
     bool try_acquire_for(const std::chrono::duration<Rep, Period> &d, std::uint64_t n = 1) {
-        redlatch_status st = redlatch_semaphore_acquire_for(handle_.get(), n, detail::millis(d));
+        redlatch_status st = redlatch_semaphore_acquire_for(handle_.get(), n, detail::wait_millis(d));
         if (st == REDLATCH_NOT_ACQUIRED) {
             return false;
         }
@@ -148,12 +148,12 @@ class PermitSemaphore {
     /// one): the permit, or empty when the time ran out.
     template <class Rep, class Period>
     std::optional<Permit> try_acquire_for(const std::chrono::duration<Rep, Period> &wait) {
-        return acquire_for_ms(0, detail::millis(wait));
+        return acquire_for_ms(0, detail::wait_millis(wait));
     }
     template <class Rep, class Period, class Rep2, class Period2>
     std::optional<Permit> try_acquire_for(const std::chrono::duration<Rep, Period> &wait,
                                           const std::chrono::duration<Rep2, Period2> &lease) {
-        return acquire_for_ms(positive(lease), detail::millis(wait));
+        return acquire_for_ms(positive(lease), detail::wait_millis(wait));
     }
     /// Releases a permit by id (e.g. from another process). Throws NOT_OWNED for an unknown or
     /// expired id, INVALID_ARGUMENT for one that is not 32 hex digits.
@@ -232,7 +232,7 @@ class CountDownLatch {
     /// Waits up to `d`: true when the count reached zero, false when the time ran out.
     template <class Rep, class Period>
     bool wait_for(const std::chrono::duration<Rep, Period> &d) {
-        return wait_ms(detail::millis(d));
+        return wait_ms(detail::wait_millis(d));
     }
     /// Waits until `t`: true when the count reached zero, false when the time ran out.
     template <class Clock, class Duration>
@@ -264,7 +264,7 @@ inline Semaphore Client::semaphore(const std::string &name) const {
 
 inline Semaphore Client::semaphore(const std::string &name, std::chrono::milliseconds wait) const {
     redlatch_semaphore *s = nullptr;
-    detail::check(redlatch_semaphore_new(handle_.get(), detail::c_str(name, "name"), detail::millis(wait), &s));
+    detail::check(redlatch_semaphore_new(handle_.get(), detail::c_str(name, "name"), detail::wait_millis(wait), &s));
     return Semaphore(s, state_);
 }
 
@@ -278,7 +278,7 @@ inline PermitSemaphore Client::permit_semaphore(const std::string &name) const {
 inline PermitSemaphore Client::permit_semaphore(const std::string &name, std::chrono::milliseconds wait) const {
     redlatch_permit_semaphore *s = nullptr;
     detail::check(redlatch_permit_semaphore_new(handle_.get(), detail::c_str(name, "name"),
-                                                detail::millis(wait), &s));
+                                                detail::wait_millis(wait), &s));
     return PermitSemaphore(s, state_);
 }
 

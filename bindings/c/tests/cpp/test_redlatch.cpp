@@ -145,6 +145,13 @@ void test_unique_lock_try_lock_for_times_out_then_succeeds() {
     ul.unlock();
     std::unique_lock<redlatch::Lock> timed(waiter, 1s);  // the timed constructor
     CHECK(timed.owns_lock());
+    timed.unlock();
+    // "Forever" as TimedLockable code spells it waits (the lock is free here), not refused
+    // (it threw InvalidArgument before stop 37: found by a user trial).
+    CHECK(waiter.try_lock_for(std::chrono::milliseconds::max()));
+    waiter.unlock();
+    CHECK(waiter.try_lock_until(Clock::time_point::max()));
+    waiter.unlock();
 }
 
 void test_scoped_lock_and_std_lock_take_both() {
@@ -176,6 +183,13 @@ void test_exceptions_carry_the_status() {
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, a.lock(std::string("a\0b", 3)));
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, a.lock("cpp:e", redlatch::LockOptions().lease(0ms)));
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, a.lock("cpp:e", redlatch::LockOptions().lease(-5s)));
+    // Zero or negative fence TTLs and negative client timeouts are refused (they silently
+    // meant "the counter persists" and "the default" before stop 37).
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, redlatch::LockOptions().fenced().fence_ttl(0s));
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, redlatch::LockOptions().fenced().fence_ttl(-1h));
+    redlatch::ClientOptions negative;
+    negative.network_timeout = -1ms;
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, redlatch::Client(url, negative));
     // NaN durations are refused, not converted (undefined behaviour) into "one try".
     const std::chrono::duration<double> nan_s(std::nan(""));
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, redlatch::LockOptions().wait(nan_s));
