@@ -83,6 +83,9 @@ fn new_holder(spec: &LockSpec, wait: Option<Duration>) -> Result<Holder> {
 /// # Errors
 /// `NotAcquired` when the wait runs out; `Connection`, `Redis` or `Quorum` when errors persist.
 pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<Duration>) -> Result<Hold> {
+    // A guard of this lock dropped just before: its background release lands first.
+    let bound = engine.config.network_timeout;
+    engine.dropped.settled(&spec.name, &*engine.runtime, bound).await;
     let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
     let mut holder = new_holder(spec, wait)?;
     let mut request_id = holder.request_id()?;

@@ -6,6 +6,7 @@
 
 mod acquire;
 mod attempt;
+pub(crate) mod dropped;
 mod grant;
 mod hold;
 mod line;
@@ -120,6 +121,8 @@ pub(crate) struct Engine {
     pub(crate) registry: registry::Registry,
     /// This client's waiters for each exclusive lock, in order (see `line.rs`).
     pub(crate) lines: Arc<line::Lines>,
+    /// Background releases of dropped guards in flight (see `dropped.rs`).
+    pub(crate) dropped: Arc<dropped::DroppedReleases>,
 }
 
 impl Engine {
@@ -144,6 +147,7 @@ impl Engine {
             validities: Arc::default(),
             registry: registry::Registry::default(),
             lines: Arc::default(),
+            dropped: Arc::default(),
         }))
     }
 

@@ -221,7 +221,12 @@ fn release_in_background(state: Arc<PermitState>) {
         return;
     }
     let runtime = state.engine.runtime.clone();
-    runtime.spawn(Box::pin(retry_release(state)));
+    // Acquires of the same semaphore through this client wait for it (`driver/dropped.rs`).
+    let in_flight = state.engine.dropped.begin(&state.name);
+    runtime.spawn(Box::pin(async move {
+        retry_release(state).await;
+        drop(in_flight);
+    }));
 }
 
 /// Releases the permit, retrying while the outcome is unknown (a failed attempt leaves it

@@ -189,6 +189,9 @@ impl PermitSemaphore {
 
     async fn acquire_loop(&self, lease_ms: Option<u64>, wait: Option<Duration>) -> Result<Permit> {
         let engine = &self.engine;
+        // A permit of this semaphore dropped just before: its background release lands first.
+        let bound = engine.config.network_timeout;
+        engine.dropped.settled(&self.name, &*engine.runtime, bound).await;
         let renewed = lease_ms.is_none();
         let lease_ms = lease_ms.unwrap_or(engine.config.watchdog_timeout.as_millis() as u64);
         let id = permits::new_permit_ids(1)?.remove(0);
