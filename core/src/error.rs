@@ -133,6 +133,17 @@ impl Error {
         }
     }
 
+    /// The client's runtime was shut down (a tokio runtime dropped while the client lives
+    /// on): a permanent `Connection` error, since nothing of the client can run any more.
+    pub(crate) fn runtime_gone() -> Self {
+        Error {
+            permanent: true,
+            ..Self::connection(
+                "the tokio runtime this client was connected on has shut down: a client lives on its runtime (its connections and background tasks run there); make one per runtime (e.g. per #[tokio::test]) or connect it on a runtime that outlives its uses",
+            )
+        }
+    }
+
     /// A `Connection` error that retrying cannot cure ([`Error::is_permanent`]): credentials
     /// refused where the message must say which ones (Sentinel's own, or the data nodes').
     #[cfg(feature = "native")]

@@ -144,3 +144,42 @@ async fn a_server_that_is_not_redis_is_a_connection_error() {
     // redis-rs' parse error spans a line per unexpected byte (a user trial saw it in C).
     assert!(!err.message().contains('\n'), "one line: {err:?}");
 }
+
+#[test]
+fn a_client_whose_runtime_was_shut_down_fails_calls_at_once_instead_of_panicking() {
+    // The shape of a `static` client shared by #[tokio::test]s, each with its own runtime:
+    // before stop 37 every call on the second runtime panicked inside tokio (a user trial).
+    let s = server();
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let client = first.block_on(Client::connect(&s.url())).unwrap();
+    let held = first
+        .block_on(client.lock("gone:held").lease(Duration::from_secs(30)).acquire())
+        .unwrap();
+    drop(first);
+    let second = tokio::runtime::Runtime::new().unwrap();
+    second.block_on(async {
+        let lock = client
+            .lock("gone:x")
+            .lease(Duration::from_secs(5))
+            .wait(Duration::from_secs(60));
+        let errors = [
+            within(Duration::from_secs(10), lock.acquire())
+                .await
+                .map(|_| ())
+                .unwrap_err(),
+            within(Duration::from_secs(10), lock.locked())
+                .await
+                .map(|_| ())
+                .unwrap_err(),
+            within(Duration::from_secs(10), client.rlock("gone:r").acquire())
+                .await
+                .map(|_| ())
+                .unwrap_err(),
+            within(Duration::from_secs(10), held.release()).await.unwrap_err(),
+        ];
+        for e in errors {
+            assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+            assert!(e.is_permanent() && e.message().contains("runtime"), "{e}");
+        }
+    });
+}

@@ -287,6 +287,10 @@ impl Runtime for KeepingRuntime {
     fn wall_clock_ms(&self) -> u64 {
         self.inner.wall_clock_ms()
     }
+
+    fn is_shut_down(&self) -> bool {
+        self.inner.is_shut_down()
+    }
 }
 
 impl Drop for Engine {

@@ -75,6 +75,15 @@ impl Nodes {
         self.live.upgrade()
     }
 
+    /// The connections for a call: `Connection` once closed, and (permanent: nothing can
+    /// run) once the client's runtime was shut down (see `TokioRuntime`).
+    fn for_call(&self) -> Result<Arc<Connections>> {
+        if self.runtime.is_shut_down() {
+            return Err(Error::runtime_gone());
+        }
+        self.keep().ok_or_else(|| Error::connection(CLOSED))
+    }
+
     /// Gives up the client's reference to the connections (`Client::close`): they close once
     /// the calls and tasks holding a [`keep`](Self::keep) are done.
     pub(crate) fn close(&self) {
@@ -95,8 +104,9 @@ impl Nodes {
         request: &Request,
         timeout: Duration,
     ) -> (Result<Reply>, bool) {
-        let Some(connections) = self.keep() else {
-            return (Err(Error::connection(CLOSED)), false);
+        let connections = match self.for_call() {
+            Ok(connections) => connections,
+            Err(e) => return (Err(e), false),
         };
         let sleep = self.runtime.sleep(timeout);
         call_once_more(&*connections[i], request, sleep, timeout).await
@@ -125,11 +135,13 @@ impl Nodes {
         good: impl Fn(&Reply) -> bool,
     ) -> Vec<Option<(Result<Reply>, bool)>> {
         let skipped = |i: usize| skip.get(i).copied().unwrap_or(false);
-        let Some(connections) = self.keep() else {
-            let closed = || Some((Err(Error::connection(CLOSED)), false));
-            return (0..self.len())
-                .map(|i| if skipped(i) { None } else { closed() })
-                .collect();
+        let connections = match self.for_call() {
+            Ok(connections) => connections,
+            Err(e) => {
+                return (0..self.len())
+                    .map(|i| (!skipped(i)).then(|| (Err(e.clone()), false)))
+                    .collect()
+            }
         };
         if connections.len() == 1 && !skipped(0) {
             let sleep = self.runtime.sleep(timeout);

@@ -98,6 +98,13 @@ pub trait Runtime: MaybeSend + 'static {
     /// Runs `task` in the background (the watchdog, releases of dropped guards).
     fn spawn(&self, task: BoxFut<'static, ()>);
 
+    /// `true` once the runtime is gone for good (a tokio runtime that was shut down): calls
+    /// then fail at once with a permanent `Connection` error instead of using it. Default:
+    /// never.
+    fn is_shut_down(&self) -> bool {
+        false
+    }
+
     /// Wall-clock time in ms since the Unix epoch. Fair locks store their waiters' deadlines
     /// as absolute wall-clock times, because Redisson does (`System.currentTimeMillis()`).
     /// Default: the system clock (0 if it reads before 1970).

@@ -1,13 +1,22 @@
 //! [`TokioRuntime`]: the driver's clock, sleep and spawn on tokio.
 
 use crate::driver::{process_clock, BoxFut, Runtime};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// Tokio-backed [`Runtime`]. Holds a runtime handle, so guards dropped outside any tokio
 /// context (a plain thread, a C caller) can still release in the background.
+///
+/// A client lives on the runtime it was connected on (its connections' tasks, its watchdog
+/// and background releases run there). Once that runtime is shut down (a `#[tokio::test]`
+/// ended, and a `static` client is used by the next one), every call fails at once with a
+/// permanent `Connection` error saying so, instead of panicking inside tokio: make a client
+/// per runtime, or connect it on a runtime that outlives its uses (`ClientBuilder::runtime`).
 #[derive(Debug, Clone)]
 pub struct TokioRuntime {
     handle: tokio::runtime::Handle,
+    /// Dead once the runtime dropped its tasks (it was shut down): see [`Self::with_handle`].
+    alive: Weak<()>,
 }
 
 impl TokioRuntime {
@@ -21,7 +30,15 @@ impl TokioRuntime {
 
     /// Uses the runtime behind `handle`.
     pub fn with_handle(handle: tokio::runtime::Handle) -> Self {
-        TokioRuntime { handle }
+        // A task that never ends holds `alive`: a runtime drops its tasks when it shuts down,
+        // which tokio has no other public way to tell (its timers then panic).
+        let alive = Arc::new(());
+        let probe = Arc::downgrade(&alive);
+        drop(handle.spawn(async move {
+            let _alive = alive;
+            std::future::pending::<()>().await
+        }));
+        TokioRuntime { handle, alive: probe }
     }
 }
 
@@ -38,5 +55,9 @@ impl Runtime for TokioRuntime {
 
     fn spawn(&self, task: BoxFut<'static, ()>) {
         self.handle.spawn(task);
+    }
+
+    fn is_shut_down(&self) -> bool {
+        self.alive.strong_count() == 0
     }
 }
