@@ -183,3 +183,14 @@ fn a_client_whose_runtime_was_shut_down_fails_calls_at_once_instead_of_panicking
         }
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enormous_hand_off_grace_is_refused_at_connect() {
+    // It is added to the clock at each hand-off: u64::MAX seconds overflowed there (unchecked
+    // before stop 37, found by a user trial).
+    let s = server();
+    let builder = Client::builder(&s.url()).handoff_grace(Duration::from_secs(u64::MAX));
+    let e = within(Duration::from_secs(10), builder.connect()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("hand-off grace"), "{e}");
+}

@@ -71,7 +71,8 @@ impl Config {
     /// Checks the settings (every builder and `Client::from_transports` call it).
     ///
     /// # Errors
-    /// `InvalidArgument` for a zero or too large duration, or a watchdog timeout under 3 ms
+    /// `InvalidArgument` for a zero (hand-off grace and back-off: allowed) or too large
+    /// duration (over 2^53 - 1 ms), or a watchdog timeout under 3 ms
     /// (it is renewed every third of it).
     pub fn validate(&self) -> crate::error::Result<()> {
         let wd = timing::to_millis("watchdog timeout", self.watchdog_timeout, false)?;
@@ -85,6 +86,11 @@ impl Config {
         if let Some(t) = self.node_timeout {
             timing::to_millis("node timeout", t, false)?;
         }
+        // Zero is allowed here (no grace; no back-off floor), too large is not: each is added
+        // to the clock (a user trial of stop 37 found `handoff_grace` unchecked).
+        timing::to_millis("hand-off grace", self.handoff_grace, true)?;
+        timing::to_millis("retry base", self.retry_base, true)?;
+        timing::to_millis("retry cap", self.retry_cap, true)?;
         Ok(())
     }
 }
