@@ -84,6 +84,7 @@ pub(super) fn new_hold(
         watch,
         releasing: Default::default(),
         background: Default::default(),
+        first_release_id: Default::default(),
     };
     (hold, orphaned)
 }

@@ -46,6 +46,9 @@ pub(crate) struct Hold {
     /// Set once a background release (of a dropped guard, a scope's end, `close()`) runs, so
     /// that only one does.
     pub(crate) background: std::sync::atomic::AtomicBool,
+    /// The id of the hold's first release, drawn with the acquire's token (one draw of the OS
+    /// random source serves both); `None` once used, or when none was drawn.
+    pub(super) first_release_id: std::sync::Mutex<Option<String>>,
 }
 
 impl Drop for Hold {
@@ -55,6 +58,23 @@ impl Drop for Hold {
 }
 
 impl Hold {
+    /// The hold with `id` kept for its first release.
+    pub(super) fn with_first_release_id(mut self, id: String) -> Self {
+        self.first_release_id = std::sync::Mutex::new(Some(id));
+        self
+    }
+
+    /// The id for a new release: the one drawn with the acquire's token the first time,
+    /// then a fresh one.
+    pub(super) fn new_release_id(&self) -> Result<String> {
+        let first = self
+            .first_release_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        first.map_or_else(|| self.holder.release_id(), Ok)
+    }
+
     pub(super) fn lease_ms(&self) -> u64 {
         self.lease.as_millis() as u64
     }

@@ -182,7 +182,7 @@ impl Hold {
         let request_id = match (pending.as_ref(), fresh_id) {
             (Some(p), _) => p.request_id.clone(),
             (None, Some(id)) => id.to_owned(),
-            (None, None) => self.holder.release_id()?,
+            (None, None) => self.new_release_id()?,
         };
         let mut releasing = Releasing {
             hold: self,
