@@ -204,6 +204,9 @@ impl RedisTransport {
     /// on, for its undo); `None` sends it on the multiplexed connection.
     async fn eval_on_loop(&self, request: &Request) -> Option<Result<Reply>> {
         let on_loop = self.on_loop.as_ref()?;
+        if !request.is_undo() && !super::loop_io::on_a_loop() {
+            return None; // checked first: the async path pays one thread-local read
+        }
         // Once the multiplexed connection's connect checks ran (DELIFEQ, eviction). An undo
         // goes on regardless: it must follow its attempt onto a loop connection even while
         // the multiplexed connection is being replaced (an abandoned call there makes it
