@@ -76,7 +76,6 @@ pub(super) fn new_hold(
     let hold = Hold {
         id: engine.registry.next_id(),
         engine: engine.clone(),
-        name: spec.name.clone(),
         holder: holder.clone(),
         lease,
         fence: spec.fence.map(|_| fence),

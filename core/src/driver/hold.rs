@@ -32,7 +32,6 @@ pub(crate) struct Hold {
     /// Its id in the client's registry of live holds (see `registry.rs`).
     pub(crate) id: u64,
     pub(crate) engine: Arc<Engine>,
-    pub(crate) name: String,
     pub(crate) holder: Holder,
     pub(crate) lease: Duration,
     pub(crate) fence: Option<u64>,
@@ -58,6 +57,11 @@ impl Drop for Hold {
 }
 
 impl Hold {
+    /// The lock's name (kept once, in the hold's validity).
+    pub(crate) fn name(&self) -> &str {
+        self.signal.name()
+    }
+
     /// The hold with `id` kept for its first release.
     pub(super) fn with_first_release_id(mut self, id: String) -> Self {
         self.first_release_id = std::sync::Mutex::new(Some(id));
@@ -83,12 +87,12 @@ impl Hold {
         Error::not_owned(
             true,
             reason,
-            format!("lock {:?} was lost while held ({reason})", self.name),
+            format!("lock {:?} was lost while held ({reason})", self.name()),
         )
     }
 
     pub(super) fn refused(&self, what: &str, reason: Reason) -> Error {
-        Error::hold_refused(what, &self.name, reason)
+        Error::hold_refused(what, self.name(), reason)
     }
 
     pub(super) fn unwatch(&self) {
@@ -121,7 +125,7 @@ impl Hold {
             return Err(self.refused("extend", Reason::NeverHeld));
         }
         let engine = &self.engine;
-        let req = self.holder.extend(&self.name, lease_ms);
+        let req = self.holder.extend(self.name(), lease_ms);
         let started = engine.runtime.now();
         let replies = engine
             .nodes
@@ -158,7 +162,7 @@ impl Hold {
                         .watchdog
                         .renew_by(*id, started + timing::renewal_period(lease));
                 }
-                tracing::debug!(lock = %self.name, lease_ms, "extended");
+                tracing::debug!(lock = %self.name(), lease_ms, "extended");
                 Ok(())
             }
             (Tally::Refused, _) => {
@@ -169,13 +173,13 @@ impl Hold {
             }
             (Tally::Granted, None) => Err(Error::new(
                 ErrorKind::Quorum,
-                format!("extend of {:?} took longer than the new lease", self.name),
+                format!("extend of {:?} took longer than the new lease", self.name()),
             )),
             _ => Err(match first_error {
                 Some(e) if !engine.is_quorum() => e,
                 _ => Error::new(
                     ErrorKind::Quorum,
-                    format!("extend of {:?}: no majority answered", self.name),
+                    format!("extend of {:?}: no majority answered", self.name()),
                 ),
             }),
         }
@@ -191,7 +195,7 @@ impl Hold {
         let _serial = self.releasing.lock().await;
         let engine = &self.engine;
         let reentrant = !matches!(self.holder, Holder::Lease { .. });
-        let req = request::inspect(&self.name, reentrant, Some(&self.holder));
+        let req = request::inspect(self.name(), reentrant, Some(&self.holder));
         let replies = engine
             .nodes
             .broadcast(&req, engine.node_timeout(self.lease))

@@ -186,7 +186,7 @@ impl UndoOnDrop<'_> {
         if !self.pending {
             return;
         }
-        let _in_flight = self.engine.in_flight(&self.name, &self.holder);
+        let _in_flight = self.engine.in_flight(self.name, &self.holder);
         let all: Vec<usize> = (0..self.engine.nodes.len()).collect();
         let what = (
             self.name.to_owned(),

@@ -131,6 +131,11 @@ impl HoldSignal {
         self.validity.deadline()
     }
 
+    /// The lock's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.validity.name
+    }
+
     /// Moves the validity deadline (renewal or extend succeeded).
     pub(crate) fn set_deadline(&self, deadline: Duration) {
         self.validity.set_deadline(deadline);
