@@ -17,8 +17,9 @@ use super::transport::{BoxFut, Runtime, Transport};
 use crate::error::{Error, ErrorKind, NodeOutcome, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
-use futures::future::{join_all, select, Either};
+use futures::future::join_all;
 use futures::stream::{FuturesUnordered, StreamExt};
+use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Poll;
 use std::time::Duration;
@@ -220,15 +221,22 @@ async fn call_once_more(
         (result, retries > 0)
     };
     let mut attempts = std::pin::pin!(attempts);
-    // The timer is armed only when the reply is not there at the first poll: a calling
-    // thread's own blocking I/O (`native/local_io`) has it there, and needs none.
-    if let Poll::Ready((result, retried)) = futures::poll!(attempts.as_mut()) {
-        return (labelled(transport.label(), result), retried);
-    }
-    let sleep = runtime.sleep(timeout.saturating_sub(runtime.now() - started));
-    match select(attempts, sleep).await {
-        Either::Left(((result, retried), _)) => (labelled(transport.label(), result), retried),
-        Either::Right(_) => {
+    // The timer is armed only when the reply is not there at the first poll (a calling
+    // thread's own blocking I/O has it there, and needs none), and the call is polled once
+    // per wake-up (a select would poll it again at once after arming).
+    let mut timer: Option<BoxFut<'static, ()>> = None;
+    let outcome = futures::future::poll_fn(|cx| {
+        if let Poll::Ready(done) = attempts.as_mut().poll(cx) {
+            return Poll::Ready(Some(done));
+        }
+        let timer =
+            timer.get_or_insert_with(|| runtime.sleep(timeout.saturating_sub(runtime.now() - started)));
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await;
+    match outcome {
+        Some((result, retried)) => (labelled(transport.label(), result), retried),
+        None => {
             let error = match transport.stalled() {
                 Some(why) => Error::connection(format!("{}: {why}", transport.label())),
                 None => timed_out(transport, request, timeout),
