@@ -247,7 +247,7 @@ pub(crate) fn release_in_background(hold: &Arc<Hold>) {
     }
     let runtime = hold.engine.runtime.clone();
     // Acquires of the same lock through this client wait for it (`driver/dropped.rs`).
-    let in_flight = hold.engine.dropped.begin(hold.name());
+    let in_flight = hold.engine.dropped.begin(&hold.name);
     let hold = hold.clone();
     runtime.spawn(Box::pin(async move {
         retry_release(hold).await;
