@@ -62,13 +62,9 @@ pub(super) async fn attempt(
         .await;
     let elapsed = rt.now() - started;
 
-    let n = engine.nodes.len();
-    // Which nodes granted or failed, and why each did not grant, matter only to a quorum's
-    // clean-up and error: a single node's attempt keeps the counts alone.
-    let per_node = n > 1;
-    let (mut granted, mut busy, mut fence, mut min_pttl) = (0, 0, 0, i64::MAX);
+    let (mut granted, mut busy, mut fence, mut min_pttl) = (Vec::new(), 0, 0, i64::MAX);
     let mut holds = 1;
-    let (mut granted_at, mut unanswered) = (Vec::new(), Vec::new());
+    let mut unanswered = Vec::new();
     let mut reasons = Vec::new();
     let mut first_error = None;
     for (i, r) in replies.into_iter().enumerate() {
@@ -83,31 +79,25 @@ pub(super) async fn attempt(
         };
         match r.and_then(|r| holder.decode_acquire(&r)) {
             Ok(AcquireReply::Acquired { fence: f, holds: h }) => {
-                granted += 1;
+                granted.push(i);
                 fence = f;
                 holds = h;
-                if per_node {
-                    granted_at.push(i);
-                    reasons.push(Ok(()));
-                }
+                reasons.push(Ok(()));
             }
             Ok(AcquireReply::Busy { pttl }) => {
                 busy += 1;
                 min_pttl = min_pttl.min(pttl);
-                if per_node {
-                    reasons.push(Err(format!("held by another owner (pttl {pttl} ms)")));
-                }
+                reasons.push(Err(format!("held by another owner (pttl {pttl} ms)")));
             }
             Err(e) => {
-                if per_node {
-                    unanswered.push(i);
-                    reasons.push(Err(e.to_string()));
-                }
+                unanswered.push(i);
+                reasons.push(Err(e.to_string()));
                 first_error = first_error.or(Some(e));
             }
         }
     }
-    let tally = quorum::tally(n, granted, busy);
+    let n = engine.nodes.len();
+    let tally = quorum::tally(n, granted.len(), busy);
     let mut validity = quorum::validity(lease, elapsed);
     if n == 1 && validity.is_none() && elapsed < lease {
         // A single node's grant stands while its lease runs; with a lease shorter than the
@@ -115,7 +105,7 @@ pub(super) async fn attempt(
         validity = Some(Duration::ZERO);
     }
     if let (Tally::Granted, Some(validity)) = (tally, validity) {
-        tracing::debug!(lock = %spec.name, nodes = granted, elapsed_ms = elapsed.as_millis() as u64, "acquired");
+        tracing::debug!(lock = %spec.name, nodes = granted.len(), elapsed_ms = elapsed.as_millis() as u64, "acquired");
         let grant = Grant {
             lease,
             fence,
@@ -128,8 +118,8 @@ pub(super) async fn attempt(
         }
         return Attempt::Granted(hold);
     }
-    if per_node && (!granted_at.is_empty() || !unanswered.is_empty()) {
-        let mut touched = granted_at;
+    if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
+        let mut touched = granted.clone();
         touched.extend(&unanswered);
         for &i in &unanswered {
             if let Some(Err(why)) = reasons.get(i) {
@@ -162,7 +152,7 @@ pub(super) async fn attempt(
                 format!(
                     "lock {:?}: {} of {n} nodes granted; a majority is {}",
                     spec.name,
-                    granted,
+                    granted.len(),
                     quorum::majority(n)
                 ),
             )

@@ -17,11 +17,9 @@ use super::transport::{BoxFut, Runtime, Transport};
 use crate::error::{Error, ErrorKind, NodeOutcome, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
-use futures::future::join_all;
+use futures::future::{join_all, select, Either};
 use futures::stream::{FuturesUnordered, StreamExt};
-use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
-use std::task::Poll;
 use std::time::Duration;
 
 /// A client's transports, one per node: their connections close when the last reference
@@ -110,7 +108,8 @@ impl Nodes {
             Ok(connections) => connections,
             Err(e) => return (Err(e), false),
         };
-        call_once_more(&*connections[i], request, &*self.runtime, timeout).await
+        let sleep = self.runtime.sleep(timeout);
+        call_once_more(&*connections[i], request, sleep, timeout).await
     }
 
     /// Sends `request` to every node concurrently; one result per node, in node order.
@@ -145,8 +144,9 @@ impl Nodes {
             }
         };
         if connections.len() == 1 && !skipped(0) {
+            let sleep = self.runtime.sleep(timeout);
             return vec![Some(
-                call_once_more(&*connections[0], request, &*self.runtime, timeout).await,
+                call_once_more(&*connections[0], request, sleep, timeout).await,
             )];
         }
         let mut pending: FuturesUnordered<BoxFut<'static, (usize, Result<Reply>, bool)>> =
@@ -155,9 +155,10 @@ impl Nodes {
             if skipped(i) {
                 continue;
             }
-            let (transport, request, runtime) = (transport.clone(), request.clone(), self.runtime.clone());
+            let (transport, request, sleep) =
+                (transport.clone(), request.clone(), self.runtime.sleep(timeout));
             pending.push(Box::pin(async move {
-                let (result, retried) = call_once_more(&*transport, &request, &*runtime, timeout).await;
+                let (result, retried) = call_once_more(&*transport, &request, sleep, timeout).await;
                 (i, result, retried)
             }));
         }
@@ -205,17 +206,16 @@ impl Nodes {
 /// Tries after a connection error, beyond the first (see the module docs).
 const RETRIES: usize = 2;
 
-/// One call bounded by `timeout`; a connection error is retried (at most [`RETRIES`] times)
+/// One call bounded by `sleep`; a connection error is retried (at most [`RETRIES`] times)
 /// inside the same bound, as the script form (a plain `SET NX` repeated after it applied
 /// would find its own key and look refused; the script recognises its token). Returns the
 /// result and whether it came from a retry.
 async fn call_once_more(
     transport: &dyn Transport,
     request: &Request,
-    runtime: &dyn Runtime,
+    sleep: BoxFut<'static, ()>,
     timeout: Duration,
 ) -> (Result<Reply>, bool) {
-    let started = runtime.now();
     let attempts = async {
         let mut result = transport.eval(request).await;
         let mut retries = 0;
@@ -232,23 +232,9 @@ async fn call_once_more(
         }
         (result, retries > 0)
     };
-    let mut attempts = std::pin::pin!(attempts);
-    // The timer is armed only when the reply is not there at the first poll (a calling
-    // thread's own blocking I/O has it there, and needs none), and the call is polled once
-    // per wake-up (a select would poll it again at once after arming).
-    let mut timer: Option<BoxFut<'static, ()>> = None;
-    let outcome = futures::future::poll_fn(|cx| {
-        if let Poll::Ready(done) = attempts.as_mut().poll(cx) {
-            return Poll::Ready(Some(done));
-        }
-        let timer =
-            timer.get_or_insert_with(|| runtime.sleep(timeout.saturating_sub(runtime.now() - started)));
-        timer.as_mut().poll(cx).map(|()| None)
-    })
-    .await;
-    match outcome {
-        Some((result, retried)) => (labelled(transport.label(), result), retried),
-        None => {
+    match select(Box::pin(attempts), sleep).await {
+        Either::Left(((result, retried), _)) => (labelled(transport.label(), result), retried),
+        Either::Right(_) => {
             let error = match transport.stalled() {
                 Some(why) => Error::connection(format!("{}: {why}", transport.label())),
                 None => timed_out(transport, request, timeout),

@@ -95,10 +95,7 @@ impl Registry {
     /// Stops tracking hold `id` (its last reference is gone).
     pub(crate) fn untrack(&self, id: u64) {
         self.holds().remove(&id);
-        let mut by_close = self.by_close();
-        if !by_close.is_empty() {
-            by_close.remove(&id); // only after a close: no hashing on every release
-        }
+        self.by_close().remove(&id);
     }
 
     fn by_close(&self) -> MutexGuard<'_, HashSet<u64>> {
