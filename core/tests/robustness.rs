@@ -190,7 +190,9 @@ async fn an_enormous_hand_off_grace_is_refused_at_connect() {
     // before stop 37, found by a user trial).
     let s = server();
     let builder = Client::builder(&s.url()).handoff_grace(Duration::from_secs(u64::MAX));
-    let e = within(Duration::from_secs(10), builder.connect()).await.unwrap_err();
+    let e = within(Duration::from_secs(10), builder.connect())
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.message().contains("hand-off grace"), "{e}");
 }
