@@ -4,7 +4,7 @@
 //! watchdog, background releases, pub/sub and waits. Each call first runs on the calling
 //! thread, which for a single-node client also does the call's socket I/O itself (see
 //! [`poll_here`]); a call that must wait (a held lock, a sleep) goes on as a task on the
-//! runtime while the calling thread waits for its result on a channel (see `run` in the
+//! runtime while the calling thread waits for its result on a condvar (see `run` in the
 //! source for why).
 //!
 //! # Inside an async runtime

@@ -5,6 +5,7 @@ use crate::origin::Origin;
 use futures::FutureExt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Condvar, Mutex};
 use std::task::Poll;
 
 /// The runtime a blocking client and its locks and guards share. Dropping the last of them
@@ -106,13 +107,14 @@ pub(super) fn new_runtime() -> Result<OwnedRuntime> {
 /// registered from outside the runtime, which wakes the worker to re-arm its deadline. As a
 /// task, the call runs next to its I/O and the calling thread is woken once, with the result.
 ///
-/// Why the calling thread waits on a std channel rather than `block_on(join handle)`: tokio's
-/// `block_on` panics on a thread that is inside another runtime (a `#[tokio::main]` body, a
-/// task), and only once the call has to wait, since the first poll is not a `block_on`: an
-/// acquire would work while the lock is free and panic under contention. A channel is legal
-/// on any thread, so the blocking API behaves the same everywhere: inside an async runtime it
-/// works too (it blocks that runtime's thread meanwhile, as any blocking call does; use the
-/// async API or `spawn_blocking` there). It is also one futex wait, without `block_on`'s set-up.
+/// Why the calling thread waits on a condvar (see [`wait_on`]) rather than
+/// `block_on(join handle)`: tokio's `block_on` panics on a thread that is inside another
+/// runtime (a `#[tokio::main]` body, a task), and only once the call has to wait, since the
+/// first poll is not a `block_on`: an acquire would work while the lock is free and panic
+/// under contention. A condvar is legal on any thread, so the blocking API behaves the same
+/// everywhere: inside an async runtime it works too (it blocks that runtime's thread
+/// meanwhile, as any blocking call does; use the async API or `spawn_blocking` there). It is
+/// also one futex wait, without `block_on`'s set-up.
 ///
 /// # Errors
 /// As [`OwnedRuntime::check_caller`], before anything is polled; else `fut`'s own.
@@ -162,13 +164,57 @@ pub(super) fn wait_on<T: Send + 'static>(
     runtime: &OwnedRuntime,
     fut: impl Future<Output = T> + Send + 'static,
 ) -> T {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    runtime.spawn(async move {
-        let _ = tx.send(AssertUnwindSafe(fut).catch_unwind().await);
+    let slot = Arc::new(Slot {
+        state: Mutex::new(State::Waiting),
+        done: Condvar::new(),
     });
-    match rx.recv() {
-        Ok(Ok(out)) => out,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => panic!("redlatch: the runtime stopped during a blocking call"),
+    let sender = Sender(slot.clone());
+    runtime.spawn(async move {
+        let out = AssertUnwindSafe(fut).catch_unwind().await;
+        sender.set(State::Done(out));
+    });
+    let mut state = slot.state.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        match std::mem::replace(&mut *state, State::Waiting) {
+            State::Waiting => state = slot.done.wait(state).unwrap_or_else(|p| p.into_inner()),
+            State::Done(Ok(out)) => return out,
+            State::Done(Err(panic)) => std::panic::resume_unwind(panic),
+            State::Gone => panic!("redlatch: the runtime stopped during a blocking call"),
+        }
+    }
+}
+
+/// Where a task of [`wait_on`] leaves its result. A mutex and a condvar rather than a std
+/// channel: a channel's receiver makes a per-thread handle (`thread::current()`) on every
+/// calling thread, which lives until that thread exits (valgrind reports it for a C
+/// program's main thread); this allocates nothing per thread.
+struct Slot<T> {
+    state: Mutex<State<T>>,
+    done: Condvar,
+}
+
+enum State<T> {
+    Waiting,
+    Done(std::thread::Result<T>),
+    /// The task was dropped unfinished (its runtime shut down).
+    Gone,
+}
+
+/// The task's end of a [`Slot`]: reports `Gone` if dropped before it set a result.
+struct Sender<T>(Arc<Slot<T>>);
+
+impl<T> Sender<T> {
+    fn set(&self, new: State<T>) {
+        let mut state = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
+        if matches!(*state, State::Waiting) {
+            *state = new;
+            self.0.done.notify_one();
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        self.set(State::Gone);
     }
 }
