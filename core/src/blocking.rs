@@ -4,8 +4,35 @@
 //! watchdog, background releases, pub/sub and waits. Each call first runs on the calling
 //! thread, which for a single-node client also does the call's socket I/O itself (see
 //! [`poll_here`]); a call that must wait (a held lock, a sleep) goes on as a task on the
-//! runtime while the calling thread waits (see `run` in the source for why). Do not call these from inside an
-//! async runtime (tokio forbids nested `block_on`); dropping them there is fine.
+//! runtime while the calling thread waits for its result on a condvar (see `run` in the
+//! source for why).
+//!
+//! # Inside an async runtime
+//! The calls work from any thread, a tokio runtime's worker included (a `#[tokio::main]`
+//! body, a task): the wait is never a nested `block_on`, which tokio refuses, so a call behaves
+//! the same whether or not it has to wait. It does block that thread until it returns, so in
+//! async code prefer the async API ([`Client::as_async`]) or `tokio::task::spawn_blocking`.
+//! The one thread where a call cannot work is one of the client's own runtime (an
+//! [`Guard::on_lost`] callback, a task spawned on [`Client::runtime`]): its single worker would
+//! wait for itself, so the call fails at once with `WouldDeadlock`. Dropping clients, locks
+//! and guards works anywhere.
+//!
+//! # Fork
+//! `fork()` copies memory but not threads: a child inherits the parent's clients and guards,
+//! not the runtime threads behind them, and the holds are the parent's (shared/API.md, "Fork").
+//! In a forked child of the process that made them:
+//! - a [`Guard`], [`Permit`] or [`MultiGuard`] answers `owned()` with `false` and
+//!   `release()`/`extend()` with `NotOwned` (reason `never_held`) without touching Redis;
+//!   dropping it releases nothing, and the child never renews it (the parent still does);
+//! - every other call on the [`Client`] or a handle made from it fails at once with
+//!   `InvalidArgument` ("create a new client in the child") instead of waiting for a thread
+//!   that does not exist; [`Client::close`] does nothing. A client made in the child works;
+//! - dropping them closes nothing (their runtime and connections are left to the child's
+//!   exit: the sockets share the parent's epoll instance, and closing them would unregister
+//!   them in the parent too).
+//!
+//! The check is one `getpid` per call (a system call of a few hundred ns; this crate forbids
+//! the unsafe code a cached pid would need), next to a Redis round trip of tens of µs.
 //!
 //! A guard dropped without [`Guard::release`] is released by a task on that runtime, which
 //! stops when the last client, lock or guard sharing it is dropped: a guard dropped just
@@ -21,7 +48,8 @@ pub use family::{CountDownLatch, Permit, PermitSemaphore, Semaphore};
 pub use multi::{MultiGuard, MultiLock};
 
 use crate::error::Result;
-use runtime::{new_runtime, run, OwnedRuntime};
+use crate::origin::inherited_hold;
+use runtime::{new_runtime, run, run_hold, wait_on, OwnedRuntime};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,9 +82,14 @@ impl Client {
     /// # Errors
     /// As [`crate::ClientBuilder::connect`].
     pub fn from_builder(builder: crate::ClientBuilder) -> Result<Client> {
-        let runtime = Arc::new(new_runtime()?);
-        let inner = runtime.block_on(builder.runtime(runtime.handle().clone()).connect())?;
-        Ok(Client { inner, runtime })
+        let mut runtime = new_runtime()?;
+        let connect = builder.runtime(runtime.handle().clone()).connect();
+        let inner = wait_on(&runtime, connect)?;
+        runtime.keep(inner.clone());
+        Ok(Client {
+            inner,
+            runtime: Arc::new(runtime),
+        })
     }
 
     /// A lease lock (see [`crate::Client::lock`]).
@@ -103,8 +136,21 @@ impl Client {
 
     /// Closes the client (see [`crate::Client::close`]): releases every guard still held,
     /// stops pending acquires; later calls fail with `Connection` ("the client is closed").
+    ///
+    /// In a forked child of the process that made the client it does nothing (the holds are
+    /// the parent's); on a thread of the client's own runtime (an `on_lost` callback) it
+    /// starts the close and returns without waiting for it.
     pub fn close(&self) {
-        self.runtime.block_on(self.inner.close())
+        if self.runtime.is_inherited() {
+            return;
+        }
+        let inner = self.inner.clone();
+        let close = async move { inner.close().await };
+        if self.runtime.check_caller().is_err() {
+            self.runtime.spawn(close);
+            return;
+        }
+        wait_on(&self.runtime, close)
     }
 
     /// The async client inside.
@@ -330,6 +376,9 @@ impl Guard {
     /// # Errors
     /// As [`crate::Guard::extend`].
     pub fn extend(&self, lease: Duration) -> Result<()> {
+        if self.inner.is_inherited() {
+            return Err(inherited_hold("extend", self.name()));
+        }
         let guard = self.inner.clone();
         run(&self.runtime, async move { guard.extend(lease).await })
     }
@@ -339,6 +388,9 @@ impl Guard {
     /// # Errors
     /// As [`crate::Guard::owned`].
     pub fn owned(&self) -> Result<bool> {
+        if self.inner.is_inherited() {
+            return Ok(false);
+        }
         let guard = self.inner.clone();
         run(&self.runtime, async move { guard.owned().await })
     }
@@ -349,6 +401,9 @@ impl Guard {
     /// # Errors
     /// As [`crate::Guard::release`].
     pub fn release(&self) -> Result<()> {
+        if self.inner.is_inherited() {
+            return Err(inherited_hold("release", self.name()));
+        }
         let guard = self.inner.clone();
         run(&self.runtime, async move { guard.release().await })
     }
@@ -359,7 +414,11 @@ impl Guard {
     /// # Errors
     /// As [`crate::Guard::release`].
     pub fn release_final(&self) -> Result<()> {
-        self.runtime.block_on(self.guard().release_final())
+        if self.inner.is_inherited() {
+            return Err(inherited_hold("release", self.name()));
+        }
+        let guard = self.inner.clone();
+        run(&self.runtime, async move { guard.release_final().await })
     }
 
     /// See [`crate::Guard::is_closed`].
@@ -380,6 +439,9 @@ impl Guard {
     /// Calls `callback` on a runtime thread if the hold is lost (never after a release).
     /// The callback must not block for long.
     pub fn on_lost(&self, callback: impl FnOnce() + Send + 'static) {
+        if self.inner.is_inherited() {
+            return;
+        }
         let ended = self.guard().ended();
         self.runtime.spawn(async move {
             if ended.await {

@@ -2,6 +2,7 @@
 
 use crate::driver::{BoxFut, End, Hold};
 use crate::error::{Reason, Result};
+use crate::origin::{inherited_hold, Origin};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,8 +37,16 @@ use std::time::Duration;
 /// and call it from any thread or task; release is still at most once, and an extend in
 /// flight finishes before a release starts. [`Client::close`](crate::Client::close) releases
 /// every guard still held; later calls on them fail with `Connection`.
+///
+/// Fork (shared/API.md): a guard inherited by a forked child is its parent's hold, not the
+/// child's. In the child [`owned`](Self::owned) is `false`, [`release`](Self::release) and
+/// [`extend`](Self::extend) are `NotOwned` (reason `never_held`), [`is_held`](Self::is_held)
+/// is `false`, all without touching Redis, and dropping it releases nothing (its memory is
+/// left to the child's exit); the parent keeps the lock, and only the parent renews it.
 pub struct Guard {
     hold: Arc<Hold>,
+    /// The process that acquired it.
+    origin: Origin,
 }
 
 impl std::fmt::Debug for Guard {
@@ -54,7 +63,10 @@ impl Guard {
     /// The guard of a new hold, tracked by its client for `close()`; `None` when the client
     /// was closed meanwhile (the hold is then released in the background).
     pub(crate) fn tracked(hold: Hold) -> Option<Guard> {
-        let guard = Guard { hold: Arc::new(hold) };
+        let guard = Guard {
+            hold: Arc::new(hold),
+            origin: Origin::here(),
+        };
         guard.hold.engine.registry.track(&guard.hold).then_some(guard)
     }
 
@@ -65,6 +77,12 @@ impl Guard {
 
     fn check_open(&self) -> Result<()> {
         self.hold.engine.registry.check_open()
+    }
+
+    /// `true` in a forked child of the process that acquired this hold: the hold is the
+    /// parent's (see the type's docs on fork).
+    pub fn is_inherited(&self) -> bool {
+        self.origin.is_foreign()
     }
 
     /// `true` once the guard's client was closed: a hold still held then was released by
@@ -108,6 +126,9 @@ impl Guard {
     /// gone or taken (the guard is then marked lost); `LockLost` when the loss had already
     /// been seen; `Connection`/`Redis`/`Quorum` when Redis could not be asked.
     pub async fn extend(&self, lease: Duration) -> Result<()> {
+        if self.is_inherited() {
+            return Err(inherited_hold("extend", self.name()));
+        }
         self.check_open()?;
         self.hold.extend(lease).await
     }
@@ -144,6 +165,9 @@ impl Guard {
     /// above; a reentrant retry later than its latch's life is refused with `Connection` and
     /// settles the guard); `Connection` ("the client is closed") after `Client::close`.
     pub async fn release(&self) -> Result<()> {
+        if self.is_inherited() {
+            return Err(inherited_hold("release", self.name()));
+        }
         self.check_open()?;
         self.hold.release().await
     }
@@ -164,7 +188,7 @@ impl Guard {
     /// Goes on releasing in the background when a release left the outcome unknown (the
     /// hold neither released nor known lost) and the client is open.
     pub(crate) fn release_rest_in_background(&self) {
-        if !self.hold.signal.is_settled() && !self.is_closed() {
+        if !self.hold.signal.is_settled() && !self.is_closed() && !self.is_inherited() {
             release_in_background(&self.hold);
         }
     }
@@ -194,7 +218,7 @@ impl Guard {
     /// `true` while the guard still holds the lock as far as this client knows: not
     /// released, not lost (a release whose outcome was unknown leaves it held).
     pub fn is_held(&self) -> bool {
-        !self.is_lost() && !self.hold.signal.is_settled()
+        !self.is_lost() && !self.hold.signal.is_settled() && !self.is_inherited()
     }
 
     /// Asks Redis whether this hold is still this owner's. Redis saying it is gone or another
@@ -205,7 +229,7 @@ impl Guard {
     /// # Errors
     /// `Connection`/`Redis` when Redis could not be asked.
     pub async fn owned(&self) -> Result<bool> {
-        if self.is_closed() {
+        if self.is_closed() || self.is_inherited() {
             return Ok(false);
         }
         self.hold.owned().await
@@ -233,6 +257,14 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        if self.is_inherited() {
+            // The parent's hold: never released here. Its `Hold` is kept alive (one strong
+            // reference forgotten) so that its destructor, which locks the client's registry,
+            // never runs in the child: a thread of the parent may have held that lock at the
+            // time of the fork, and no thread here will ever unlock it.
+            std::mem::forget(self.hold.clone());
+            return;
+        }
         if !self.hold.signal.is_settled() {
             release_in_background(&self.hold);
         }

@@ -47,6 +47,7 @@ mod kind;
 mod latch;
 mod lock;
 mod multi;
+mod origin;
 mod permit;
 pub mod protocol;
 mod rwlock;

@@ -273,11 +273,15 @@ impl MultiGuard {
     /// its request id, so a retry after a lost reply is exact), and the next call releases it.
     ///
     /// # Errors
-    /// `NotOwned` (reason `never_held`) when no member is held any more (already released);
+    /// `NotOwned` (reason `never_held`) when no member is held any more (already released),
+    /// or in a forked child of the process that acquired them (see [`Guard`] on fork);
     /// `Connection` ("the client is closed") after `Client::close` (which released them);
     /// otherwise the first member's error as [`Guard::release`] reports it (the other members
     /// are released regardless).
     pub async fn release(&self) -> Result<()> {
+        if let Some(first) = self.guards.iter().find(|g| g.is_inherited()) {
+            return Err(crate::origin::inherited_hold("release", first.name()));
+        }
         if self.guards.iter().any(Guard::is_closed) {
             return Err(Error::connection(CLOSED));
         }

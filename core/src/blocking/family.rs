@@ -2,7 +2,7 @@
 //! call runs as a task on the client's runtime, see the parent module). The multi-lock is
 //! [`super::MultiLock`].
 
-use super::{run, Client, OwnedRuntime};
+use super::{run, run_hold, Client, OwnedRuntime};
 use crate::error::Result;
 use std::sync::Arc;
 use std::time::Duration;
@@ -260,7 +260,7 @@ impl Permit {
     /// As [`crate::Permit::release`].
     pub fn release(&self) -> Result<()> {
         let p = self.inner.clone();
-        run(&self.runtime, async move { p.release().await })
+        run_hold(&self.runtime, async move { p.release().await })
     }
 
     /// The async permit inside.

@@ -1,7 +1,7 @@
 //! Blocking twin of the multi-lock (same names, same errors; each call runs as a task on the
 //! client's runtime, see the parent module).
 
-use super::{run, Client, Lock, OwnedRuntime};
+use super::{run, run_hold, Client, Lock, OwnedRuntime};
 use crate::error::Result;
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,7 +134,7 @@ impl MultiGuard {
     /// As [`crate::MultiGuard::release`].
     pub fn release(&self) -> Result<()> {
         let g = self.inner.clone();
-        run(&self.runtime, async move { g.release().await })
+        run_hold(&self.runtime, async move { g.release().await })
     }
 
     /// The async multi-guard inside.

@@ -16,8 +16,14 @@ use std::time::Duration;
 /// One permit held. Release it with [`Permit::release`]; a permit dropped without release is
 /// released in the background (as a dropped [`Guard`](crate::Guard)). `Client::close()`
 /// releases it too. Its id works like a credential: it is never logged or shown by `Debug`.
+///
+/// Fork: in a forked child of the process that acquired it, [`release`](Self::release) is
+/// `NotOwned` (reason `never_held`) without touching Redis and dropping it releases nothing,
+/// as for a [`Guard`](crate::Guard).
 pub struct Permit {
     state: Arc<PermitState>,
+    /// The process that acquired it.
+    origin: crate::origin::Origin,
 }
 
 struct PermitState {
@@ -185,6 +191,12 @@ impl Permit {
     /// Redis fails (the permit then stays releasable: call again; unrenewed, it expires with
     /// its lease); `Connection` ("the client is closed") after `Client::close`.
     pub async fn release(&self) -> Result<()> {
+        if self.origin.is_foreign() {
+            return Err(crate::origin::inherited_hold(
+                "release a permit of",
+                &self.state.name,
+            ));
+        }
         self.state.engine.registry.check_open()?;
         self.state.release().await
     }
@@ -199,7 +211,10 @@ impl Permit {
     /// As [`release`](Self::release).
     pub async fn release_final(&self) -> Result<()> {
         let result = self.release().await;
-        if !self.state.ended.load(Ordering::Acquire) && !self.state.engine.registry.is_closed() {
+        if !self.state.ended.load(Ordering::Acquire)
+            && !self.state.engine.registry.is_closed()
+            && !self.origin.is_foreign()
+        {
             release_in_background(self.state.clone());
         }
         result
@@ -208,6 +223,11 @@ impl Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        if self.origin.is_foreign() {
+            // The parent's permit (see `Guard`'s drop): never released nor destroyed here.
+            std::mem::forget(self.state.clone());
+            return;
+        }
         if self.state.ended.load(Ordering::Acquire) {
             return;
         }
@@ -283,7 +303,10 @@ impl Permit {
         if renewed {
             engine.runtime.spawn(Box::pin(renew(Arc::downgrade(&state))));
         }
-        Permit { state }
+        Permit {
+            state,
+            origin: crate::origin::Origin::here(),
+        }
     }
 }
 

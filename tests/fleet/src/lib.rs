@@ -16,6 +16,7 @@
 //!   ([`first_overlap`]: the offending pair itself).
 //! - [`signal_child`]: `SIGSTOP`/`SIGCONT`/`SIGKILL` for other child processes a test starts
 //!   (lock holders), with the same by-pid, still-our-child rule as the servers.
+//! - [`in_forked_child`]: runs a closure in a forked child with a deadline (fork-rule tests).
 //! - The `redlatch-fleet` binary runs another program (pytest, `node --test`, C tests) against a
 //!   fleet, passing the URLs in [`ENV_URL`] and [`ENV_QUORUM_URLS`].
 #![warn(missing_docs)]
@@ -27,6 +28,7 @@ mod clock;
 mod cluster;
 mod deployments;
 mod fleet;
+mod fork;
 mod launch;
 mod options;
 mod paths;
@@ -42,6 +44,7 @@ pub use clock::monotonic_ns;
 pub use cluster::RedisCluster;
 pub use deployments::*;
 pub use fleet::{Fleet, ENV_ADMIN_QUORUM_URLS, ENV_ADMIN_URL, ENV_QUORUM_URLS, ENV_URL};
+pub use fork::{in_forked_child, ChildEnd};
 pub use options::{ClientAuth, ServerOptions, TlsServer, ENV_ACL, ENV_SERVER};
 pub use paths::{redis_cli_path, redis_server_path, valkey_server_path};
 pub use pki::{TestPki, SERVER_NAMES};
