@@ -184,14 +184,19 @@ impl RedisTransport {
         }
         match local.send(request) {
             Sent::Reply(reply) => Some(Ok(reply)),
-            Sent::Failed { error, timed_out } => {
-                if timed_out {
-                    // The driver's timer cannot interrupt a blocking read: the retry and the
-                    // rest of the call go to the multiplexed connection, under that timer.
-                    local_io::end_scope();
-                }
-                Some(Err(describe(&node, &error, &request.args)))
+            Sent::Failed { timed_out: true, .. } => {
+                // The driver's timer cannot interrupt a blocking read; it was started before
+                // this attempt and is due by now. As on the multiplexed connection, a reply
+                // timeout ends the call by that timer, with no retry elsewhere: a retry on the
+                // multiplexed connection could be granted (the same token) and released
+                // before this attempt, still queued on the stalled connection, applied, and
+                // leave its grant behind for a whole lease (seen in CI under load). Its undo
+                // follows it onto that connection (`follow_up`); the rest of the call leaves
+                // this thread.
+                local_io::end_scope();
+                std::future::pending().await
             }
+            Sent::Failed { error, .. } => Some(Err(describe(&node, &error, &request.args))),
             Sent::NoConnection => {
                 local_io::end_scope();
                 None

@@ -31,8 +31,9 @@
 //! connection made in another process (after `fork()`) is never used (leaked, not closed, so
 //! the parent's socket is untouched). A reply timeout cannot be cut short by the driver's
 //! timer on this path (the thread is blocked in `read`), so it ends the I/O scope for the
-//! rest of the call: the retry goes to the multiplexed connection, where the driver's timer
-//! (started before the first attempt) bounds the call to one network timeout overall. The
+//! rest of the call, and the call ends by the driver's timer (started before the first
+//! attempt, due by then), as on the multiplexed connection: no retry elsewhere, which could be
+//! granted and released before the stalled attempt applied. The
 //! timed-out connection is kept, for a connect timeout, only for the undo of that attempt
 //! (the same lock: `Request::undoes`), which must be queued behind the attempt on the same
 //! connection (see `connection.rs`); redis-rs skips the late reply before reading the undo's.
