@@ -10,6 +10,15 @@ use common::*;
 use redlatch::{blocking, ErrorKind};
 use std::time::{Duration, Instant};
 
+/// Acquires `name` on `c` (a 5 s wait), then releases it: the acquire's and the release's results.
+fn acquire_and_release(c: &blocking::Client, name: &str) -> redlatch::Result<redlatch::Result<()>> {
+    c.lock(name)
+        .lease(Duration::from_secs(5))
+        .wait(Duration::from_secs(5))
+        .acquire()
+        .map(|g| g.release())
+}
+
 /// Holds `name` on `c` and releases it from another thread after `after`.
 fn hold_then_release(c: &blocking::Client, name: &str, after: Duration) -> std::thread::JoinHandle<()> {
     let g = c.lock(name).lease(Duration::from_secs(30)).acquire().unwrap();
@@ -90,16 +99,10 @@ fn contended_blocking_acquire_inside_a_task_waits() {
     let releaser = hold_then_release(&c, "in-async:task", Duration::from_millis(300));
     let rt = tokio::runtime::Runtime::new().unwrap();
     let c2 = c.clone();
-    let r = rt.block_on(async move {
-        tokio::spawn(async move {
-            c2.lock("in-async:task")
-                .lease(Duration::from_secs(5))
-                .wait(Duration::from_secs(5))
-                .acquire()
-                .map(|g| g.release())
-        })
-        .await
-    });
+    let r =
+        rt.block_on(
+            async move { tokio::spawn(async move { acquire_and_release(&c2, "in-async:task") }).await },
+        );
     releaser.join().unwrap();
     r.expect("the task did not panic")
         .expect("acquired")
@@ -114,14 +117,7 @@ fn contended_blocking_acquire_from_spawn_blocking_still_works() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let c2 = c.clone();
     let r = rt.block_on(async move {
-        tokio::task::spawn_blocking(move || {
-            c2.lock("in-async:sb")
-                .lease(Duration::from_secs(5))
-                .wait(Duration::from_secs(5))
-                .acquire()
-                .map(|g| g.release())
-        })
-        .await
+        tokio::task::spawn_blocking(move || acquire_and_release(&c2, "in-async:sb")).await
     });
     releaser.join().unwrap();
     r.unwrap().expect("acquired").expect("released");
