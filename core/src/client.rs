@@ -206,7 +206,7 @@ impl Client {
                 registry.note_released_by_close(hold.id);
             }
             if let Err(e) = hold.release().await {
-                tracing::debug!(lock = %hold.name, error = %e, "release at close failed");
+                tracing::debug!(lock = %hold.name(), error = %e, "release at close failed");
             }
             if !hold.signal.is_settled() {
                 crate::guard::release_in_background(hold);

@@ -52,7 +52,7 @@ pub struct Guard {
 impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Guard")
-            .field("name", &self.hold.name)
+            .field("name", &self.hold.name())
             .field("fencing_token", &self.hold.fence)
             .field("lost", &self.is_lost())
             .finish()
@@ -101,7 +101,7 @@ impl Guard {
 
     /// The lock's name.
     pub fn name(&self) -> &str {
-        &self.hold.name
+        self.hold.name()
     }
 
     /// The fencing token of this acquisition (`Some` for fenced locks): pass it to the
@@ -279,7 +279,7 @@ pub(crate) fn release_in_background(hold: &Arc<Hold>) {
     }
     let runtime = hold.engine.runtime.clone();
     // Acquires of the same lock through this client wait for it (`driver/dropped.rs`).
-    let in_flight = hold.engine.dropped.begin(&hold.name);
+    let in_flight = hold.engine.dropped.begin(hold.name());
     let hold = hold.clone();
     runtime.spawn(Box::pin(async move {
         retry_release(hold).await;
@@ -298,11 +298,11 @@ async fn retry_release(hold: Arc<Hold>) {
         };
         let now = hold.engine.now();
         if hold.signal.is_settled() || error.is_permanent() || now >= hold.signal.deadline() {
-            tracing::debug!(lock = %hold.name, error = %error, "background release of a dropped guard failed");
+            tracing::debug!(lock = %hold.name(), error = %error, "background release of a dropped guard failed");
             return;
         }
         failures += 1;
-        tracing::debug!(lock = %hold.name, error = %error, "background release of a dropped guard failed; retrying");
+        tracing::debug!(lock = %hold.name(), error = %error, "background release of a dropped guard failed; retrying");
         hold.engine.pause_before_retry(failures).await;
     }
 }

@@ -59,15 +59,14 @@ pub(crate) struct LockSpec {
     pub(crate) fence: Option<u64>,
 }
 
-/// How Redis will know this acquire's holder: a fresh token for a lease lock, else the owner
-/// (a fair waiter with the wait slot it queues with).
-fn new_holder(spec: &LockSpec, wait: Option<Duration>) -> Result<Holder> {
+/// How Redis will know this acquire's holder, and its first request id: `fresh` (a random
+/// token) is a lease lock's token (its request id is empty), else the request id naming the
+/// acquire latch of an owner (a fair waiter with the wait slot it queues with).
+fn new_holder(spec: &LockSpec, wait: Option<Duration>, fresh: String) -> (Holder, String) {
     let Some(owner) = spec.owner.clone() else {
-        return Ok(Holder::Lease {
-            token: token::new_token()?,
-        });
+        return (Holder::Lease { token: fresh }, String::new());
     };
-    Ok(match spec.kind {
+    let holder = match spec.kind {
         LockKind::Fair => Holder::Fair {
             owner,
             wait_slot_ms: fair::wait_slot_ms(wait.and_then(|w| timing::to_millis("wait", w, true).ok())),
@@ -75,7 +74,8 @@ fn new_holder(spec: &LockSpec, wait: Option<Duration>) -> Result<Holder> {
         LockKind::Read => Holder::Read { owner },
         LockKind::Write => Holder::Write { owner },
         _ => Holder::Reentrant { owner },
-    })
+    };
+    (holder, fresh)
 }
 
 /// Acquires `spec`, waiting up to `wait` (`None` = until acquired).
@@ -87,23 +87,26 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     let bound = engine.config.network_timeout;
     engine.dropped.settled(&spec.name, &*engine.runtime, bound).await;
     let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
-    let mut holder = new_holder(spec, wait)?;
-    let mut request_id = holder.request_id()?;
+    // One draw of the OS random source for the holder's token (or request id) and the id of
+    // the hold's first release.
+    let [fresh, release_id] = token::new_tokens()?;
+    let (holder, request_id) = new_holder(spec, wait, fresh);
     // A reentrant owner's acquires in flight are counted (see `drop_orphaned_counts`).
     let in_flight = engine.in_flight(&spec.name, &holder);
     let ticket = in_flight.as_ref().map(InFlight::ticket);
     // Undoes, in the background, an attempt whose outcome is unknown if this future ends
-    // without a grant: an error return, or the caller dropping it (cancellation).
+    // without a grant: an error return, or the caller dropping it (cancellation). It holds
+    // the attempt's holder and request id.
     let mut undo = UndoOnDrop {
-        engine: engine.clone(),
-        name: spec.name.clone(),
-        holder: holder.clone(),
-        request_id: request_id.clone(),
+        engine,
+        name: &spec.name,
+        holder,
+        request_id,
         lease,
         pending: false,
         _in_flight: in_flight,
     };
-    let fair = matches!(holder, Holder::Fair { .. });
+    let fair = matches!(undo.holder, Holder::Fair { .. });
     // Whether this fair waiter may be in the queue (from its first queueing attempt on).
     let mut queued = false;
     let cleanups = Cleanups::new(engine.nodes.len());
@@ -116,11 +119,11 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
     if wait != Some(Duration::ZERO) {
         let pause = engine.handoff_pause(&spec.name);
         let line = (spec.kind == LockKind::Lease && !engine.lines.is_empty())
-            .then(|| holder.channel(&spec.name))
+            .then(|| undo.holder.channel(&spec.name))
             .filter(|channel| engine.lines.has_waiters(channel));
         if let Some(channel) = line {
             let remaining = deadline.map(|d| d.saturating_sub(rt.now()));
-            let mut w = Waker::subscribe(engine, &channel, remaining, Some(&holder)).await;
+            let mut w = Waker::subscribe(engine, &channel, remaining, Some(&undo.holder)).await;
             if !w.is_head() {
                 let poll =
                     timing::busy_retry_delay(-1, engine.config.poll_interval, remaining, random_unit());
@@ -153,7 +156,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         let first = attempts == 0;
         if !first {
             // The attempt before was settled: granted nowhere, or undone by its clean-up.
-            renew_attempt_ids(engine, &mut holder, &mut request_id, &mut undo)?;
+            renew_attempt_ids(engine, &mut undo)?;
         }
         undo.pending = true;
         let attempt_started = rt.now();
@@ -166,8 +169,8 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
         let outcome = attempt(
             engine,
             spec,
-            &holder,
-            (&request_id, turn),
+            &undo.holder,
+            (&undo.request_id, turn),
             first,
             ticket,
             &cleanups,
@@ -192,12 +195,12 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                     w.granted();
                 }
                 // This owner's other acquires waiting in the line re-enter now (line.rs).
-                if let Holder::Reentrant { owner } = &holder {
+                if let Holder::Reentrant { owner } = &undo.holder {
                     if !engine.lines.is_empty() {
-                        engine.lines.wake_owner(&holder.channel(&spec.name), owner);
+                        engine.lines.wake_owner(&undo.holder.channel(&spec.name), owner);
                     }
                 }
-                return Ok(hold);
+                return Ok(hold.with_first_release_id(release_id));
             }
             Attempt::Busy { .. } if first && plain_first && out_of_time => continue,
             Attempt::Busy { pttl } => {
@@ -218,9 +221,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                 }
                 if waker.is_none() {
                     tracing::debug!(lock = %spec.name, pttl, "lock busy; subscribing and waiting");
-                    let channel = holder.channel(&spec.name);
+                    let channel = undo.holder.channel(&spec.name);
                     let exclusive = matches!(spec.kind, LockKind::Lease | LockKind::Reentrant);
-                    let line = exclusive.then_some(&holder);
+                    let line = exclusive.then_some(&undo.holder);
                     waker = Some(Waker::subscribe(engine, &channel, remaining, line).await);
                     continue;
                 }
@@ -307,22 +310,11 @@ async fn wait_turn(engine: &Engine, waker: &mut Waker, delay: Duration, deadline
 /// request removes only the count that request added (quorum mode never takes a count for an
 /// orphan, see `owner.rs`). A single node keeps its ids: it undoes nothing between attempts,
 /// and a retry there finds a grant whose reply was lost as its own.
-fn renew_attempt_ids(
-    engine: &Engine,
-    holder: &mut Holder,
-    request_id: &mut String,
-    undo: &mut UndoOnDrop,
-) -> Result<()> {
+fn renew_attempt_ids(engine: &Engine, undo: &mut UndoOnDrop<'_>) -> Result<()> {
     if engine.nodes.len() > 1 {
-        match holder {
-            Holder::Lease { token } => {
-                *token = token::new_token()?;
-                undo.holder = holder.clone();
-            }
-            _ => {
-                *request_id = holder.request_id()?;
-                undo.request_id = request_id.clone();
-            }
+        match &mut undo.holder {
+            Holder::Lease { token } => *token = token::new_token()?,
+            holder => undo.request_id = holder.request_id()?,
         }
     }
     Ok(())

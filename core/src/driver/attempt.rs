@@ -62,9 +62,13 @@ pub(super) async fn attempt(
         .await;
     let elapsed = rt.now() - started;
 
-    let (mut granted, mut busy, mut fence, mut min_pttl) = (Vec::new(), 0, 0, i64::MAX);
+    let n = engine.nodes.len();
+    // Which nodes granted or failed, and why each did not grant, matter only to a quorum's
+    // clean-up and error: a single node's attempt keeps the counts alone.
+    let per_node = n > 1;
+    let (mut granted, mut busy, mut fence, mut min_pttl) = (0, 0, 0, i64::MAX);
     let mut holds = 1;
-    let mut unanswered = Vec::new();
+    let (mut granted_at, mut unanswered) = (Vec::new(), Vec::new());
     let mut reasons = Vec::new();
     let mut first_error = None;
     for (i, r) in replies.into_iter().enumerate() {
@@ -79,25 +83,31 @@ pub(super) async fn attempt(
         };
         match r.and_then(|r| holder.decode_acquire(&r)) {
             Ok(AcquireReply::Acquired { fence: f, holds: h }) => {
-                granted.push(i);
+                granted += 1;
                 fence = f;
                 holds = h;
-                reasons.push(Ok(()));
+                if per_node {
+                    granted_at.push(i);
+                    reasons.push(Ok(()));
+                }
             }
             Ok(AcquireReply::Busy { pttl }) => {
                 busy += 1;
                 min_pttl = min_pttl.min(pttl);
-                reasons.push(Err(format!("held by another owner (pttl {pttl} ms)")));
+                if per_node {
+                    reasons.push(Err(format!("held by another owner (pttl {pttl} ms)")));
+                }
             }
             Err(e) => {
-                unanswered.push(i);
-                reasons.push(Err(e.to_string()));
+                if per_node {
+                    unanswered.push(i);
+                    reasons.push(Err(e.to_string()));
+                }
                 first_error = first_error.or(Some(e));
             }
         }
     }
-    let n = engine.nodes.len();
-    let tally = quorum::tally(n, granted.len(), busy);
+    let tally = quorum::tally(n, granted, busy);
     let mut validity = quorum::validity(lease, elapsed);
     if n == 1 && validity.is_none() && elapsed < lease {
         // A single node's grant stands while its lease runs; with a lease shorter than the
@@ -105,7 +115,7 @@ pub(super) async fn attempt(
         validity = Some(Duration::ZERO);
     }
     if let (Tally::Granted, Some(validity)) = (tally, validity) {
-        tracing::debug!(lock = %spec.name, nodes = granted.len(), elapsed_ms = elapsed.as_millis() as u64, "acquired");
+        tracing::debug!(lock = %spec.name, nodes = granted, elapsed_ms = elapsed.as_millis() as u64, "acquired");
         let grant = Grant {
             lease,
             fence,
@@ -118,8 +128,8 @@ pub(super) async fn attempt(
         }
         return Attempt::Granted(hold);
     }
-    if n > 1 && (!granted.is_empty() || !unanswered.is_empty()) {
-        let mut touched = granted.clone();
+    if per_node && (!granted_at.is_empty() || !unanswered.is_empty()) {
+        let mut touched = granted_at;
         touched.extend(&unanswered);
         for &i in &unanswered {
             if let Some(Err(why)) = reasons.get(i) {
@@ -152,7 +162,7 @@ pub(super) async fn attempt(
                 format!(
                     "lock {:?}: {} of {n} nodes granted; a majority is {}",
                     spec.name,
-                    granted.len(),
+                    granted,
                     quorum::majority(n)
                 ),
             )

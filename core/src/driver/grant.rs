@@ -76,7 +76,6 @@ pub(super) fn new_hold(
     let hold = Hold {
         id: engine.registry.next_id(),
         engine: engine.clone(),
-        name: spec.name.clone(),
         holder: holder.clone(),
         lease,
         fence: spec.fence.map(|_| fence),
@@ -84,6 +83,7 @@ pub(super) fn new_hold(
         watch,
         releasing: Default::default(),
         background: Default::default(),
+        first_release_id: Default::default(),
     };
     (hold, orphaned)
 }

@@ -32,7 +32,6 @@ pub(crate) struct Hold {
     /// Its id in the client's registry of live holds (see `registry.rs`).
     pub(crate) id: u64,
     pub(crate) engine: Arc<Engine>,
-    pub(crate) name: String,
     pub(crate) holder: Holder,
     pub(crate) lease: Duration,
     pub(crate) fence: Option<u64>,
@@ -46,6 +45,9 @@ pub(crate) struct Hold {
     /// Set once a background release (of a dropped guard, a scope's end, `close()`) runs, so
     /// that only one does.
     pub(crate) background: std::sync::atomic::AtomicBool,
+    /// The id of the hold's first release, drawn with the acquire's token (one draw of the OS
+    /// random source serves both); `None` once used, or when none was drawn.
+    pub(super) first_release_id: std::sync::Mutex<Option<String>>,
 }
 
 impl Drop for Hold {
@@ -55,6 +57,28 @@ impl Drop for Hold {
 }
 
 impl Hold {
+    /// The lock's name (kept once, in the hold's validity).
+    pub(crate) fn name(&self) -> &str {
+        self.signal.name()
+    }
+
+    /// The hold with `id` kept for its first release.
+    pub(super) fn with_first_release_id(mut self, id: String) -> Self {
+        self.first_release_id = std::sync::Mutex::new(Some(id));
+        self
+    }
+
+    /// The id for a new release: the one drawn with the acquire's token the first time,
+    /// then a fresh one.
+    pub(super) fn new_release_id(&self) -> Result<String> {
+        let first = self
+            .first_release_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        first.map_or_else(|| self.holder.release_id(), Ok)
+    }
+
     pub(super) fn lease_ms(&self) -> u64 {
         self.lease.as_millis() as u64
     }
@@ -63,12 +87,12 @@ impl Hold {
         Error::not_owned(
             true,
             reason,
-            format!("lock {:?} was lost while held ({reason})", self.name),
+            format!("lock {:?} was lost while held ({reason})", self.name()),
         )
     }
 
     pub(super) fn refused(&self, what: &str, reason: Reason) -> Error {
-        Error::hold_refused(what, &self.name, reason)
+        Error::hold_refused(what, self.name(), reason)
     }
 
     pub(super) fn unwatch(&self) {
@@ -101,7 +125,7 @@ impl Hold {
             return Err(self.refused("extend", Reason::NeverHeld));
         }
         let engine = &self.engine;
-        let req = self.holder.extend(&self.name, lease_ms);
+        let req = self.holder.extend(self.name(), lease_ms);
         let started = engine.runtime.now();
         let replies = engine
             .nodes
@@ -138,7 +162,7 @@ impl Hold {
                         .watchdog
                         .renew_by(*id, started + timing::renewal_period(lease));
                 }
-                tracing::debug!(lock = %self.name, lease_ms, "extended");
+                tracing::debug!(lock = %self.name(), lease_ms, "extended");
                 Ok(())
             }
             (Tally::Refused, _) => {
@@ -149,13 +173,13 @@ impl Hold {
             }
             (Tally::Granted, None) => Err(Error::new(
                 ErrorKind::Quorum,
-                format!("extend of {:?} took longer than the new lease", self.name),
+                format!("extend of {:?} took longer than the new lease", self.name()),
             )),
             _ => Err(match first_error {
                 Some(e) if !engine.is_quorum() => e,
                 _ => Error::new(
                     ErrorKind::Quorum,
-                    format!("extend of {:?}: no majority answered", self.name),
+                    format!("extend of {:?}: no majority answered", self.name()),
                 ),
             }),
         }
@@ -171,7 +195,7 @@ impl Hold {
         let _serial = self.releasing.lock().await;
         let engine = &self.engine;
         let reentrant = !matches!(self.holder, Holder::Lease { .. });
-        let req = request::inspect(&self.name, reentrant, Some(&self.holder));
+        let req = request::inspect(self.name(), reentrant, Some(&self.holder));
         let replies = engine
             .nodes
             .broadcast(&req, engine.node_timeout(self.lease))

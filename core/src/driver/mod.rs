@@ -250,6 +250,9 @@ impl Engine {
     /// How long this client should hold back before acquiring `name` again (hand-off grace).
     pub(crate) fn handoff_pause(&self, name: &str) -> Option<Duration> {
         let mut map = self.handoffs();
+        if map.is_empty() {
+            return None; // the usual case: no hashing of the name
+        }
         let until = map.remove(name)?;
         until.checked_sub(self.now()).filter(|d| !d.is_zero())
     }

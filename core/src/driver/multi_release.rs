@@ -37,7 +37,7 @@ pub(crate) async fn release(engine: &Engine, holds: &[&Hold]) -> Vec<Result<()>>
         let members: Vec<Member> = begun
             .iter()
             .map(|(_, r)| Member {
-                name: r.hold().name.clone(),
+                name: r.hold().name().to_owned(),
                 holder: Some(r.hold().holder.clone()),
             })
             .collect();

@@ -95,7 +95,10 @@ impl Registry {
     /// Stops tracking hold `id` (its last reference is gone).
     pub(crate) fn untrack(&self, id: u64) {
         self.holds().remove(&id);
-        self.by_close().remove(&id);
+        let mut by_close = self.by_close();
+        if !by_close.is_empty() {
+            by_close.remove(&id); // only after a close: no hashing on every release
+        }
     }
 
     fn by_close(&self) -> MutexGuard<'_, HashSet<u64>> {

@@ -129,7 +129,7 @@ impl Hold {
     fn release_request(&self, request_id: &str, latch_ttl_ms: u64) -> Request {
         let now_ms = self.engine.runtime.wall_clock_ms();
         self.holder
-            .release(&self.name, self.lease_ms(), request_id, latch_ttl_ms, now_ms)
+            .release(self.name(), self.lease_ms(), request_id, latch_ttl_ms, now_ms)
     }
 
     /// Starts a release: waits for an extend or release in flight, then either refuses (already
@@ -158,7 +158,7 @@ impl Hold {
         }
         let unsettled = Unsettled(Some(&self.signal));
         self.unwatch();
-        let in_flight = engine.in_flight(&self.name, &self.holder);
+        let in_flight = engine.in_flight(self.name(), &self.holder);
         let latch_ttl_ms = engine.release_latch_ttl_ms(&self.holder, self.lease);
         let unchecked = pending.as_ref().is_some_and(|p| {
             started.saturating_sub(p.sent) + engine.config.network_timeout
@@ -173,7 +173,7 @@ impl Hold {
                     "release of {:?}: the outcome of the attempt sent {} ms ago is unknown and \
                      can no longer be checked exactly (its idempotency latch expired); the \
                      hold's count stays until the lock's TTL ends",
-                    self.name,
+                    self.name(),
                     started.saturating_sub(p.sent).as_millis()
                 )));
             }
@@ -182,7 +182,7 @@ impl Hold {
         let request_id = match (pending.as_ref(), fresh_id) {
             (Some(p), _) => p.request_id.clone(),
             (None, Some(id)) => id.to_owned(),
-            (None, None) => self.holder.release_id()?,
+            (None, None) => self.new_release_id()?,
         };
         let mut releasing = Releasing {
             hold: self,
@@ -247,7 +247,7 @@ impl Releasing<'_> {
         for (i, outcome) in outcomes.into_iter().enumerate() {
             let Some(decoded) = outcome else { continue };
             match decoded {
-                Ok(OwnershipReply::HandedOff) => engine.note_handoff(&hold.name),
+                Ok(OwnershipReply::HandedOff) => engine.note_handoff(hold.name()),
                 Ok(OwnershipReply::StillHeld) => still_held += 1,
                 _ => {}
             }
@@ -275,9 +275,9 @@ impl Releasing<'_> {
         // owner could have taken a majority meanwhile, as `owned()` and extends tell too.
         if yes >= majority {
             for (i, e) in &errors {
-                tracing::warn!(lock = %hold.name, node = engine.nodes.label(*i), error = %e, "release did not reach a node; its key expires with the lease");
+                tracing::warn!(lock = %hold.name(), node = engine.nodes.label(*i), error = %e, "release did not reach a node; its key expires with the lease");
             }
-            tracing::debug!(lock = %hold.name, "released");
+            tracing::debug!(lock = %hold.name(), "released");
             *self.pending = None;
             self.unsettled.settle(true);
             return Ok(());
@@ -290,7 +290,7 @@ impl Releasing<'_> {
                 ErrorKind::Quorum,
                 format!(
                     "release of {:?} was confirmed by {yes} node(s) and {unconfirmed} did not answer; a majority is {majority}",
-                    hold.name
+                    hold.name()
                 ),
             )),
             _ => None,

@@ -21,9 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Per node, whether a clean-up of this acquire is still running there.
+/// Per node, whether a clean-up of this acquire is still running there. Set up at the first
+/// clean-up: most acquires never run one (a single node never does).
 pub(super) struct Cleanups {
-    state: Arc<Running>,
+    nodes: usize,
+    state: std::sync::OnceLock<Arc<Running>>,
 }
 
 struct Running {
@@ -37,32 +39,39 @@ struct Running {
 impl Cleanups {
     pub(super) fn new(nodes: usize) -> Self {
         Cleanups {
-            state: Arc::new(Running {
-                nodes: (0..nodes).map(|_| AtomicBool::new(false)).collect(),
-                why: std::sync::Mutex::new(vec![None; nodes]),
-                done: Event::new(),
-            }),
+            nodes,
+            state: std::sync::OnceLock::new(),
         }
     }
 
-    /// The nodes an attempt must skip (their clean-up is not done).
+    fn state(&self) -> &Arc<Running> {
+        self.state.get_or_init(|| {
+            Arc::new(Running {
+                nodes: (0..self.nodes).map(|_| AtomicBool::new(false)).collect(),
+                why: std::sync::Mutex::new(vec![None; self.nodes]),
+                done: Event::new(),
+            })
+        })
+    }
+
+    /// The nodes an attempt must skip (their clean-up is not done); empty before the first
+    /// clean-up (none skipped).
     pub(super) fn busy(&self) -> Vec<bool> {
-        self.state
-            .nodes
-            .iter()
-            .map(|r| r.load(Ordering::Acquire))
-            .collect()
+        self.state.get().map_or_else(Vec::new, |state| {
+            state.nodes.iter().map(|r| r.load(Ordering::Acquire)).collect()
+        })
     }
 
     /// Notes what node `i` answered the attempt whose clean-up will run there.
     pub(super) fn note(&self, i: usize, why: String) {
-        let mut all = self.state.why.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = self.state().why.lock().unwrap_or_else(|p| p.into_inner());
         all[i] = Some(why);
     }
 
     /// What node `i` answered the attempt whose clean-up runs there, if noted.
     pub(super) fn why(&self, i: usize) -> Option<String> {
-        self.state.why.lock().unwrap_or_else(|p| p.into_inner())[i].clone()
+        let state = self.state.get()?;
+        state.why.lock().unwrap_or_else(|p| p.into_inner())[i].clone()
     }
 
     /// Undoes the attempt of `holder` (request `request_id`) on `nodes` in the background,
@@ -74,11 +83,12 @@ impl Cleanups {
         nodes: &[usize],
         wait: Duration,
     ) {
+        let running = self.state();
         for &i in nodes {
-            self.state.nodes[i].store(true, Ordering::Release);
+            running.nodes[i].store(true, Ordering::Release);
         }
         for &i in nodes {
-            let state = self.state.clone();
+            let state = running.clone();
             let undo = undo(
                 engine.clone(),
                 (name.to_owned(), holder.clone(), request_id.to_owned(), lease),
@@ -92,7 +102,7 @@ impl Cleanups {
         }
         let deadline = engine.now() + wait;
         loop {
-            let listener = self.state.done.listen();
+            let listener = running.done.listen();
             if !self.busy().contains(&true) {
                 return;
             }
@@ -129,10 +139,11 @@ async fn undo(
 
 /// Armed while an attempt's outcome is unknown: if the acquire ends without a grant (an error
 /// return, or the caller dropping the future: cancellation), undoes it in the background on
-/// every node.
-pub(super) struct UndoOnDrop {
-    pub(super) engine: Arc<Engine>,
-    pub(super) name: String,
+/// every node. It owns the attempt's holder and request id (the acquire uses these), so that
+/// arming it copies nothing.
+pub(super) struct UndoOnDrop<'a> {
+    pub(super) engine: &'a Arc<Engine>,
+    pub(super) name: &'a str,
     pub(super) holder: Holder,
     pub(super) request_id: String,
     pub(super) lease: Duration,
@@ -142,14 +153,14 @@ pub(super) struct UndoOnDrop {
     pub(super) _in_flight: Option<InFlight>,
 }
 
-impl Drop for UndoOnDrop {
+impl Drop for UndoOnDrop<'_> {
     fn drop(&mut self) {
         if !self.pending {
             return;
         }
         let engine = self.engine.clone();
         let (name, holder, request_id) = (
-            std::mem::take(&mut self.name),
+            self.name.to_owned(),
             self.holder.clone(),
             std::mem::take(&mut self.request_id),
         );
@@ -167,7 +178,7 @@ impl Drop for UndoOnDrop {
     }
 }
 
-impl UndoOnDrop {
+impl UndoOnDrop<'_> {
     /// Undoes now, on every node, what `drop` would undo in the background (nothing when
     /// nothing is pending). Stays armed while it runs: if this future is dropped midway, the
     /// undo is sent again in the background (every undo may be repeated).
@@ -175,10 +186,10 @@ impl UndoOnDrop {
         if !self.pending {
             return;
         }
-        let _in_flight = self.engine.in_flight(&self.name, &self.holder);
+        let _in_flight = self.engine.in_flight(self.name, &self.holder);
         let all: Vec<usize> = (0..self.engine.nodes.len()).collect();
         let what = (
-            self.name.clone(),
+            self.name.to_owned(),
             self.holder.clone(),
             self.request_id.clone(),
             self.lease,
@@ -265,8 +276,8 @@ mod tests {
         let field = holder.shared_field().unwrap();
         let mut conn = raw(&s).await;
         let undo = |request_id: &str, pending| UndoOnDrop {
-            engine: engine.clone(),
-            name: "r:2".to_owned(),
+            engine: &engine,
+            name: "r:2",
             holder: holder.clone(),
             request_id: request_id.to_owned(),
             lease: LEASE,

@@ -70,7 +70,7 @@ impl Validity {
     /// Moves the deadline (a call that set the key's TTL succeeded), earlier or later.
     pub(crate) fn set_deadline(&self, deadline: Duration) {
         self.deadline_ns.store(as_nanos(deadline), Ordering::Release);
-        self.event.notify(usize::MAX);
+        wake_all(&self.event);
     }
 
     /// The token of the owner's outermost fenced hold: set by the first fenced hold, then kept,
@@ -96,7 +96,7 @@ impl Validity {
         let _ = self
             .lost
             .compare_exchange(0, reason.code() as u8, Ordering::AcqRel, Ordering::Acquire);
-        self.event.notify(usize::MAX);
+        wake_all(&self.event);
     }
 
     /// Why it was lost, once it was.
@@ -129,6 +129,11 @@ impl HoldSignal {
     /// End of the local validity.
     pub(crate) fn deadline(&self) -> Duration {
         self.validity.deadline()
+    }
+
+    /// The lock's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.validity.name
     }
 
     /// Moves the validity deadline (renewal or extend succeeded).
@@ -176,7 +181,7 @@ impl HoldSignal {
         let _ = self
             .state
             .compare_exchange(RELEASING, to, Ordering::AcqRel, Ordering::Acquire);
-        self.validity.event.notify(usize::MAX);
+        wake_all(&self.validity.event);
     }
 
     /// `true` while held (not being released, lost or released).
@@ -243,6 +248,16 @@ impl HoldSignal {
                 self.is_lost_at(runtime.now());
             }
         }
+    }
+}
+
+/// Wakes every listener of `event`, if it has any. `Event::notify` sets up the event's shared
+/// state on first use (an allocation), which every release paid for although most holds are
+/// never listened to. A listener registers under the lock `total_listeners` reads, after
+/// which it checks the state again, so one that registers after this check sees the change.
+pub(crate) fn wake_all(event: &Event) {
+    if event.total_listeners() > 0 {
+        event.notify(usize::MAX);
     }
 }
 

@@ -94,7 +94,7 @@ pub(crate) struct Live {
     pub(crate) id: u64,
     pub(crate) facts: Facts,
     /// The node actually connected to (`host:port`; for Sentinel, the current master).
-    pub(crate) node: String,
+    pub(crate) node: Arc<str>,
     /// The source's generation when the node was resolved.
     generation: u64,
     /// Set once a call found the connection dropped (see the module docs).
@@ -281,7 +281,9 @@ impl Reconnecting {
         if let Some(live) = self.current() {
             return Ok(live);
         }
-        let live = self.connect().await?;
+        // Boxed: connecting is rare, and its future (redis-rs's connect, the connect checks)
+        // would otherwise make every call's future kilobytes larger.
+        let live = Box::pin(self.connect()).await?;
         *self.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(live.clone());
         Ok(live)
     }
@@ -426,7 +428,7 @@ impl Reconnecting {
             conn,
             id,
             facts,
-            node: spec.label.clone(),
+            node: spec.label.as_str().into(),
             generation,
             lost: Arc::new(watch::channel(false).0),
             scripts: Arc::new(ScriptsRun::new()),

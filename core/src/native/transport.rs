@@ -209,6 +209,9 @@ impl RedisTransport {
     /// on, for its undo); `None` sends it on the multiplexed connection.
     async fn eval_on_loop(&self, request: &Request) -> Option<Result<Reply>> {
         let on_loop = self.on_loop.as_ref()?;
+        if !request.is_undo() && !super::loop_io::on_a_loop() {
+            return None; // checked first: the async path pays one thread-local read
+        }
         // Once the multiplexed connection's connect checks ran (DELIFEQ, eviction). An undo
         // goes on regardless: it must follow its attempt onto a loop connection even while
         // the multiplexed connection is being replaced (an abandoned call there makes it
@@ -297,7 +300,8 @@ impl Transport for RedisTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
             if request.is_undo() {
-                if let Some(reply) = self.undo_behind_its_attempt(request).await {
+                // Boxed: undos are rare, and their future would make every call's larger.
+                if let Some(reply) = Box::pin(self.undo_behind_its_attempt(request)).await {
                     return reply;
                 }
             } else if let Some(reply) = self.eval_local(request).await {
@@ -308,7 +312,12 @@ impl Transport for RedisTransport {
             let live = self.conn.get_for(request.is_undo().then_some(request)).await?;
             let mut conn = live.conn.clone();
             let in_flight = self.conn.in_flight(&live, Some(request));
-            let reply = live.unless_lost(self.run(&mut conn, &live, request)).await;
+            // Pinned here and passed by reference: moved into `unless_lost`, the call's future
+            // would be stored twice in this one, which every call boxes.
+            let reply = {
+                let run = std::pin::pin!(self.run(&mut conn, &live, request));
+                live.unless_lost(run).await
+            };
             let confirm = match (&reply, self.options.sync_replicas) {
                 (Ok(r), Some(sync)) => replication::write_to_confirm(request, r).map(|w| (w, sync)),
                 _ => None,

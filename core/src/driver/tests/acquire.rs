@@ -7,10 +7,15 @@ use crate::driver::Config;
 #[test]
 fn each_kind_is_known_to_redis_by_its_token_or_owner() {
     let mut spec = lease_spec("k", None);
-    let (a, b) = (new_holder(&spec, None).unwrap(), new_holder(&spec, None).unwrap());
+    let holder = |spec: &LockSpec, wait| {
+        let [fresh] = token::new_tokens().unwrap();
+        new_holder(spec, wait, fresh)
+    };
+    let ((a, id_a), (b, _)) = (holder(&spec, None), holder(&spec, None));
     assert!(
         matches!((&a, &b), (Holder::Lease { token: x }, Holder::Lease { token: y }) if x != y && !x.is_empty())
     );
+    assert!(id_a.is_empty(), "a lease lock's acquire names no latch");
     spec.owner = Some("c:7".to_owned());
     for (kind, expect) in [
         (LockKind::Reentrant, Holder::Reentrant { owner: "c:7".into() }),
@@ -18,12 +23,18 @@ fn each_kind_is_known_to_redis_by_its_token_or_owner() {
         (LockKind::Write, Holder::Write { owner: "c:7".into() }),
     ] {
         spec.kind = kind;
-        assert_eq!(new_holder(&spec, None).unwrap(), expect);
+        let (h, request_id) = holder(&spec, None);
+        assert_eq!(h, expect);
+        assert_eq!(
+            request_id.len(),
+            32,
+            "a random request id names the acquire latch"
+        );
     }
     spec.kind = LockKind::Fair;
     let wait = Some(Duration::from_secs(2));
     assert_eq!(
-        new_holder(&spec, wait).unwrap(),
+        holder(&spec, wait).0,
         Holder::Fair {
             owner: "c:7".into(),
             wait_slot_ms: fair::wait_slot_ms(Some(2_000)),

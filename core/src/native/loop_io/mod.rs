@@ -262,6 +262,12 @@ fn current() -> Option<Arc<EventLoop>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// Whether the calling code runs inside [`poll_on_loop`]: only then does a request other than
+/// an undo go to a loop connection.
+pub(crate) fn on_a_loop() -> bool {
+    CURRENT.with(|c| c.borrow().is_some())
+}
+
 /// Restores the loop a [`poll_on_loop`] found, also when the future panics.
 struct Restore(Option<Arc<EventLoop>>);
 
