@@ -126,7 +126,7 @@ typedef struct redlatch_semaphore redlatch_semaphore;
 
 // `void (*)(void *user_data, const char *kind, const char *message)`: called once per node
 // and condition with a deployment warning. `kind` is stable for matching (`"eviction"`,
-// `"pubsub"`: see the README);
+// `"pubsub"`, `"renewal"`, `"release"`: see the README);
 // `message` is the full text; both are valid only during the call. Runs on a runtime thread
 // (see `redlatch_client_options.on_warning`).
 typedef void (*redlatch_warning_callback)(void *user_data, const char *kind, const char *message);

@@ -67,7 +67,11 @@ export declare class Client extends FacadeClient {
    * `REDLATCH_EVICTION`), a user denied `SUBSCRIBE` likewise (code `REDLATCH_PUBSUB`: waiters poll).
    */
   static connect(url: string, options?: ClientOptions): Promise<Client>
-  /** Connects to N independent Redis nodes (Redlock quorum); a majority must answer. */
+  /**
+   * Connects to N independent Redis nodes (Redlock quorum); a majority must answer. A node that
+   * does not confirm a release a majority confirmed is reported once per node with
+   * `process.emitWarning` (type `DeploymentWarning`, code `REDLATCH_RELEASE`); the release resolves.
+   */
   static quorum(urls: readonly string[], options?: ClientOptions): Promise<Client>
   /** Connects to a Redis Cluster through any of its nodes (seed URLs); slot moves and failovers are followed. */
   static cluster(urls: readonly string[], options?: ClientOptions): Promise<Client>

@@ -18,7 +18,7 @@ use crate::ffi::optional_millis;
 
 /// `void (*)(void *user_data, const char *kind, const char *message)`: called once per node
 /// and condition with a deployment warning. `kind` is stable for matching (`"eviction"`,
-/// `"pubsub"`: see the README);
+/// `"pubsub"`, `"renewal"`, `"release"`: see the README);
 /// `message` is the full text; both are valid only during the call. Runs on a runtime thread
 /// (see `redlatch_client_options.on_warning`).
 pub type redlatch_warning_callback =

@@ -57,7 +57,7 @@ pub(crate) async fn release(engine: &Engine, holds: &[&Hold]) -> Vec<Result<()>>
                 let n = begun.len();
                 let replies = engine
                     .nodes
-                    .broadcast_until(
+                    .broadcast_until_then(
                         &request,
                         engine.config.network_timeout,
                         &[],
@@ -65,6 +65,7 @@ pub(crate) async fn release(engine: &Engine, holds: &[&Hold]) -> Vec<Result<()>>
                         |r| {
                             multi::decode_release(r, n).is_ok_and(|codes| codes.iter().all(|c| c.was_owned()))
                         },
+                        Some(super::release::warn_unconfirmed),
                     )
                     .await;
                 let decoded: Vec<Option<Result<Vec<OwnershipReply>>>> = replies

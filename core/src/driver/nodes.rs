@@ -28,6 +28,10 @@ use std::time::Duration;
 /// goes.
 pub(crate) type Connections = Vec<Arc<dyn Transport>>;
 
+/// What to do with a node's error that comes after a broadcast returned (see
+/// [`Nodes::broadcast_until_then`]).
+pub(crate) type LateError = fn(&dyn Transport, &Error);
+
 /// The nodes of one client.
 ///
 /// Why the connections are not simply owned: locks, guards and background tasks all share
@@ -69,6 +73,15 @@ impl Nodes {
 
     pub(crate) fn label(&self, i: usize) -> &str {
         &self.labels[i]
+    }
+
+    /// Reports a deployment warning about node `i` through its transport (see
+    /// `Transport::warn`); a `tracing` event only once the connections are closed.
+    pub(crate) fn warn(&self, i: usize, kind: &'static str, message: String) {
+        match self.keep() {
+            Some(transports) => transports[i].warn(kind, message),
+            None => tracing::warn!(kind, node = self.label(i), "{message}"),
+        }
     }
 
     /// A reference that keeps the connections open while it lives (`None` once they are
@@ -135,6 +148,22 @@ impl Nodes {
         need: usize,
         good: impl Fn(&Reply) -> bool,
     ) -> Vec<Option<(Result<Reply>, bool)>> {
+        self.broadcast_until_then(request, timeout, skip, need, good, None)
+            .await
+    }
+
+    /// [`broadcast_until`](Self::broadcast_until), calling `late` with each error that comes
+    /// after it returned (from the calls it left running), with the node's transport: how a
+    /// release reports a node it did not reach although a majority confirmed it.
+    pub(crate) async fn broadcast_until_then(
+        &self,
+        request: &Request,
+        timeout: Duration,
+        skip: &[bool],
+        need: usize,
+        good: impl Fn(&Reply) -> bool,
+        late: Option<LateError>,
+    ) -> Vec<Option<(Result<Reply>, bool)>> {
         let skipped = |i: usize| skip.get(i).copied().unwrap_or(false);
         let connections = match self.for_call() {
             Ok(connections) => connections,
@@ -173,8 +202,13 @@ impl Nodes {
             }
         }
         if !pending.is_empty() {
-            self.runtime
-                .spawn(Box::pin(async move { while pending.next().await.is_some() {} }));
+            self.runtime.spawn(Box::pin(async move {
+                while let Some((i, result, _)) = pending.next().await {
+                    if let (Some(late), Err(e)) = (late, &result) {
+                        late(&*connections[i], e);
+                    }
+                }
+            }));
         }
         out
     }

@@ -18,6 +18,7 @@
 use super::hold::Hold;
 use super::owner::InFlight;
 use super::signal::{End, HoldSignal};
+use super::transport::Transport;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::protocol::quorum;
 use crate::protocol::reply::OwnershipReply;
@@ -90,12 +91,13 @@ impl Hold {
         // call returns once a majority confirmed (the others finish in the background).
         let replies = engine
             .nodes
-            .broadcast_until(
+            .broadcast_until_then(
                 &request,
                 engine.config.network_timeout,
                 &[],
                 engine.majority(),
                 |r| holder.decode_release(r).is_ok_and(OwnershipReply::was_owned),
+                Some(warn_unconfirmed),
             )
             .await;
         let outcomes = replies
@@ -275,7 +277,9 @@ impl Releasing<'_> {
         // owner could have taken a majority meanwhile, as `owned()` and extends tell too.
         if yes >= majority {
             for (i, e) in &errors {
-                tracing::warn!(lock = %hold.name(), node = engine.nodes.label(*i), error = %e, "release did not reach a node; its key expires with the lease");
+                engine
+                    .nodes
+                    .warn(*i, "release", unconfirmed_message(engine.nodes.label(*i), e));
             }
             tracing::debug!(lock = %hold.name(), "released");
             *self.pending = None;
@@ -327,6 +331,21 @@ impl Releasing<'_> {
             ),
         ))
     }
+}
+
+/// The deployment warning (kind `"release"`) for a node of a quorum that did not confirm a
+/// release although a majority did (shared/API.md: a quorum release "reports unreachable
+/// nodes as a warning, not an error"), whether its answer came before the release returned
+/// or after. Once per node and client (a node down is a deployment condition, not news on
+/// every release); later ones are `tracing` debug events.
+pub(super) fn warn_unconfirmed(transport: &dyn Transport, error: &Error) {
+    transport.warn("release", unconfirmed_message(transport.label(), error));
+}
+
+fn unconfirmed_message(node: &str, error: &Error) -> String {
+    format!(
+        "{node}: a node of the quorum did not confirm a release ({error}); a majority released the lock, and its key on this node expires with the lease (said once per node; check that the node is up)"
+    )
 }
 
 #[cfg(all(test, feature = "native"))]

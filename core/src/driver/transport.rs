@@ -64,6 +64,14 @@ pub trait Transport: MaybeSend + 'static {
     fn locate(&self, _request: &Request) -> Option<String> {
         None
     }
+
+    /// Reports a deployment warning about this node: `kind` is stable for matching (see
+    /// `Warning::kind`), `message` the full text without credentials. Native transports hand
+    /// it to the client's warning handler once per node and kind (`ClientBuilder::on_warning`,
+    /// which the bindings turn into their language's warning). Default: a `tracing` event only.
+    fn warn(&self, kind: &'static str, message: String) {
+        tracing::warn!(kind, node = self.label(), "{message}");
+    }
 }
 
 /// A live subscription to one unlock channel. Dropping it unsubscribes (when it was the last).

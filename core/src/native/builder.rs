@@ -183,8 +183,10 @@ impl ClientBuilder {
         self
     }
 
-    /// Called with each deployment warning (e.g. a `maxmemory-policy` that may evict lock
-    /// keys), once per node, from a runtime thread. Warnings are also `tracing` events.
+    /// Called with each deployment warning (a `maxmemory-policy` that may evict lock keys, a
+    /// user denied `SUBSCRIBE`, a renewal too few replicas confirmed, a quorum node that did
+    /// not confirm a release: [`Warning::kind`]), once per node and kind, from a runtime
+    /// thread. Warnings are also `tracing` events.
     pub fn on_warning(mut self, handler: impl Fn(&Warning) + Send + Sync + 'static) -> Self {
         self.on_warning = Some(Arc::new(handler));
         self

@@ -356,6 +356,14 @@ impl Transport for RedisTransport {
     fn label(&self) -> &str {
         &self.label
     }
+
+    fn warn(&self, kind: &'static str, message: String) {
+        self.options.warnings.emit(Warning {
+            kind,
+            node: self.label.clone(),
+            message,
+        });
+    }
 }
 
 impl RedisTransport {

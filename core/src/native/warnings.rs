@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
     /// What it is about, stable for matching: `"eviction"` (a `maxmemory-policy` that may
-    /// evict lock keys) or `"pubsub"` (the user may not subscribe: waiters poll).
+    /// evict lock keys), `"pubsub"` (the user may not subscribe: waiters poll), `"renewal"`
+    /// (a renewal not confirmed by the `sync_replicas` replicas) or `"release"` (a quorum
+    /// release that did not reach this node; a majority released the lock).
     pub kind: &'static str,
     /// The node's address (`host:port`, never credentials).
     pub node: String,
@@ -48,6 +50,7 @@ impl Warnings {
             .unwrap_or_else(|p| p.into_inner())
             .insert((warning.kind, warning.node.clone()));
         if !first {
+            tracing::debug!(kind = warning.kind, node = %warning.node, "{}", warning.message);
             return;
         }
         tracing::warn!(kind = warning.kind, node = %warning.node, "{}", warning.message);

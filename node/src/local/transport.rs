@@ -17,7 +17,6 @@ use super::LocalRuntime;
 use redlatch::protocol::reply::Reply;
 use redlatch::protocol::request::Request;
 use redlatch::{BoxFut, RedisTransport, Result, Subscription, Transport, Warning};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -28,10 +27,10 @@ pub(crate) struct LocalTransport {
     /// Held while a connection is being opened, so concurrent calls share one attempt.
     opening: futures::lock::Mutex<()>,
     subscriber: Arc<Subscriber>,
-    /// Where deployment warnings go (the client's `onWarning`), and whether the node's
-    /// refused subscription was reported (once per node, as the core's transports do).
+    /// Where deployment warnings go (the client's `onWarning`), and the kinds already
+    /// reported (once per node and kind, as the core's transports do).
     warn: Arc<dyn Fn(Warning) + Send + Sync>,
-    warned_pubsub: AtomicBool,
+    warned: Mutex<Vec<&'static str>>,
 }
 
 impl LocalTransport {
@@ -50,8 +49,23 @@ impl LocalTransport {
             live: Mutex::new(None),
             opening: futures::lock::Mutex::new(()),
             warn,
-            warned_pubsub: AtomicBool::new(false),
+            warned: Mutex::default(),
         })
+    }
+
+    /// Hands `warning` to the client's `onWarning` unless its kind was reported for this node.
+    fn warn_once(&self, warning: Warning) {
+        let first = {
+            let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+            let first = !warned.contains(&warning.kind);
+            if first {
+                warned.push(warning.kind);
+            }
+            first
+        };
+        if first {
+            (self.warn)(warning);
+        }
     }
 
     fn live(&self) -> MutexGuard<'_, Option<Conn>> {
@@ -109,9 +123,7 @@ impl Transport for LocalTransport {
         Box::pin(async move {
             let sub = self.subscriber.subscribe(channel).await.inspect_err(|e| {
                 if let Some(w) = Warning::channel_denied(&self.node.label, e) {
-                    if !self.warned_pubsub.swap(true, Ordering::Relaxed) {
-                        (self.warn)(w);
-                    }
+                    self.warn_once(w);
                 }
             })?;
             Ok(Some(sub))
@@ -120,5 +132,13 @@ impl Transport for LocalTransport {
 
     fn label(&self) -> &str {
         &self.node.label
+    }
+
+    fn warn(&self, kind: &'static str, message: String) {
+        self.warn_once(Warning {
+            kind,
+            node: self.node.label.clone(),
+            message,
+        });
     }
 }

@@ -153,6 +153,9 @@ class WouldDeadlockError(LockError):
 
 
 class DeploymentWarning(UserWarning):
-    """A deployment setting that weakens what locks guarantee, reported once per node with
-    ``warnings.warn`` when a connection is made: today a ``maxmemory-policy`` other than
-    ``noeviction`` (Redis may then evict lock keys and hand a held lock to someone else)."""
+    """A deployment condition that weakens what locks guarantee, reported once per node (and
+    client) with ``warnings.warn``: a ``maxmemory-policy`` other than ``noeviction`` (Redis may
+    then evict lock keys and hand a held lock to someone else), a user who may not
+    ``SUBSCRIBE`` (waiters poll), a renewal too few replicas confirmed (``sync_replicas``), or
+    a node of a quorum that did not confirm a release a majority confirmed (the release
+    succeeded; that node's key expires with its lease)."""
