@@ -6,6 +6,11 @@ import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { FAMILY_ENTRIES as ENTRIES, QUORUM_URLS, key, redis, eventually } from './helpers.mjs'
 import { workers } from './workers.mjs'
+import v8 from 'node:v8'
+import vm from 'node:vm'
+
+v8.setFlagsFromString('--expose-gc')
+const gc = vm.runInNewContext('gc')
 
 const r = redis()
 after(() => r.quit())
@@ -143,6 +148,23 @@ for (const entry of ENTRIES) {
       } finally {
         await Promise.all(ws.map((w) => w.stop()))
       }
+    })
+
+    test('a collected Permit with a lease stays taken until released by id', async () => {
+      // A user trial of stop 38: keeping only the id (the Redisson way to hand a permit over)
+      // and letting the Permit be collected gave the permit back; a second holder got in.
+      const name = key('permit-gc')
+      const ps = client.permitSemaphore(name, { permits: 1 })
+      const id = (await ps.acquire({ leaseMs: 60_000 })).id
+      // Past lib/deferred-registry.mjs' 500 ms, when collected holds are finalized.
+      for (let i = 0; i < 8; i++) {
+        gc()
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      assert.equal(await ps.available(), 0)
+      assert.equal(await ps.tryAcquire({ leaseMs: 5_000 }), null)
+      await ps.release(id)
+      assert.equal(await ps.available(), 1)
     })
 
     test('client.close() gives back held permits, a semaphore handle\'s and multi-lock members; later calls reject', async () => {

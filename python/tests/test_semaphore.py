@@ -4,11 +4,13 @@ across processes, no permit leaked by killed holders, bad input refused; sync an
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 import redis
@@ -174,6 +176,36 @@ def test_permits(client: redlatch.Client, redis_url: str, name: str) -> None:
         sem.release("not-an-id")
     with pytest.raises(ValueError):
         sem.acquire(lease=0)
+
+
+def test_a_collected_permit_with_a_lease_stays_taken_until_released_by_id(
+    client: redlatch.Client, redis_url: str, name: str
+) -> None:
+    # A user trial of stop 38: keeping only the id (the Redisson way to hand a permit over)
+    # and letting the Permit be collected gave the permit back at once; a second holder got in.
+    sem = client.permit_semaphore(name, permits=1)
+    permit_id = sem.acquire(lease=60.0).id
+    gc.collect()
+    time.sleep(0.3)
+    assert sem.available() == 0
+    other = redlatch.Client(redis_url).permit_semaphore(name)
+    assert other.try_acquire(lease=5.0) is None
+    other.release(permit_id)
+    assert sem.available() == 1
+    # Without a lease nothing would renew it once collected: that one is given back.
+    sem.acquire()
+    assert wait_until(lambda: sem.available() == 1)
+
+
+@pytest.mark.asyncio
+async def test_a_collected_async_permit_with_a_lease_stays_taken(redis_url: str, name: str) -> None:
+    sem = redlatch.asyncio.Client(redis_url).permit_semaphore(name, permits=1)
+    permit_id = (await sem.acquire(lease=60.0)).id
+    gc.collect()
+    await asyncio.sleep(0.3)
+    assert await sem.available() == 0
+    await sem.release(permit_id)
+    assert await sem.available() == 1
 
 
 @pytest.mark.asyncio

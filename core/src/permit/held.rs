@@ -13,9 +13,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-/// One permit held. Release it with [`Permit::release`]; a permit dropped without release is
-/// released in the background (as a dropped [`Guard`](crate::Guard)). `Client::close()`
-/// releases it too. Its id works like a credential: it is never logged or shown by `Debug`.
+/// One permit held. Release it with [`Permit::release`] (or by id, from any client:
+/// [`PermitSemaphore::release`](super::PermitSemaphore::release)); `Client::close()` releases
+/// it too. Dropped without release, a permit renewed by the watchdog (acquired without a
+/// lease) is released in the background, as a dropped [`Guard`](crate::Guard): nothing would
+/// renew it. A permit with a fixed lease stays taken until its lease ends or its id is
+/// released: its id is how a permit is handed over (Redisson's RPermitExpirableSemaphore
+/// returns only the id), so dropping the object that carried it must not give it back (a
+/// user trial of stop 38: keeping the id and dropping the `Permit` let a second holder in).
+/// Its id works like a credential: it is never logged or shown by `Debug`.
 ///
 /// Fork: in a forked child of the process that acquired it, [`release`](Self::release) is
 /// `NotOwned` (reason `never_held`) without touching Redis and dropping it releases nothing,
@@ -228,7 +234,8 @@ impl Drop for Permit {
             std::mem::forget(self.state.clone());
             return;
         }
-        if self.state.ended.load(Ordering::Acquire) {
+        // A fixed lease ends by itself, and its id may have been handed over (see `Permit`).
+        if self.state.ended.load(Ordering::Acquire) || !self.state.renewed {
             return;
         }
         release_in_background(self.state.clone());
