@@ -261,7 +261,11 @@ async fn a_permit_comes_back_when_its_lease_ends_and_wakes_a_waiter() {
     assert!(waited >= Duration::from_millis(200), "{waited:?}");
     assert!(waited < Duration::from_secs(5), "{waited:?}");
     let err = held.release().await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotOwned, "{err}");
+    assert_eq!(
+        (err.kind(), err.reason()),
+        (ErrorKind::LockLost, Some(Reason::Expired)),
+        "{err}"
+    );
     next.release().await.unwrap();
     assert_eq!(ps.available().await.unwrap(), 1);
 }
@@ -485,12 +489,22 @@ async fn a_permit_gone_while_held_says_why() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     let other = sem.acquire(Some(Duration::from_secs(30))).await.unwrap(); // reclaims it
     let e = expired.release().await.expect_err("reclaimed");
+    // Its fixed lease had ended: a loss known before the call, as for a lock released late.
     assert_eq!(
         (e.kind(), e.reason()),
-        (ErrorKind::NotOwned, Some(Reason::Expired)),
+        (ErrorKind::LockLost, Some(Reason::Expired)),
         "{e}"
     );
     other.release().await.unwrap();
+    // The same when Redis still has its entry (not reclaimed yet).
+    let late = sem.acquire(Some(Duration::from_millis(100))).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let e = late.release().await.expect_err("lease over");
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::LockLost, Some(Reason::Expired)),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -130,12 +130,19 @@ impl PermitState {
     /// another client), as a lock's release reports its key gone. `LockLost` when a renewal
     /// had found it gone before. (Before stop 35 it said `never_held`, which means released
     /// before.)
+    ///
+    /// A fixed lease that ended before the release is a loss known here, as for a lock released
+    /// late: `LockLost` (`expired`), whether Redis still had its entry or had reclaimed it (a
+    /// user trial of stop 38 found `NotOwned` against the errors table).
     fn why_gone(&self, e: Error) -> Error {
+        let expired = !self.renewed && self.engine.now() >= self.granted + self.lease;
+        if e.reason() == Some(Reason::Expired) && expired {
+            return Error::not_owned(true, Reason::Expired, e.message());
+        }
         // After a release whose outcome stayed unknown, that release may be what removed it.
         if e.reason() != Some(Reason::NeverHeld) || self.maybe_released.load(Ordering::Acquire) {
             return e;
         }
-        let expired = !self.renewed && self.engine.now() >= self.granted + self.lease;
         let (reason, why) = if expired {
             (Reason::Expired, "its lease had ended and it was given back")
         } else {
@@ -144,7 +151,7 @@ impl PermitState {
                 "its entry is gone (a restart without persistence, or its id released elsewhere)",
             )
         };
-        let lost = self.lost.load(Ordering::Acquire);
+        let lost = self.lost.load(Ordering::Acquire) || expired;
         Error::not_owned(
             lost,
             reason,
@@ -190,10 +197,11 @@ impl Permit {
     /// Gives the permit back, at most once (the renewal stops first).
     ///
     /// # Errors
-    /// `NotOwned` with reason `never_held` when it was already released, `expired` when its
-    /// lease had ended (given back by Redis, or not yet: it is now), `deleted` when its entry
-    /// is gone within its lease (a restart without persistence, its id released elsewhere);
-    /// `LockLost` with those reasons when a renewal had found it gone before; `Connection`/`Redis` when
+    /// `NotOwned` with reason `never_held` when it was already released, `deleted` when its
+    /// entry is gone within its lease (a restart without persistence, its id released
+    /// elsewhere); `LockLost` (a `NotOwned`) with reason `expired` when its fixed lease had
+    /// ended (given back by Redis, or not yet: it is now; as a lock released late), and with
+    /// the reason a renewal found when one had found it gone before; `Connection`/`Redis` when
     /// Redis fails (the permit then stays releasable: call again; unrenewed, it expires with
     /// its lease); `Connection` ("the client is closed") after `Client::close`.
     pub async fn release(&self) -> Result<()> {

@@ -250,7 +250,7 @@ export declare class Permit implements AsyncDisposable {
   readonly leaseMs: number
   /** `true` when the watchdog renews it (acquired without `leaseMs`). */
   readonly renewed: boolean
-  /** Gives it back, at most once; `NotOwnedError` (reason `never_held` or `expired`) when no longer held. */
+  /** Gives it back, at most once; `NotOwnedError` (reason `never_held` or `deleted`) when no longer held, `LockLostError` (reason `expired`) when its fixed lease had ended. */
   release(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
   toString(): string

@@ -56,9 +56,10 @@ export class Permit {
 
   /**
    * Gives the permit back, at most once. Rejects with NotOwnedError: reason 'never_held'
-   * when already released through this object, 'expired' when its lease had ended (given
-   * back by Redis, or now), 'deleted' when its entry is gone within its lease (a restart
-   * without persistence, its id released elsewhere).
+   * when already released through this object, 'deleted' when its entry is gone within its
+   * lease (a restart without persistence, its id released elsewhere); with LockLostError (a
+   * NotOwnedError), reason 'expired', when its fixed lease had ended (given back by Redis, or
+   * now), as for a lock released late.
    */
   async release() {
     return engineCall(() => this.#raw.release(false))

@@ -138,7 +138,9 @@ class Permit:
     def release(self) -> None:
         """Gives the permit back, at most once.
 
-        :raises NotOwnedError: its lease ended (``reason == "expired"``), its entry is gone
+        :raises LockLostError: its fixed lease had ended (``reason == "expired"``; a
+            :class:`NotOwnedError`, as for a lock released late)
+        :raises NotOwnedError: its entry is gone
             within its lease (``"deleted"``: a restart without persistence, its id released
             elsewhere) or it was released through this object already (``"never_held"``)
         :raises RedisConnectionError: Redis could not confirm; ``release()`` may be called again
