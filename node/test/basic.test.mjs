@@ -66,6 +66,8 @@ for (const entry of ENTRIES) {
         assert.equal(held.lost, false)
         assert.equal(await held.owned(), true)
         assert.match(await r.get(name), /^[0-9a-f]{32}$/, 'a redis-py / node-redlock format token')
+        assert.equal(String(held), `Held(${JSON.stringify(name)})`)
+        assert.ok(!String(held).includes(await r.get(name)), 'no token in its string')
         const pttl = await r.pttl(name)
         assert.ok(pttl > 9000 && pttl <= 10_000, `pttl ${pttl}`)
         const err = await client.lock(name).acquire({ waitMs: 0 }).catch((e) => e)

@@ -64,6 +64,11 @@ export class Held {
     return this.#controller?.signal.aborted === true || this.#raw.lost
   }
 
+  /** E.g. `Held("orders")`: the lock's name, never its token. */
+  toString() {
+    return `Held(${JSON.stringify(this.#name)})`
+  }
+
   /**
    * Releases the hold, at most once. Rejects with LockLostError (the loss was known before)
    * or NotOwnedError (found deleted or taken, or already released): see `reason`. After

@@ -179,6 +179,8 @@ export declare class Held implements AsyncDisposable {
   extend(leaseMs: number): Promise<void>
   /** Asks Redis whether this hold is still ours. */
   owned(): Promise<boolean>
+  /** E.g. `Held("orders")`: the lock's name, never its token. */
+  toString(): string
   /** Releases the hold unless already released; an unknown outcome is retried in the background while the lease lasts. */
   [Symbol.asyncDispose](): Promise<void>
 }
