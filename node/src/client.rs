@@ -204,6 +204,7 @@ impl NativeClient {
         cluster: bool,
         on_warning: WarningCallback,
     ) -> napi::Result<Self> {
+        crate::check_worker_threads()?;
         let mut options = options.unwrap_or_default();
         let config = crate::connect::config(&options)?;
         if urls.is_empty() {

@@ -45,18 +45,31 @@ pub use options::{new_owner, ClientOptions};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// A bad `REDLATCH_WORKER_THREADS` found when the addon loaded: every client's constructor
+/// throws it (`ERR_INVALID_ARGUMENT`), as Python's first call raises it (a load cannot throw).
+static WORKER_THREADS_ERROR: std::sync::OnceLock<redlatch::Error> = std::sync::OnceLock::new();
+
+/// `ERR_INVALID_ARGUMENT` when the addon loaded with a bad `REDLATCH_WORKER_THREADS`.
+pub(crate) fn check_worker_threads() -> napi::Result<()> {
+    match WORKER_THREADS_ERROR.get() {
+        Some(e) => Err(error::to_napi(e.clone())),
+        None => Ok(()),
+    }
+}
+
 /// Gives napi-rs a tokio runtime with one worker thread (`REDLATCH_WORKER_THREADS`, 1..=16,
-/// changes it). Why one: every call hops from the JavaScript thread to a worker and back; with
-/// a single worker the call's task and its connection's I/O task never hop between workers
-/// too, which made a sequential acquire + release about 15 % faster than two workers on our
-/// bench (README "Process exit, threads and garbage collection"). If building it fails,
-/// napi-rs builds its default runtime on first use instead.
+/// changes it: `redlatch::worker_threads_from_env`). Why one: every call hops from the
+/// JavaScript thread to a worker and back; with a single worker the call's task and its
+/// connection's I/O task never hop between workers too, which made a sequential acquire +
+/// release about 15 % faster than two workers on our bench (README "Process exit, threads and
+/// garbage collection"). If building it fails, napi-rs builds its default runtime on first use
+/// instead.
 #[napi_derive::module_init]
 fn init() {
-    let workers = std::env::var("REDLATCH_WORKER_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .map_or(1, |n| n.clamp(1, 16));
+    let workers = redlatch::worker_threads_from_env().unwrap_or_else(|e| {
+        let _ = WORKER_THREADS_ERROR.set(e);
+        1
+    });
     if let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("redlatch")

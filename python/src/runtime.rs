@@ -75,19 +75,13 @@ fn forget_pid_at_fork() {
     CACHING.store(registered == 0, Ordering::Release);
 }
 
-/// Worker threads: `REDLATCH_WORKER_THREADS` (1..=16), default 1. Lock traffic is I/O-bound
-/// and light; one worker keeps a process from adding threads that compete for the CPU when
-/// many processes contend on a small machine.
-fn worker_threads() -> usize {
-    std::env::var("REDLATCH_WORKER_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .map_or(1, |n| n.clamp(1, 16))
-}
-
-fn build() -> std::io::Result<tokio::runtime::Runtime> {
+/// Worker threads: `REDLATCH_WORKER_THREADS` (1..=16), default 1
+/// (`redlatch::worker_threads_from_env`). Lock traffic is I/O-bound and light; one worker keeps
+/// a process from adding threads that compete for the CPU when many processes contend on a
+/// small machine.
+fn build(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(worker_threads())
+        .worker_threads(workers)
         .thread_name("redlatch-py")
         .enable_all()
         .build()
@@ -97,7 +91,8 @@ fn build() -> std::io::Result<tokio::runtime::Runtime> {
 ///
 /// # Errors
 /// `RedisConnectionError` once the interpreter is exiting (the runtime is shut down);
-/// `RuntimeError` when the OS refuses to start the runtime's threads.
+/// `ValueError` for a bad `REDLATCH_WORKER_THREADS`; `RuntimeError` when the OS refuses to
+/// start the runtime's threads.
 pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
     let pid = pid();
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -117,8 +112,9 @@ pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
     if let Some(parent) = slot.take() {
         std::mem::forget(parent);
     }
+    let workers = redlatch::worker_threads_from_env().map_err(crate::errors::to_py)?;
     let runtime =
-        build().map_err(|e| PyRuntimeError::new_err(format!("redlatch: cannot start tokio: {e}")))?;
+        build(workers).map_err(|e| PyRuntimeError::new_err(format!("redlatch: cannot start tokio: {e}")))?;
     let handle = runtime.handle().clone();
     *slot = Some(Slot {
         pid,

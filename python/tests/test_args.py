@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import redis
@@ -199,3 +203,25 @@ def test_async_lock_needs_a_task(redis_url: str, name: str) -> None:
     assert lock.fencing_token is None and lock.lost is False
     with pytest.raises(RuntimeError):
         lock.acquire().send(None)
+
+
+@pytest.mark.parametrize("value", ["two", "0", "17"])
+def test_a_bad_worker_threads_variable_is_a_value_error(redis_url: str, value: str) -> None:
+    # Before stop 38 it was clamped or ignored in silence (the same rule in every binding now:
+    # redlatch::worker_threads_from_env). The runtime starts on the first call.
+    script = textwrap.dedent(
+        """
+        import sys, redlatch
+        try:
+            redlatch.Client(sys.argv[1]).lock("wt").locked()
+        except ValueError as e:
+            print("ValueError:", e)
+        """
+    )
+    env = {**os.environ, "REDLATCH_WORKER_THREADS": value}
+    out = subprocess.run(
+        [sys.executable, "-c", script, redis_url], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ValueError: REDLATCH_WORKER_THREADS must be a whole number from 1 to 16"), out.stdout
+    assert repr(value) in out.stdout or f'"{value}"' in out.stdout, out.stdout

@@ -79,13 +79,15 @@ impl OwnedRuntime {
     }
 }
 
-/// One worker: lock traffic is light and I/O-bound, and with two workers a call's task, the
-/// connection's task and the timers bounce between them (measured for issue 15: about 10
-/// context switches per C acquire + release with two workers and `block_on`, 6-6.5 with one worker
-/// and [`run`]).
+/// One worker unless `REDLATCH_WORKER_THREADS` says otherwise
+/// ([`worker_threads_from_env`](crate::worker_threads_from_env)): lock traffic is light and
+/// I/O-bound, and with two workers a call's task, the connection's task and the timers bounce
+/// between them (measured for issue 15: about 10 context switches per C acquire + release with
+/// two workers and `block_on`, 6-6.5 with one worker and [`run`]).
 pub(super) fn new_runtime() -> Result<OwnedRuntime> {
+    let workers = crate::worker_threads_from_env()?;
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(workers)
         .thread_name("redlatch")
         .enable_all()
         .build()

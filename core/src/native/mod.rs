@@ -31,7 +31,7 @@ pub use local_io::poll_here;
 pub use loop_io::{poll_on_loop, EventLoop, LoopSocket, LoopWatcher};
 pub use options::DeploymentOptions;
 pub use replication::SyncReplicas;
-pub use runtime::TokioRuntime;
+pub use runtime::{worker_threads_from_env, TokioRuntime, WORKER_THREADS_VAR};
 pub use scripts_run::ScriptsRun;
 pub use sentinel::SentinelAuth;
 pub use tls::TlsOptions;

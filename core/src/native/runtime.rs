@@ -1,6 +1,7 @@
 //! [`TokioRuntime`]: the driver's clock, sleep and spawn on tokio.
 
 use crate::driver::{process_clock, BoxFut, Runtime};
+use crate::error::{Error, Result};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -59,5 +60,54 @@ impl Runtime for TokioRuntime {
 
     fn is_shut_down(&self) -> bool {
         self.alive.strong_count() == 0
+    }
+}
+
+/// The environment variable that sets the worker threads of the runtimes the bindings build
+/// (Python's, the Node addon's, the blocking API's and so the C binding's).
+pub const WORKER_THREADS_VAR: &str = "REDLATCH_WORKER_THREADS";
+
+/// The number of worker threads for a runtime a binding builds itself:
+/// `REDLATCH_WORKER_THREADS`, a whole number from 1 to 16, else 1 when unset or empty. One by
+/// default: lock traffic is light and I/O-bound, and with more workers a call's task, its
+/// connection's task and the timers hop between threads (about 15 % slower sequential pairs
+/// on our bench, issue 15).
+///
+/// # Errors
+/// `InvalidArgument` naming the variable and its value when it is set to anything else (it
+/// was clamped or ignored in silence before stop 38).
+pub fn worker_threads_from_env() -> Result<usize> {
+    parse_worker_threads(std::env::var_os(WORKER_THREADS_VAR).as_deref())
+}
+
+fn parse_worker_threads(value: Option<&std::ffi::OsStr>) -> Result<usize> {
+    let text = value.map(|v| v.to_string_lossy()).unwrap_or_default();
+    if text.trim().is_empty() {
+        return Ok(1);
+    }
+    match text.trim().parse::<usize>() {
+        Ok(n @ 1..=16) => Ok(n),
+        _ => Err(Error::invalid(format!(
+            "{WORKER_THREADS_VAR} must be a whole number from 1 to 16 (got {text:?})"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_threads_are_1_to_16_or_refused() {
+        for (value, expected) in [(None, 1), (Some(""), 1), (Some("4"), 4), (Some(" 16 "), 16)] {
+            let got = parse_worker_threads(value.map(std::ffi::OsStr::new));
+            assert_eq!(got.unwrap(), expected, "{value:?}");
+        }
+        for value in ["0", "17", "-1", "two", "1.5"] {
+            let e = parse_worker_threads(Some(std::ffi::OsStr::new(value))).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{value:?}");
+            assert!(e.message().contains(WORKER_THREADS_VAR), "{e}");
+            assert!(e.message().contains(value), "{e}");
+        }
     }
 }
