@@ -13,9 +13,10 @@
 //!    `EVALSHA` compare-and-delete (what one acquire + release needs), a `PING`, and the same
 //!    pair fanned out to five nodes at once (the floor of a quorum-5 lock);
 //! 2. uncontended acquire + release on one task: lease lock, reentrant lock in watchdog mode,
-//!    quorum-3 and quorum-5 lease locks, plus a diagnostic row that sends the lease lock's two
-//!    scripts straight through `RedisTransport` (no driver) to split the overhead into "script
-//!    and transport" and "driver". All rows run interleaved in short slices (round robin), so
+//!    quorum-3 and quorum-5 lease locks, plus two diagnostic rows that send the lease lock's two
+//!    scripts straight through `RedisTransport` (no driver), the release without and with its
+//!    idempotency latch, to split the overhead into "script and transport", "latch" (work in
+//!    Redis: a key written per release) and "driver". All rows run interleaved in short slices (round robin), so
 //!    noise from other processes on the machine hits them alike. The loops run in a spawned
 //!    task (a worker thread, as a server's request handler would); section 2b repeats the key
 //!    rows on the runtime's `block_on` thread (as `#[tokio::main]`'s own body does);

@@ -2,9 +2,10 @@
 //!
 //! The floor (a redis-rs `SET NX PX` + `EVALSHA` compare-and-delete pair, a `PING`, and the pair
 //! fanned out to five nodes) is what any lock needs at least; the lock rows (lease, reentrant in
-//! watchdog mode, quorum-3 and quorum-5) are set against it, and a diagnostic row sends the lease
-//! lock's scripts straight through `RedisTransport` to split the overhead into "script and
-//! transport" and "driver". All rows run interleaved in short slices so that noise from the rest
+//! watchdog mode, quorum-3 and quorum-5) are set against it, and two diagnostic rows send the
+//! lease lock's scripts straight through `RedisTransport`, the release without and with its
+//! idempotency latch, to split the overhead into "script and transport", "latch" (a key Redis
+//! writes and expires per release: server time, no client CPU) and "driver". All rows run interleaved in short slices so that noise from the rest
 //! of the machine hits them alike; section 2b repeats the key rows on the `block_on` thread.
 
 use crate::procfs::cpu_seconds;
@@ -26,6 +27,14 @@ pub const CAD2_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[1] \
      then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0";
 
+/// The latch TTL of a lease lock's release with the default network timeout: twice that, at
+/// least 1 s (as `Engine::latch_ttl_ms`).
+fn lock_latch_ttl_ms() -> u64 {
+    (redlatch::protocol::timing::DEFAULT_NETWORK_TIMEOUT * 2)
+        .max(Duration::from_secs(1))
+        .as_millis() as u64
+}
+
 /// `SET key token NX PX 10000`: a raw pair's acquire.
 pub fn set_nx_px(key: &str, token: &str) -> redis::Cmd {
     let mut cmd = redis::cmd("SET");
@@ -42,8 +51,13 @@ pub enum Op {
     /// The raw pair on two keys of one slot (section 6's floor): both `SET NX PX` in one
     /// pipeline, then one two-key compare-and-delete ([`CAD2_SCRIPT`]).
     RawTwoKeys(MultiplexedConnection, redis::Script, [String; 2]),
-    /// The lease lock's acquire and release scripts sent straight through the transport.
+    /// The lease lock's acquire and release scripts sent straight through the transport; the
+    /// release without its idempotency latch (latch TTL 0, as an acquire's undo sends it).
     Transport(Arc<RedisTransport>, String),
+    /// As `Transport`, the release as the lock sends it: a fresh request id naming its latch,
+    /// kept for the lock's latch TTL. Its gap to `Transport` is the latch's cost in Redis (a
+    /// key written and later expired per release); its gap to the lock row is the driver's.
+    TransportLatched(Arc<RedisTransport>, String),
     Lock(Lock),
     /// `acquire(1)` + `release(1)` of a semaphore (section 5).
     Semaphore(redlatch::Semaphore),
@@ -113,6 +127,22 @@ impl Op {
                     return Err("transport-only acquire was refused".into());
                 }
                 let reply = transport.eval(&holder.release(name, 10_000, "", 0, 0)).await?;
+                if !holder.decode_release(&reply)?.was_owned() {
+                    return Err("transport-only release did not release".into());
+                }
+            }
+            Op::TransportLatched(transport, name) => {
+                let holder = Holder::Lease {
+                    token: format!("{i:032x}"),
+                };
+                let reply = transport.eval(&holder.acquire(name, 10_000, None, "", 0)).await?;
+                if !matches!(holder.decode_acquire(&reply)?, AcquireReply::Acquired { .. }) {
+                    return Err("transport-only acquire was refused".into());
+                }
+                // Unique per bench run (`i` only grows; each run starts its own servers).
+                let request_id = format!("{i:032x}");
+                let release = holder.release(name, 10_000, &request_id, lock_latch_ttl_ms(), 0);
+                let reply = transport.eval(&release).await?;
                 if !holder.decode_release(&reply)?.was_owned() {
                     return Err("transport-only release did not release".into());
                 }
@@ -189,8 +219,8 @@ pub async fn run(plan: Plan, single: &str, quorum: &[String], targets: &mut Targ
     const RAW: usize = 1;
     const RAW5: usize = 2;
     const TRANSPORT: usize = 3;
-    const LOCK: usize = 4;
-    const Q5: usize = 7;
+    const LOCK: usize = 5;
+    const Q5: usize = 8;
     let mut ops: Vec<(&'static str, Op)> = vec![
         (
             "PING round trip",
@@ -211,6 +241,10 @@ pub async fn run(plan: Plan, single: &str, quorum: &[String], targets: &mut Targ
         (
             "(diag) lease scripts via transport",
             Op::Transport(transport.clone(), "bench:transport".into()),
+        ),
+        (
+            "(diag) same, release with its latch",
+            Op::TransportLatched(transport.clone(), "bench:latched".into()),
         ),
         (
             "lock(name).lease(10s)",
