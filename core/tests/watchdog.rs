@@ -183,6 +183,14 @@ fn held_through_a_blocked_runtime(runtime: &tokio::runtime::Runtime, client: &Cl
             kept.push(!guard.is_lost() && guard.owned().await.unwrap_or(false));
             let _ = guard.release().await;
         }
+        // A watchdog-mode permit too (a user trial of stop 38: a blocked Node event loop lost
+        // it, and another process got the only permit).
+        let permits = client.permit_semaphore("rt:permits");
+        permits.try_set_permits(1).await.unwrap();
+        let permit = permits.acquire(None).await.unwrap();
+        std::thread::sleep(Duration::from_millis(1_200));
+        let taken = permits.available().await.unwrap() == 0;
+        kept.push(!permit.is_lost() && taken && permit.release().await.is_ok());
         kept
     })
 }
@@ -205,7 +213,10 @@ fn renewals_through_another_runtime_keep_holds_while_this_one_is_blocked() {
 
     // Control: renewing on the blocked runtime itself, the holds expire meanwhile.
     let alone = connect(&blocked);
-    assert_eq!(held_through_a_blocked_runtime(&blocked, &alone), [false, false]);
+    assert_eq!(
+        held_through_a_blocked_runtime(&blocked, &alone),
+        [false, false, false]
+    );
 
     let client = connect(&blocked);
     // A hold acquired before keeps its renewals here; each release stops the right one.
@@ -219,7 +230,10 @@ fn renewals_through_another_runtime_keep_holds_while_this_one_is_blocked() {
         late.release().await.unwrap();
     });
     assert_eq!(client.tracked_holds(), 0);
-    assert_eq!(held_through_a_blocked_runtime(&blocked, &client), [true, true]);
+    assert_eq!(
+        held_through_a_blocked_runtime(&blocked, &client),
+        [true, true, true]
+    );
     assert_eq!(client.tracked_holds(), 0, "release stops renewal");
 
     // A renewer of other nodes, or a second one, is refused.

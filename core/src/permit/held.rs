@@ -316,7 +316,13 @@ impl Permit {
             engine.runtime.spawn(Box::pin(state.clone().close()));
         }
         if renewed {
-            engine.runtime.spawn(Box::pin(renew(Arc::downgrade(&state))));
+            // On the renewer's runtime when the client has one (`Client::renew_through`), as
+            // the watchdog renews holds: a blocked Node event loop must not lose its permits
+            // (a user trial of stop 38: another process got the only permit).
+            let renewals = engine.renewals();
+            renewals
+                .runtime
+                .spawn(Box::pin(renew(Arc::downgrade(&state), renewals.clone())));
         }
         Permit {
             state,
@@ -326,8 +332,9 @@ impl Permit {
 }
 
 /// Renews a watchdog-mode permit every third of the watchdog timeout until it is released,
-/// dropped or found gone. Holds it weakly: a dropped permit is not kept alive.
-async fn renew(state: Weak<PermitState>) {
+/// dropped or found gone, or its client closed (or abandoned), through `renewals` (the client's
+/// engine, or its renewer's). Holds it weakly: a dropped permit is not kept alive.
+async fn renew(state: Weak<PermitState>, renewals: Arc<Engine>) {
     let mut pause = None;
     loop {
         let Some(strong) = state.upgrade() else { return };
@@ -339,15 +346,15 @@ async fn renew(state: Weak<PermitState>) {
             return;
         }
         drop(strong);
-        let _ = select(engine.runtime.sleep(pause.unwrap_or(period)), listener).await;
+        let _ = select(renewals.runtime.sleep(pause.unwrap_or(period)), listener).await;
         let Some(strong) = state.upgrade() else { return };
         if strong.ended.load(Ordering::Acquire) || engine.registry.is_closed() {
             return;
         }
-        let now = engine.runtime.wall_clock_ms();
+        let now = renewals.runtime.wall_clock_ms();
         let expiry = permits::expiry(now, Some(timeout.as_millis() as u64));
         let outcome = match permits::extend(&strong.name, &strong.id, expiry, now, PUBLISH) {
-            Ok(request) => waiting::call(&engine, &request)
+            Ok(request) => waiting::call(&renewals, &request)
                 .await
                 .and_then(|r| permits::decode_extend(&r)),
             Err(e) => Err(e),
