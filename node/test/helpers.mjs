@@ -21,6 +21,22 @@ export function key(label = 'k') {
   return `node-test:${run}:${label}:${++seq}`
 }
 
+/**
+ * Runs `connect` (which makes a native client) on `engine`, `'local'` (the default) or
+ * `'tokio'`: the engine is chosen at connect through REDLATCH_NODE_IO.
+ */
+export async function onEngine(engine, connect) {
+  const saved = process.env.REDLATCH_NODE_IO
+  if (engine === 'tokio') process.env.REDLATCH_NODE_IO = 'tokio'
+  else delete process.env.REDLATCH_NODE_IO
+  try {
+    return await connect()
+  } finally {
+    if (saved === undefined) delete process.env.REDLATCH_NODE_IO
+    else process.env.REDLATCH_NODE_IO = saved
+  }
+}
+
 /** A raw Redis connection (ioredis) to `url`; quit it when done. */
 export function redis(url = REDIS_URL) {
   return new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 })

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import net from 'node:net'
 import { Client } from 'redlatch'
-import { QUORUM_URLS, REDIS_URL, eventually, key, redis } from './helpers.mjs'
+import { QUORUM_URLS, REDIS_URL, eventually, key, onEngine, redis } from './helpers.mjs'
 
 const r = redis()
 after(() => r.quit())
@@ -25,19 +25,6 @@ async function userWithoutSubscribe() {
   url.username = name
   url.password = password
   return { url: url.toString(), drop: () => r.call('ACL', 'DELUSER', name) }
-}
-
-/** Connects with `connect` on `engine` (chosen at connect through REDLATCH_NODE_IO). */
-async function onEngine(engine, connect) {
-  const saved = process.env.REDLATCH_NODE_IO
-  if (engine === 'tokio') process.env.REDLATCH_NODE_IO = 'tokio'
-  else delete process.env.REDLATCH_NODE_IO
-  try {
-    return await connect()
-  } finally {
-    if (saved === undefined) delete process.env.REDLATCH_NODE_IO
-    else process.env.REDLATCH_NODE_IO = saved
-  }
 }
 
 /** A `host:port` on 127.0.0.1 where nothing listens. */

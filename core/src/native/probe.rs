@@ -76,11 +76,18 @@ pub(crate) async fn probe<C: ConnectionLike + Send>(
     if let Some(reply) = tolerant(conn, &["CONFIG", "GET", "maxmemory-policy"], node).await? {
         check_policy(node, &reply, warnings);
     }
-    let ifeq = match tolerant(conn, &["COMMAND", "INFO", "DELIFEQ"], node).await? {
-        Some(Value::Array(items)) => items.first().is_some_and(|i| !matches!(i, Value::Nil)),
-        _ => false,
-    };
+    let ifeq = supports_ifeq(conn, node).await?;
     Ok(Facts { ifeq })
+}
+
+/// `COMMAND INFO DELIFEQ` (Valkey 9): `true` when the command exists; a refusal is `false`.
+pub(crate) async fn supports_ifeq<C: ConnectionLike + Send>(conn: &mut C, node: &str) -> RedisResult<bool> {
+    Ok(
+        match tolerant(conn, &["COMMAND", "INFO", "DELIFEQ"], node).await? {
+            Some(Value::Array(items)) => items.first().is_some_and(|i| !matches!(i, Value::Nil)),
+            _ => false,
+        },
+    )
 }
 
 /// Warns when a `CONFIG GET maxmemory-policy` reply shows an evicting policy.

@@ -368,11 +368,13 @@ impl Transport for RedisTransport {
 
 impl RedisTransport {
     /// Runs `request` on a redis-rs connection of a binding's own (the Node addon's sockets
-    /// on the JavaScript thread): its plain form when it has one, else its script (`EVAL` by
-    /// source, the first time on `conn` (`scripts`: one per connection, see [`ScriptsRun`]), or
-    /// `EVALSHA` repeated as `EVAL` after a `NOSCRIPT`), so what goes on the wire is written
-    /// once. None of this transport's deployment handling (SET IFEQ, `WAIT`, replica checks)
-    /// applies.
+    /// on the JavaScript thread): with `ifeq` (the server has Valkey 9's `SET IFEQ` /
+    /// `DELIFEQ`: [`Self::supports_ifeq`]) a lease lock's request as those commands, as this
+    /// transport runs them (a user denied `EVAL` can then use lease locks); else its plain
+    /// form when it has one, else its script (`EVAL` by source, the first time on `conn`
+    /// (`scripts`: one per connection, see [`ScriptsRun`]), or `EVALSHA` repeated as `EVAL`
+    /// after a `NOSCRIPT`), so what goes on the wire is written once. None of this transport's
+    /// other deployment handling (`WAIT`, replica checks) applies.
     ///
     /// # Errors
     /// Errors mapped as this transport maps its own (see [`RedisTransport::error_from`]).
@@ -380,13 +382,28 @@ impl RedisTransport {
         conn: &mut C,
         scripts: &ScriptsRun,
         request: &Request,
+        ifeq: bool,
     ) -> Result<Reply> {
-        let reply = if let Some(plain) = &request.plain {
+        let reply = if ifeq && ifeq::handles(request) {
+            ifeq::run(conn, request, Some(scripts)).await
+        } else if let Some(plain) = &request.plain {
             run_plain(conn, plain).await
         } else {
             eval_script(conn, request, Some(scripts)).await
         };
         reply.map_err(|e| map_error(&e, &request.args))
+    }
+
+    /// `true` when the server on `conn` has Valkey 9's `SET IFEQ` / `DELIFEQ` (`COMMAND INFO
+    /// DELIFEQ`, as this transport's connect checks ask; a refused or unknown `COMMAND` is
+    /// `false`). For a binding's own connections, once per node (see [`Self::run_on`]).
+    ///
+    /// # Errors
+    /// `Connection` when the connection fails meanwhile.
+    pub async fn supports_ifeq<C: ConnectionLike + Send>(conn: &mut C, node: &str) -> Result<bool> {
+        super::probe::supports_ifeq(conn, node)
+            .await
+            .map_err(|e| map_error(&e, &[]))
     }
 
     /// What a new connection to `info`'s node sends before any command, as redis-rs logs in

@@ -25,6 +25,10 @@ pub(crate) struct Node {
     pub(crate) label: String,
     pub(crate) connect_timeout: Duration,
     pub(crate) runtime: Arc<LocalRuntime>,
+    /// Whether the server has Valkey 9's `SET IFEQ` / `DELIFEQ`, asked on the first
+    /// connection: lease locks then run without Lua, as on the tokio engine, so a user denied
+    /// `EVAL` can use them (a user trial of stop 38: acquired, never released).
+    ifeq: std::sync::OnceLock<bool>,
 }
 
 #[derive(Clone, Copy)]
@@ -52,6 +56,7 @@ impl Node {
             label,
             connect_timeout,
             runtime,
+            ifeq: std::sync::OnceLock::new(),
         })
     }
 
@@ -74,7 +79,18 @@ impl Node {
             .await
             .map_err(|e| Error::connection(format!("{}: {e}", self.label)))?;
         self.handshake(&mut conn).await?;
+        if self.ifeq.get().is_none() {
+            let ifeq = RedisTransport::supports_ifeq(&mut conn, &self.label)
+                .await
+                .map_err(|e| Error::connection(format!("{}: {}", self.label, e.message())))?;
+            let _ = self.ifeq.set(ifeq);
+        }
         Ok(conn)
+    }
+
+    /// `true` when the server has `SET IFEQ` / `DELIFEQ` (known once a connection opened).
+    pub(crate) fn ifeq(&self) -> bool {
+        self.ifeq.get().copied().unwrap_or(false)
     }
 
     /// Authenticates, selects the database and the protocol the URL asks for.
