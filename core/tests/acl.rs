@@ -173,3 +173,34 @@ async fn a_user_denied_subscribe_is_warned_and_its_waiters_poll() {
     assert_eq!(seen[0].node, format!("127.0.0.1:{}", server.port()));
     assert!(seen[0].message.contains("NOPERM"), "{}", seen[0].message);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_refused_for_permissions_keeps_the_hold_renewed() {
+    // A user trial of stop 38: the refused release (NoPermission: the release scripts publish
+    // on a channel this user was denied) stopped the watchdog, so the lock expired within the
+    // watchdog timeout although the docs say the hold is kept for a second release.
+    let server = server();
+    let client = user_client(&server).await;
+    let mut conn = raw(&server).await;
+    for lock in [client.lock("lock:refused"), client.rlock("lock:refused-r")] {
+        let guard = within(BOUND, lock.acquire()).await.unwrap();
+        let denied = server
+            .cli(&["ACL", "SETUSER", redlatch_fleet::acl::USER, "resetchannels"])
+            .unwrap();
+        assert_eq!(denied, "OK");
+        let err = within(BOUND, guard.release()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+        // Three watchdog timeouts (600 ms): without renewals the key would be gone.
+        tokio::time::sleep(Duration::from_millis(1_800)).await;
+        assert!(!guard.is_lost(), "{}", lock.name());
+        let pttl: i64 = cmd(&mut conn, &["PTTL", lock.name()]).await;
+        assert!(pttl > 0, "{}: renewed, pttl {pttl}", lock.name());
+        let allowed = server
+            .cli(&["ACL", "SETUSER", redlatch_fleet::acl::USER, "allchannels"])
+            .unwrap();
+        assert_eq!(allowed, "OK");
+        within(BOUND, guard.release()).await.unwrap();
+        let exists: i64 = cmd(&mut conn, &["EXISTS", lock.name()]).await;
+        assert_eq!(exists, 0);
+    }
+}

@@ -71,7 +71,7 @@ pub(super) fn new_hold(
         let id = renewals
             .watchdog
             .register(&renewals, &spec.name, holder, signal.clone());
-        (renewals, id)
+        (renewals, std::sync::atomic::AtomicU64::new(id))
     });
     let hold = Hold {
         id: engine.registry.next_id(),

@@ -38,7 +38,7 @@ pub(crate) struct Hold {
     pub(crate) signal: Arc<HoldSignal>,
     /// Watchdog registration (watchdog mode only): the engine whose watchdog renews it (this
     /// client's, or its renewer's: `Client::renew_through`) and its id there.
-    pub(crate) watch: Option<(Arc<Engine>, u64)>,
+    pub(crate) watch: Option<(Arc<Engine>, std::sync::atomic::AtomicU64)>,
     /// Serializes releases; holds the release sent whose outcome is still unknown.
     /// Extends take it too, so a release waits for an extend in flight instead of racing it.
     pub(crate) releasing: futures::lock::Mutex<Option<super::release::Pending>>,
@@ -97,7 +97,22 @@ impl Hold {
 
     pub(super) fn unwatch(&self) {
         if let Some((renewals, id)) = &self.watch {
-            renewals.watchdog.unregister(*id);
+            renewals
+                .watchdog
+                .unregister(id.load(std::sync::atomic::Ordering::Acquire));
+        }
+    }
+
+    /// Renews a watchdog-mode hold again after a release that Redis refused without changing
+    /// anything (`NoPermission`, `OutOfMemory`): the hold is kept, so its renewals go on (a
+    /// user trial of stop 38: the refused release had stopped them, and the lock expired
+    /// within the watchdog timeout although the caller was told to release again).
+    pub(super) fn rewatch(&self) {
+        if let Some((renewals, id)) = &self.watch {
+            let new = renewals
+                .watchdog
+                .register(renewals, self.name(), &self.holder, self.signal.clone());
+            id.store(new, std::sync::atomic::Ordering::Release);
         }
     }
 
@@ -158,9 +173,10 @@ impl Hold {
                 if let Some((renewals, id)) = &self.watch {
                     // Watchdog mode: the next renewal must come within the new lease, as it
                     // would after an acquire with that lease (a third of it).
-                    renewals
-                        .watchdog
-                        .renew_by(*id, started + timing::renewal_period(lease));
+                    renewals.watchdog.renew_by(
+                        id.load(std::sync::atomic::Ordering::Acquire),
+                        started + timing::renewal_period(lease),
+                    );
                 }
                 tracing::debug!(lock = %self.name(), lease_ms, "extended");
                 Ok(())

@@ -306,6 +306,7 @@ impl Releasing<'_> {
             // applied, and the retry sends the same request.
             if !matches!(e.kind(), ErrorKind::Connection | ErrorKind::Quorum) {
                 *self.pending = None;
+                hold.rewatch();
             }
             self.unsettled.settle(false);
             return Err(e);
