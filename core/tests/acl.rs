@@ -204,3 +204,32 @@ async fn a_release_refused_for_permissions_keeps_the_hold_renewed() {
         assert_eq!(exists, 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_release_refused_for_permissions_keeps_the_permit_renewed() {
+    // As a lock's (above): a watchdog-mode permit whose release was refused stays renewed.
+    let server = server();
+    let client = user_client(&server).await;
+    let permits = client.permit_semaphore("lock:refused-permits");
+    within(BOUND, permits.try_set_permits(1)).await.unwrap();
+    let permit = within(BOUND, permits.acquire(None)).await.unwrap();
+    let denied = server
+        .cli(&["ACL", "SETUSER", redlatch_fleet::acl::USER, "resetchannels"])
+        .unwrap();
+    assert_eq!(denied, "OK");
+    let err = within(BOUND, permit.release()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+    tokio::time::sleep(Duration::from_millis(1_800)).await;
+    assert!(!permit.is_lost());
+    assert_eq!(
+        within(BOUND, permits.available()).await.unwrap(),
+        0,
+        "still taken"
+    );
+    let allowed = server
+        .cli(&["ACL", "SETUSER", redlatch_fleet::acl::USER, "allchannels"])
+        .unwrap();
+    assert_eq!(allowed, "OK");
+    within(BOUND, permit.release()).await.unwrap();
+    assert_eq!(within(BOUND, permits.available()).await.unwrap(), 1);
+}

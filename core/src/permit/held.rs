@@ -53,6 +53,8 @@ struct PermitState {
     maybe_released: AtomicBool,
     /// Wakes the renewal task so that it stops.
     stop: Event,
+    /// A renewal task runs (watchdog mode).
+    renewing: AtomicBool,
 }
 
 impl std::fmt::Debug for Permit {
@@ -212,7 +214,16 @@ impl Permit {
             ));
         }
         self.state.engine.registry.check_open()?;
-        self.state.release().await
+        let result = self.state.release().await;
+        // Refused without a change (NoPermission, OutOfMemory): still held, so renewed again
+        // (a user trial of stop 38 found a refused lock release stopping the watchdog).
+        let refused = result
+            .as_ref()
+            .is_err_and(|e| e.kind() != ErrorKind::Connection && e.reason().is_none());
+        if refused && self.state.renewed && !self.state.ended.load(Ordering::Acquire) {
+            start_renewals(&self.state);
+        }
+        result
     }
 
     /// Releases like [`release`](Self::release), for clean-up paths that cannot call again
@@ -309,6 +320,7 @@ impl Permit {
             background: AtomicBool::new(false),
             maybe_released: AtomicBool::new(false),
             stop: Event::new(),
+            renewing: AtomicBool::new(false),
         });
         let weak: Weak<dyn OnClose> = Arc::downgrade(&state) as Weak<dyn OnClose>;
         if !engine.registry.track_other(state.registry_id, weak) {
@@ -316,13 +328,7 @@ impl Permit {
             engine.runtime.spawn(Box::pin(state.clone().close()));
         }
         if renewed {
-            // On the renewer's runtime when the client has one (`Client::renew_through`), as
-            // the watchdog renews holds: a blocked Node event loop must not lose its permits
-            // (a user trial of stop 38: another process got the only permit).
-            let renewals = engine.renewals();
-            renewals
-                .runtime
-                .spawn(Box::pin(renew(Arc::downgrade(&state), renewals.clone())));
+            start_renewals(&state);
         }
         Permit {
             state,
@@ -331,10 +337,36 @@ impl Permit {
     }
 }
 
+/// Starts renewing a watchdog-mode permit unless a renewal task runs: on the renewer's runtime
+/// when the client has one (`Client::renew_through`), as the watchdog renews holds, so a
+/// blocked Node event loop does not lose its permits (a user trial of stop 38: another
+/// process got the only permit).
+fn start_renewals(state: &Arc<PermitState>) {
+    if state.renewing.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let renewals = state.engine.renewals();
+    renewals
+        .runtime
+        .spawn(Box::pin(renew(Arc::downgrade(state), renewals.clone())));
+}
+
 /// Renews a watchdog-mode permit every third of the watchdog timeout until it is released,
 /// dropped or found gone, or its client closed (or abandoned), through `renewals` (the client's
 /// engine, or its renewer's). Holds it weakly: a dropped permit is not kept alive.
 async fn renew(state: Weak<PermitState>, renewals: Arc<Engine>) {
+    renew_while_held(&state, &renewals).await;
+    if let Some(strong) = state.upgrade() {
+        strong.renewing.store(false, Ordering::Release);
+        // A release refused meanwhile (nothing changed) found this task still running.
+        let held = !strong.ended.load(Ordering::Acquire) && !strong.lost.load(Ordering::Acquire);
+        if held && !strong.engine.registry.is_closed() {
+            start_renewals(&strong);
+        }
+    }
+}
+
+async fn renew_while_held(state: &Weak<PermitState>, renewals: &Arc<Engine>) {
     let mut pause = None;
     loop {
         let Some(strong) = state.upgrade() else { return };
@@ -354,7 +386,7 @@ async fn renew(state: Weak<PermitState>, renewals: Arc<Engine>) {
         let now = renewals.runtime.wall_clock_ms();
         let expiry = permits::expiry(now, Some(timeout.as_millis() as u64));
         let outcome = match permits::extend(&strong.name, &strong.id, expiry, now, PUBLISH) {
-            Ok(request) => waiting::call(&renewals, &request)
+            Ok(request) => waiting::call(renewals, &request)
                 .await
                 .and_then(|r| permits::decode_extend(&r)),
             Err(e) => Err(e),
