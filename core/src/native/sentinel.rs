@@ -242,7 +242,7 @@ impl SentinelSource {
                 format!("Sentinel master {master:?}: {} (the data nodes' ACL user needs ROLE; docs/deployments.md)", refused.message()),
             ),
             (_, true) => Error::refused_credentials(format!(
-                "Sentinel: the sentinels of {master:?} refused the sentinel user name or password (the sentinel_username / sentinel_password options)"
+                "Sentinel: the sentinels of {master:?} refused the sentinel user name or password (the client's sentinel user name and password options: Rust `sentinel_auth`, Python `sentinel_username` / `sentinel_password`, Node `sentinelUsername` / `sentinelPassword`, C `sentinel_username` / `sentinel_password`)"
             )),
             (_, false) => Error::refused_credentials(format!(
                 "the master {master:?} (via Sentinel) refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)"
