@@ -151,6 +151,30 @@ const UNIX = 4
 // the addon takes what a read brought before the callback returns, so one buffer serves all.
 const readBuffer = Buffer.allocUnsafe(64 * 1024)
 
+// Node's certificate errors in the tokio engine's words (core/src/native/tls.rs), so a TLS
+// failure reads the same on both engines (a user trial of stop 38 met "self-signed
+// certificate in certificate chain" on this one only).
+const UNTRUSTED = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_SIGNATURE_FAILURE',
+])
+
+/** The message of socket error `e`, TLS certificate failures worded as the tokio engine words them. */
+function socketError(e) {
+  if (UNTRUSTED.has(e.code)) {
+    return `TLS: the server's certificate is not signed by a trusted CA (give the CA with the TLS CA option, or NODE_EXTRA_CA_CERTS; Node's own roots are used otherwise): ${e.message}`
+  }
+  if (e.code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return `TLS: the server's certificate is not valid for the name it was reached by (check the URL's host or the TLS server name option): ${e.message}`
+  }
+  if (e.code === 'CERT_HAS_EXPIRED') return `TLS: the server's certificate has expired: ${e.message}`
+  return e.message
+}
+
 function connect(id, port, flags, target) {
   let socket
   const onread = { buffer: readBuffer, callback: (n, bytes) => deliver(native.localSocketData(id, bytes, n, out)) }
@@ -170,7 +194,7 @@ function connect(id, port, flags, target) {
   outboxes.set(id, new Outbox(socket))
   let error = null
   socket.once(flags & TLS ? 'secureConnect' : 'connect', () => deliver(native.localSocketOpen(id, out)))
-  socket.on('error', (e) => (error = e.message))
+  socket.on('error', (e) => (error = socketError(e)))
   // The server closed its side (CLIENT KILL, an idle timeout, a restart): no reply can come,
   // so the connection ends now, not at 'close', and the next command opens a new one.
   socket.once('end', () => deliver(native.localSocketEnd(id, null, out)))

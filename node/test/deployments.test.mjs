@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { inspect } from 'node:util'
 import { Client, InvalidArgumentError, LockError, RedisConnectionError, NotAcquiredError } from 'redlatch'
-import { key } from './helpers.mjs'
+import { key, onEngine } from './helpers.mjs'
 
 const env = process.env
 const deployments = env.REDLATCH_TEST_TLS_URL ? {} : { skip: 'run under redlatch-fleet --deployments' }
@@ -46,6 +46,15 @@ test('TLS failures fail closed and say which', deployments, async () => {
     Client.connect(url, { tls: { caFile: env.REDLATCH_TEST_TLS_CA } }),
     (e) => e instanceof RedisConnectionError && /client certificate/.test(e.message),
   )
+  // A rediss:// URL without TLS options (the local engine, on Node's sockets, and the tokio
+  // engine): the fleet's CA is in neither's roots, and both say so in the same words.
+  for (const engine of ['local', 'tokio']) {
+    await assert.rejects(
+      onEngine(engine, () => Client.connect(url)),
+      (e) => e instanceof RedisConnectionError && /not signed by a trusted CA/.test(e.message),
+      engine,
+    )
+  }
   // Bad settings are refused before any connection.
   await assert.rejects(Client.connect(url, { tls: { caFile: '/nonexistent/ca.pem' } }), InvalidArgumentError)
   await assert.rejects(
