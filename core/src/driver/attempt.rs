@@ -109,11 +109,9 @@ pub(super) async fn attempt(
     }
     let tally = quorum::tally(n, granted, busy);
     let mut validity = quorum::validity(lease, elapsed);
-    if n == 1 && validity.is_none() {
-        // A single node's grant is the lock (no majority to miss): with a lease shorter than
-        // the drift allowance, or one that ran out during the round trip, the hold is
-        // reported lost at once rather than refused forever, and never as a quorum error (a
-        // user trial of stop 38: `lease=0.001` on a new client raised QuorumError 2 in 40).
+    if n == 1 && validity.is_none() && elapsed < lease {
+        // A single node's grant stands while its lease runs; with a lease shorter than the
+        // drift allowance the hold is reported lost at once rather than refused forever.
         validity = Some(Duration::ZERO);
     }
     if let (Tally::Granted, Some(validity)) = (tally, validity) {
@@ -150,6 +148,16 @@ pub(super) async fn attempt(
             pttl: if min_pttl == i64::MAX { -1 } else { min_pttl },
         },
         (_, Some(e)) if n == 1 => Attempt::Failed(e),
+        // One node answered after the lease had ended: too slow for this lease, as a reply
+        // that never came (retried within the wait; the grant was undone). Never a quorum
+        // error from a single node (a user trial of stop 38: `lease=0.001` on a new client
+        // raised QuorumError 2 in 40).
+        (Tally::Granted, _) if n == 1 => Attempt::Failed(Error::connection(format!(
+            "lock {:?}: Redis answered after the {} ms lease had ended ({} ms elapsed): too slow for this lease",
+            spec.name,
+            lease.as_millis(),
+            elapsed.as_millis()
+        ))),
         (Tally::Granted, _) => Attempt::Failed(Error::new(
             ErrorKind::Quorum,
             format!(
