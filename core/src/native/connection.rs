@@ -298,6 +298,19 @@ impl Reconnecting {
         Some(own.live.clone())
     }
 
+    /// Every connection a try of the attempt `undo` undoes was abandoned on and that still
+    /// lingers, however long ago: an acquire retried within its wait leaves one try per
+    /// timeout, each queued on its own connection, and each may still apply when a stalled
+    /// Redis runs again (a user trial of stop 38: the undo followed only the latest, and the
+    /// first try's grant stayed for the whole lease).
+    pub(crate) fn suspects_for(&self, undo: &Request) -> Vec<Live> {
+        self.live_suspects()
+            .iter()
+            .filter(|s| undo.undoes(s.attempt.as_ref()))
+            .map(|s| s.live.clone())
+            .collect()
+    }
+
     /// Whether `suspect` is recent enough to steer calls: within a connect timeout (an undo
     /// comes at once after its attempt, or it went elsewhere).
     fn is_recent(&self, suspect: &Suspect) -> bool {

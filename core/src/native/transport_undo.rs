@@ -11,7 +11,7 @@ use super::RedisTransport;
 use crate::error::Result;
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
-use futures::future::join;
+use futures::future::{join, join_all};
 
 impl RedisTransport {
     /// Sends `undo` behind its attempt's tries: on the calling thread's or the loop's
@@ -25,11 +25,19 @@ impl RedisTransport {
                 None => self.eval_on_loop(undo).await,
             }
         };
+        // Behind every try abandoned on a multiplexed connection, not only the latest (an
+        // acquire retried within its wait leaves one per timeout).
         let multiplexed = async {
-            let live = self.conn.suspect_for(undo)?;
-            let mut conn = live.conn.clone();
-            let reply = live.unless_lost(self.run(&mut conn, &live, undo)).await;
-            Some(reply.map_err(|e| self.failed(&live, &e, Some(undo))))
+            let suspects = self.conn.suspects_for(undo);
+            let replies = join_all(suspects.iter().map(|live| async move {
+                let mut conn = live.conn.clone();
+                let reply = live.unless_lost(self.run(&mut conn, live, undo)).await;
+                reply.map_err(|e| self.failed(live, &e, Some(undo)))
+            }))
+            .await;
+            let mut replies = replies.into_iter();
+            let first = replies.next()?;
+            Some(replies.fold(first, |kept, next| if kept.is_ok() { kept } else { next }))
         };
         match join(calling_thread_or_loop, multiplexed).await {
             (Some(Ok(reply)), _) | (_, Some(Ok(reply))) => Some(Ok(reply)),

@@ -154,7 +154,7 @@ impl LocalConnections {
     pub(crate) fn has_suspect_for(&self, request: &Request) -> bool {
         self.live_suspects()
             .iter()
-            .any(|s| self.is_recent(s) && request.undoes(s.attempt.as_ref()))
+            .any(|s| request.undoes(s.attempt.as_ref()))
     }
 
     /// Sends the undo `request` on the connection its attempt timed out on (queued behind the
@@ -162,24 +162,29 @@ impl LocalConnections {
     /// the undo's reply timed out too: then it lingers, so that both still reach Redis. `None`
     /// when there is no such connection any more.
     pub(crate) fn follow_up(&self, request: &Request) -> Option<redis::RedisResult<Reply>> {
-        let mut suspect = {
+        // Every try of the attempt still lingering, however long ago: an acquire retried
+        // within its wait may have left one per timeout (a user trial of stop 38: the undo
+        // followed only a recent one, and an older try's grant stayed for the whole lease).
+        let own: Vec<Suspect> = {
             let mut suspects = self.live_suspects();
-            let i = suspects
-                .iter()
-                .position(|s| self.is_recent(s) && request.undoes(s.attempt.as_ref()))?;
-            suspects.swap_remove(i)
+            let (own, others) = std::mem::take(&mut *suspects)
+                .into_iter()
+                .partition(|s| request.undoes(s.attempt.as_ref()));
+            *suspects = others;
+            own
         };
-        let sent = run(&mut suspect.local.conn, &suspect.local.scripts, request);
-        if sent.as_ref().is_err_and(redis::RedisError::is_timeout) {
-            self.live_suspects().push(suspect);
+        let mut answer: Option<redis::RedisResult<Reply>> = None;
+        for mut suspect in own {
+            let sent = run(&mut suspect.local.conn, &suspect.local.scripts, request);
+            if sent.as_ref().is_err_and(redis::RedisError::is_timeout) {
+                self.live_suspects().push(suspect);
+            }
+            let sent = sent.map(convert);
+            if answer.as_ref().is_none_or(|a| a.is_err()) {
+                answer = Some(sent);
+            }
         }
-        Some(sent.map(convert))
-    }
-
-    /// Whether `suspect` steers undos: within a network timeout of the suspicion (an undo
-    /// comes at once after its attempt, or it went elsewhere).
-    fn is_recent(&self, suspect: &Suspect) -> bool {
-        suspect.since.elapsed() < self.network_timeout
+        answer
     }
 
     /// The suspect connections, kept open for [`LINGER`] after the suspicion (at most
