@@ -137,10 +137,19 @@ impl LocalConnections {
                 });
                 timed_out(error)
             }
-            Err(error) => Sent::Failed {
-                error,
-                timed_out: false,
-            },
+            Err(error) => {
+                if error.is_connection_dropped() || error.is_io_error() {
+                    // One `CLIENT KILL` (or restart) closes every connection at once: the
+                    // idle ones are as dead, and the retry must not take them one after the
+                    // other (a user trial of stop 38: 12 threads sharing a client, releases
+                    // failed with "unexpected end of file" after the retries ran out).
+                    self.drop_idle();
+                }
+                Sent::Failed {
+                    error,
+                    timed_out: false,
+                }
+            }
         }
     }
 
@@ -219,6 +228,16 @@ impl LocalConnections {
             std::mem::forget(local);
         }
         None
+    }
+
+    /// Closes the idle connections (those made before a fork are forgotten, as in
+    /// [`Self::take_idle`]).
+    fn drop_idle(&self) {
+        let pid = std::process::id();
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        for local in idle.into_iter().filter(|local| local.pid != pid) {
+            std::mem::forget(local);
+        }
     }
 
     fn put_idle(&self, local: Local) {
