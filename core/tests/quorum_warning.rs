@@ -32,15 +32,20 @@ async fn gone_on(nodes: &[redlatch_fleet::RedisServer], key: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_release_that_misses_nodes_warns_once_for_each() {
-    let nodes = servers(5);
+/// A quorum client of `nodes` (network timeout 500 ms) and its kind-"release" warnings.
+async fn watched_quorum(nodes: &[redlatch_fleet::RedisServer]) -> (Client, impl Fn() -> Vec<Warning>) {
     let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
     let (releases, handler) = collector();
     let builder = Client::quorum_builder(&urls)
         .network_timeout(Duration::from_millis(500))
         .on_warning(handler);
-    let client = within(BOUND, builder.connect()).await.unwrap();
+    (within(BOUND, builder.connect()).await.unwrap(), releases)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_misses_nodes_warns_once_for_each() {
+    let nodes = servers(5);
+    let (client, releases) = watched_quorum(&nodes).await;
     let lock = client.lock("qw:lock").lease(Duration::from_secs(30));
 
     // All nodes up: no warning.
@@ -96,12 +101,7 @@ async fn a_release_that_misses_nodes_warns_once_for_each() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_lock_release_that_misses_a_node_warns() {
     let nodes = servers(3);
-    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
-    let (releases, handler) = collector();
-    let builder = Client::quorum_builder(&urls)
-        .network_timeout(Duration::from_millis(500))
-        .on_warning(handler);
-    let client = within(BOUND, builder.connect()).await.unwrap();
+    let (client, releases) = watched_quorum(&nodes).await;
     let multi = client
         .multi_lock_names(["qw:m1", "qw:m2"])
         .unwrap()
