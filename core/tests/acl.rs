@@ -233,3 +233,59 @@ async fn a_permit_release_refused_for_permissions_keeps_the_permit_renewed() {
     within(BOUND, permit.release()).await.unwrap();
     assert_eq!(within(BOUND, permits.available()).await.unwrap(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_release_that_took_most_of_a_lease_still_keeps_the_hold_renewed() {
+    // CI of stop 38 lost a hold whose release was refused: renewals began again a whole
+    // period after the refusal, while the last one was up to a period older than the release.
+    // Here Redis holds the release (CLIENT PAUSE WRITE) for 80 % of the watchdog timeout
+    // right after the acquire, so a renewal a period after the refusal comes after the key's
+    // TTL and the hold's validity ran out; renewing at once keeps it.
+    let server = server();
+    let timeout = Duration::from_millis(3_000);
+    let pause = "2400";
+    let builder = Client::builder(&server.user_url())
+        .watchdog_timeout(timeout)
+        .network_timeout(Duration::from_secs(10));
+    let client = within(BOUND, builder.connect()).await.unwrap();
+    let mut conn = raw(&server).await;
+    let set_channels = |rule: &str| {
+        let reply = server
+            .cli(&["ACL", "SETUSER", redlatch_fleet::acl::USER, rule])
+            .unwrap();
+        assert_eq!(reply, "OK");
+    };
+    let permits = client.permit_semaphore("lock:paused-permits");
+    within(BOUND, permits.try_set_permits(1)).await.unwrap();
+    set_channels("resetchannels");
+
+    let lock = client.lock("lock:paused");
+    let rlock = client.rlock("lock:paused-r");
+    let lease_guard = within(BOUND, lock.acquire()).await.unwrap();
+    let reentrant_guard = within(BOUND, rlock.acquire()).await.unwrap();
+    let permit = within(BOUND, permits.acquire(None)).await.unwrap();
+    let _: String = cmd(&mut conn, &["CLIENT", "PAUSE", pause, "WRITE"]).await;
+    let (a, b, c) = tokio::join!(
+        within(BOUND, lease_guard.release()),
+        within(BOUND, reentrant_guard.release()),
+        within(BOUND, permit.release()),
+    );
+    for err in [a.unwrap_err(), b.unwrap_err(), c.unwrap_err()] {
+        assert_eq!(err.kind(), ErrorKind::NoPermission, "{err}");
+    }
+    // Past the old first renewal (pause + a period), the acquire's validity and key TTL.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    for (guard, name) in [(&lease_guard, lock.name()), (&reentrant_guard, rlock.name())] {
+        assert!(!guard.is_lost(), "{name}");
+        let pttl: i64 = cmd(&mut conn, &["PTTL", name]).await;
+        assert!(pttl > 0, "{name}: renewed, pttl {pttl}");
+    }
+    assert!(!permit.is_lost());
+    assert_eq!(within(BOUND, permits.available()).await.unwrap(), 0);
+
+    set_channels("allchannels");
+    within(BOUND, lease_guard.release()).await.unwrap();
+    within(BOUND, reentrant_guard.release()).await.unwrap();
+    within(BOUND, permit.release()).await.unwrap();
+    assert_eq!(within(BOUND, permits.available()).await.unwrap(), 1);
+}

@@ -106,12 +106,16 @@ impl Hold {
     /// Renews a watchdog-mode hold again after a release that Redis refused without changing
     /// anything (`NoPermission`, `OutOfMemory`): the hold is kept, so its renewals go on (a
     /// user trial of stop 38: the refused release had stopped them, and the lock expired
-    /// within the watchdog timeout although the caller was told to release again).
+    /// within the watchdog timeout although the caller was told to release again). Call it
+    /// once the signal is held again: the watchdog drops entries whose hold is not.
     pub(super) fn rewatch(&self) {
         if let Some((renewals, id)) = &self.watch {
-            let new = renewals
-                .watchdog
-                .register(renewals, self.name(), &self.holder, self.signal.clone());
+            let new = renewals.watchdog.register_renewing_now(
+                renewals,
+                self.name(),
+                &self.holder,
+                self.signal.clone(),
+            );
             id.store(new, std::sync::atomic::Ordering::Release);
         }
     }

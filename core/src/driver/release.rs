@@ -304,11 +304,16 @@ impl Releasing<'_> {
             // error reply (ACL, OOM) came from a script that changed nothing, so the next
             // attempt is a fresh one; after a connection error or a timeout it may have
             // applied, and the retry sends the same request.
-            if !matches!(e.kind(), ErrorKind::Connection | ErrorKind::Quorum) {
+            let refused = !matches!(e.kind(), ErrorKind::Connection | ErrorKind::Quorum);
+            if refused {
                 *self.pending = None;
-                hold.rewatch();
             }
             self.unsettled.settle(false);
+            if refused {
+                // After `settle`: a watchdog round between the two would drop an entry whose
+                // hold is still "releasing" (a CI run lost a hold this way or to its validity).
+                hold.rewatch();
+            }
             return Err(e);
         }
         *self.pending = None;

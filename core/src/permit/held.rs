@@ -221,7 +221,7 @@ impl Permit {
             .as_ref()
             .is_err_and(|e| e.kind() != ErrorKind::Connection && e.reason().is_none());
         if refused && self.state.renewed && !self.state.ended.load(Ordering::Acquire) {
-            start_renewals(&self.state);
+            start_renewals(&self.state, Renew::AtOnce);
         }
         result
     }
@@ -328,7 +328,7 @@ impl Permit {
             engine.runtime.spawn(Box::pin(state.clone().close()));
         }
         if renewed {
-            start_renewals(&state);
+            start_renewals(&state, Renew::AfterAPeriod);
         }
         Permit {
             state,
@@ -341,33 +341,45 @@ impl Permit {
 /// when the client has one (`Client::renew_through`), as the watchdog renews holds, so a
 /// blocked Node event loop does not lose its permits (a user trial of stop 38: another
 /// process got the only permit).
-fn start_renewals(state: &Arc<PermitState>) {
+fn start_renewals(state: &Arc<PermitState>, first: Renew) {
     if state.renewing.swap(true, Ordering::AcqRel) {
         return;
     }
     let renewals = state.engine.renewals();
     renewals
         .runtime
-        .spawn(Box::pin(renew(Arc::downgrade(state), renewals.clone())));
+        .spawn(Box::pin(renew(Arc::downgrade(state), renewals.clone(), first)));
+}
+
+/// When a renewal task's first renewal goes out.
+#[derive(Clone, Copy)]
+enum Renew {
+    /// A permit just acquired: a period from now.
+    AfterAPeriod,
+    /// Renewals a refused release interrupted: the last one may be most of a period old.
+    AtOnce,
 }
 
 /// Renews a watchdog-mode permit every third of the watchdog timeout until it is released,
 /// dropped or found gone, or its client closed (or abandoned), through `renewals` (the client's
 /// engine, or its renewer's). Holds it weakly: a dropped permit is not kept alive.
-async fn renew(state: Weak<PermitState>, renewals: Arc<Engine>) {
-    renew_while_held(&state, &renewals).await;
+async fn renew(state: Weak<PermitState>, renewals: Arc<Engine>, first: Renew) {
+    renew_while_held(&state, &renewals, first).await;
     if let Some(strong) = state.upgrade() {
         strong.renewing.store(false, Ordering::Release);
         // A release refused meanwhile (nothing changed) found this task still running.
         let held = !strong.ended.load(Ordering::Acquire) && !strong.lost.load(Ordering::Acquire);
         if held && !strong.engine.registry.is_closed() {
-            start_renewals(&strong);
+            start_renewals(&strong, Renew::AtOnce);
         }
     }
 }
 
-async fn renew_while_held(state: &Weak<PermitState>, renewals: &Arc<Engine>) {
-    let mut pause = None;
+async fn renew_while_held(state: &Weak<PermitState>, renewals: &Arc<Engine>, first: Renew) {
+    let mut pause = match first {
+        Renew::AfterAPeriod => None,
+        Renew::AtOnce => Some(Duration::ZERO),
+    };
     loop {
         let Some(strong) = state.upgrade() else { return };
         let engine = strong.engine.clone();
@@ -378,7 +390,10 @@ async fn renew_while_held(state: &Weak<PermitState>, renewals: &Arc<Engine>) {
             return;
         }
         drop(strong);
-        let _ = select(renewals.runtime.sleep(pause.unwrap_or(period)), listener).await;
+        let wait = pause.unwrap_or(period);
+        if !wait.is_zero() {
+            let _ = select(renewals.runtime.sleep(wait), listener).await;
+        }
         let Some(strong) = state.upgrade() else { return };
         if strong.ended.load(Ordering::Acquire) || engine.registry.is_closed() {
             return;
