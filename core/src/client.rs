@@ -136,8 +136,11 @@ impl Client {
         RwLock::new(self.engine.clone(), name.into(), owner)
     }
 
-    /// Admin: deletes lock `name` whatever its owner, waking its waiters (on every node).
-    /// Returns `true` when a lock was deleted on a majority of nodes.
+    /// Admin: deletes lock `name` whatever its owner and kind, waking its waiters (on every
+    /// node): a lease or reentrant lock's on its unlock channel, a read/write lock's on its
+    /// channel, a fair lock's queue head on the head's own channel (as Redisson's
+    /// `forceUnlock` of each kind; waiters whose deadline passed are dropped from the queue
+    /// first). Returns `true` when a lock was deleted on a majority of nodes.
     ///
     /// A key of a type no lock uses (a list, a set, ...) is never deleted: that is
     /// `KeyConflict`. A connection error is retried (at most twice); if an earlier try had applied,
@@ -151,7 +154,7 @@ impl Client {
         keys::validate_name(name)?;
         self.engine.registry.check_open()?;
         let engine = &self.engine;
-        let req = request::force_unlock(name);
+        let req = request::force_unlock(name, engine.runtime.wall_clock_ms());
         // Quorum mode: the per-node timeout of a lock with the default lease (shared/API.md).
         let timeout = engine.node_timeout(engine.config.watchdog_timeout);
         let replies = engine.nodes.broadcast(&req, timeout).await;

@@ -9,6 +9,7 @@ mod operations;
 
 pub use holder::{Holder, Turn};
 
+use super::family::keys as family_keys;
 use super::family::scripts as family_scripts;
 use super::keys;
 use super::scripts::{self, Script};
@@ -169,12 +170,23 @@ pub fn renew_batch<'a>(lease_ms: u64, holds: impl IntoIterator<Item = (&'a str, 
     }
 }
 
-/// Force-unlock request for `name`.
-pub fn force_unlock(name: &str) -> Request {
+/// Force-unlock request for `name`, a lock of any kind (`force_unlock.lua`); `now_ms` is the
+/// caller's wall clock (ms since the Unix epoch), to pass over fair waiters whose deadline
+/// passed.
+pub fn force_unlock(name: &str, now_ms: u64) -> Request {
     Request {
         script: &scripts::FORCE_UNLOCK,
-        keys: vec![name.to_owned()],
-        args: vec![PUBLISH.to_owned(), keys::lock_channel(name)],
+        keys: vec![
+            name.to_owned(),
+            family_keys::fair_queue(name),
+            family_keys::fair_timeouts(name),
+        ],
+        args: vec![
+            PUBLISH.to_owned(),
+            keys::lock_channel(name),
+            family_keys::rw_channel(name),
+            now_ms.to_string(),
+        ],
         plain: None,
         by_source: false,
     }
@@ -225,8 +237,13 @@ mod tests {
             "spublish"
         );
         assert_eq!(
-            force_unlock("n").with_publish_command("spublish").args,
-            ["spublish", "redisson_lock__channel:{n}"]
+            force_unlock("n", 7).with_publish_command("spublish").args,
+            [
+                "spublish",
+                "redisson_lock__channel:{n}",
+                "redisson_rwlock:{n}",
+                "7"
+            ]
         );
         assert_eq!(
             lease.extend("n", 5).with_publish_command("spublish").args,
@@ -241,8 +258,11 @@ mod tests {
         let r = renew_batch(30000, [("x", &a), ("y", &b)]);
         assert_eq!(r.keys, ["x", "y"]);
         assert_eq!(r.args, ["30000", "Lt", "Ro:2"]);
-        assert_eq!(force_unlock("x").keys, ["x"]);
-        assert_eq!(force_unlock("x").args[1], "redisson_lock__channel:{x}");
+        assert_eq!(
+            force_unlock("x", 7).keys,
+            ["x", "redisson_lock_queue:{x}", "redisson_lock_timeout:{x}"]
+        );
+        assert_eq!(force_unlock("x", 7).args[1], "redisson_lock__channel:{x}");
         assert_eq!(inspect("x", false, None).args, ["L"]);
         assert_eq!(inspect("x", true, None).args, ["R"]);
         assert_eq!(inspect("x", true, Some(&b)).args, ["Ro:2"]);

@@ -162,7 +162,7 @@ mod tests {
         assert!(handles(&request::inspect("n", false, None)));
         assert!(!handles(&request::inspect("n", true, None)));
         assert!(!handles(&request::inspect("n", true, Some(&rlock))));
-        assert!(handles(&request::force_unlock("n")));
+        assert!(handles(&request::force_unlock("n", 0)));
     }
 
     #[test]
@@ -182,9 +182,9 @@ mod tests {
         );
         assert_eq!(lease.abort("n", "req", 0).args[3], "0");
         assert_eq!(lease.extend("n", 700).args, ["tok", "700"]);
-        let r = request::force_unlock("n");
-        assert_eq!(r.keys, ["n"]);
-        assert_eq!(r.args, [request::PUBLISH, "redisson_lock__channel:{n}"]);
+        let r = request::force_unlock("n", 0);
+        assert_eq!(r.keys[0], "n");
+        assert_eq!(r.args[..2], [request::PUBLISH, "redisson_lock__channel:{n}"]);
         assert_eq!(request::inspect("n", false, Some(&lease)).args, ["Ltok"]);
     }
 }

@@ -203,24 +203,6 @@ pub fn decode_abort(reply: &Reply) -> Result<AbortReply> {
     }
 }
 
-/// Force-unlock request (admin); the reply decodes with
-/// [`decode_force_unlock`](crate::protocol::reply::decode_force_unlock).
-pub fn force_unlock(name: &str, now_ms: u64, publish: &str) -> Request {
-    request(
-        &scripts::FAIR_FORCE_UNLOCK,
-        vec![
-            name.to_owned(),
-            family_keys::fair_queue(name),
-            family_keys::fair_timeouts(name),
-        ],
-        vec![
-            now_ms.to_string(),
-            publish.to_owned(),
-            family_keys::fair_channel_base(name),
-        ],
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,9 +268,6 @@ mod tests {
         let r = abort("f", "u:1", 5000, "publish", "req");
         assert_eq!(r.keys[3], "redlatch_acquire_latch:{f}:req");
         assert_eq!(r.args, ["u:1", "5000", "publish", "redisson_lock__channel:{f}"]);
-        let r = force_unlock("f", 7, "publish");
-        assert_eq!(r.keys.len(), 3);
-        assert_eq!(r.args, ["7", "publish", "redisson_lock__channel:{f}"]);
     }
 
     fn arr(v: &[i64]) -> Reply {

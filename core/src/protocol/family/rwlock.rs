@@ -197,15 +197,6 @@ pub fn write_holder(owner: &str) -> Holder {
     }
 }
 
-/// Force-unlock request (admin), whatever the mode; decodes with `reply::decode_force_unlock`.
-pub fn force_unlock(name: &str, publish: &str) -> Request {
-    request(
-        &scripts::RW_FORCE_UNLOCK,
-        vec![name.to_owned()],
-        vec![publish.to_owned(), family_keys::rw_channel(name)],
-    )
-}
-
 /// What a message on `redisson_rwlock:{N}` asks of waiters: `0` wakes one (read release),
 /// `1` wakes all (write release). `None` for other payloads.
 pub fn wakes_all(payload: &[u8]) -> Option<bool> {
@@ -263,10 +254,6 @@ mod tests {
         );
         assert_eq!(write_extend("rw", "u:1", 7).args, ["7", "u:1:write"]);
         assert_eq!(write_holder("u:1").spec(), "Ru:1:write");
-        assert_eq!(
-            force_unlock("rw", "publish").args,
-            ["publish", "redisson_rwlock:{rw}"]
-        );
     }
 
     fn arr(v: &[i64]) -> Reply {

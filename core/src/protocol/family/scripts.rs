@@ -33,10 +33,6 @@ family_script!(
     FAIR_ABORT, "fair_abort"
 );
 family_script!(
-    /// Fair lock admin delete.
-    FAIR_FORCE_UNLOCK, "fair_force_unlock", "../lua/conflict.lua"
-);
-family_script!(
     /// Read lock acquire (shared; per-hold timeout keys).
     RW_READ_ACQUIRE, "rw_read_acquire", "../lua/conflict.lua"
 );
@@ -55,10 +51,6 @@ family_script!(
 family_script!(
     /// Write lock release (or, guarded by the acquire latch, undo).
     RW_WRITE_RELEASE, "rw_write_release"
-);
-family_script!(
-    /// Read/write lock admin delete.
-    RW_FORCE_UNLOCK, "rw_force_unlock", "../lua/conflict.lua"
 );
 family_script!(
     /// Semaphore acquire of n permits.
@@ -122,18 +114,16 @@ family_script!(
 );
 
 /// Every family script, for preloading and tests.
-pub fn all() -> [&'static Script; 25] {
+pub fn all() -> [&'static Script; 23] {
     [
         &FAIR_ACQUIRE,
         &FAIR_RELEASE,
         &FAIR_ABORT,
-        &FAIR_FORCE_UNLOCK,
         &RW_READ_ACQUIRE,
         &RW_READ_RELEASE,
         &RW_READ_EXTEND,
         &RW_WRITE_ACQUIRE,
         &RW_WRITE_RELEASE,
-        &RW_FORCE_UNLOCK,
         &SEMAPHORE_ACQUIRE,
         &SEMAPHORE_RELEASE,
         &SEMAPHORE_SET,

@@ -1,5 +1,11 @@
--- Force unlock (admin): delete the lock whatever its owner, waking waiters if it existed.
--- KEYS[1] lock key. ARGV[1] publish command, ARGV[2] unlock channel.
+-- Force unlock (admin): delete the lock whatever its owner and kind, waking its waiters if it
+-- existed: a lease or reentrant lock's on the unlock channel, a read/write lock's on its
+-- channel ('1': every waiter tries, Redisson RedissonReadLock/RedissonWriteLock
+-- forceUnlockAsync), and a fair lock's queue head on its own channel (Redisson
+-- RedissonFairLock.forceUnlockAsync: the heads whose deadline passed are dropped first).
+-- KEYS[1] lock key, KEYS[2] fair queue, KEYS[3] fair deadlines.
+-- ARGV[1] publish command, ARGV[2] unlock channel (also the base of the fair waiter
+-- channels), ARGV[3] read/write channel, ARGV[4] now (wall clock ms).
 -- Reply: 1 deleted, 0 nothing to delete. WRONGTYPE when the key is of a type no lock uses
 -- (a list, set, ...), a hash without TTL, or a string without TTL that holds no token:
 -- application data is never deleted by this.
@@ -19,6 +25,32 @@ if redis.call('PTTL', KEYS[1]) == -1 then
     return conflict('a string without TTL')
   end
 end
+-- The PUBLISHes go first: an ACL user refused a channel gets NoPermission with nothing
+-- written (subscribers see the messages only after the script, with the key gone).
 redis.call(ARGV[1], ARGV[2], '0')
+if kind == 'hash' then
+  if redis.call('HEXISTS', KEYS[1], 'mode') == 1 then
+    redis.call(ARGV[1], ARGV[3], '1')
+  end
+  local queue, deadlines, now = KEYS[2], KEYS[3], tonumber(ARGV[4])
+  local dead = 0
+  local head
+  while true do
+    head = redis.call('LINDEX', queue, dead)
+    if not head then break end
+    local due = redis.call('ZSCORE', deadlines, head)
+    if due and tonumber(due) <= now then
+      dead = dead + 1
+    else
+      break
+    end
+  end
+  if head then
+    redis.call(ARGV[1], ARGV[2] .. ':' .. head, '0')
+  end
+  for _ = 1, dead do
+    redis.call('ZREM', deadlines, redis.call('LPOP', queue))
+  end
+end
 redis.call('DEL', KEYS[1])
 return 1
