@@ -67,6 +67,21 @@ for (const entry of ENTRIES) {
       assert.equal(await r.exists(name), 0)
     })
 
+    test('fenced given to the rwLock fences the write side only; fenced on the read side is refused', async () => {
+      // A user trial of stop 39: the rwLock's `fenced` default reached the read side, whose
+      // acquire then rejected, where Python fences the write side only.
+      const name = key('rw')
+      const rw = client.rwLock(name, { fenced: true })
+      const read = await rw.read().acquire({ waitMs: 0 })
+      assert.equal(read.fencingToken, null)
+      await read.release()
+      const write = await rw.write().acquire({ waitMs: 0 })
+      assert.equal(typeof write.fencingToken, 'number')
+      await write.release()
+      assert.throws(() => rw.read({ fenced: true }), entry.api.InvalidArgumentError)
+      assert.equal(await r.exists(name), 0)
+    })
+
     test('readers of separate owners share the lock; a writer excludes them', async () => {
       const name = key('rw')
       const a = await client.rwLock(name).read().acquire()

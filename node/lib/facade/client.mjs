@@ -70,7 +70,8 @@ export class Client {
 
   /**
    * A read/write lock (Redisson RReadWriteLock): `.read(options)` and `.write(options)` are
-   * locks (many readers or one writer), with this call's options as their defaults. Both are
+   * locks (many readers or one writer), with this call's options as their defaults
+   * (`fenced`, `fenceTtlMs`: the write side's only; readers share a hold). Both are
    * reentrant with the owners of `rlock`; an owner holding the write lock may take the read
    * lock, and a write acquire by an owner holding a read hold is refused at once with
    * WouldDeadlockError. Not on quorum clients.

@@ -78,7 +78,8 @@ export declare class Client {
   fairLock(name: string, options?: LockOptions): Lock
   /**
    * A read/write lock (Redisson RReadWriteLock): `.read()` / `.write()` are locks whose
-   * options default to these. Many readers or one writer; an owner holding the write lock
+   * options default to these (`fenced`, `fenceTtlMs`: the write side's only, as readers share
+   * a hold; `.read({ fenced: true })` throws `InvalidArgumentError`). Many readers or one writer; an owner holding the write lock
    * may take the read lock; a write acquire by an owner holding a read hold rejects at once
    * with `WouldDeadlockError`. Not on quorum clients (`InvalidArgumentError` at acquire).
    */

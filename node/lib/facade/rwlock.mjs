@@ -1,6 +1,8 @@
 // `RwLock`: the two locks of one Redisson RReadWriteLock name. Each side is a `Lock` (kind
 // 'read' or 'write'); the options given to `client.rwLock(name, options)` are the defaults
-// of both, overridden key by key by `.read(options)` / `.write(options)`.
+// of both, overridden key by key by `.read(options)` / `.write(options)`, except `fenced` and
+// `fenceTtlMs`, which are the write side's only: readers share a hold, so the read side is
+// never fenced (as the Python binding; `.read({ fenced: true })` throws InvalidArgumentError).
 //
 // Owners are those of every reentrant kind (owner.mjs): an explicit `Owner`, else the
 // `using` scope the code runs in, else the acquisition itself. So inside a `write().using()`
@@ -11,6 +13,9 @@
 import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError } from './errors.mjs'
 import * as args from './args.mjs'
+
+/** The rwLock defaults that apply to the write side only. */
+const WRITE_ONLY = ['fenced', 'fenceTtlMs']
 
 /** The read and write locks of one name. Made by `client.rwLock(name, options)`. */
 export class RwLock {
@@ -37,7 +42,7 @@ export class RwLock {
    * @returns {import('./lock.mjs').Lock}
    */
   read(options) {
-    return this.#make('read', this.#merge(options))
+    return this.#make('read', this.#merge(options, WRITE_ONLY))
   }
 
   /**
@@ -46,17 +51,19 @@ export class RwLock {
    * @returns {import('./lock.mjs').Lock}
    */
   write(options) {
-    return this.#make('write', this.#merge(options))
+    return this.#make('write', this.#merge(options, []))
   }
 
   toString() {
     return `RwLock(${JSON.stringify(this.#name)})`
   }
 
-  #merge(options) {
+  #merge(options, skipped) {
     const o = args.lockOptions(options)
     const out = {}
-    for (const [k, v] of Object.entries(this.#defaults)) if (v !== undefined) out[k] = v
+    for (const [k, v] of Object.entries(this.#defaults)) {
+      if (v !== undefined && !skipped.includes(k)) out[k] = v
+    }
     for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v
     return out
   }
