@@ -918,7 +918,8 @@ enum redlatch_status redlatch_semaphore_release(const struct redlatch_semaphore 
 enum redlatch_status redlatch_semaphore_release_final(const struct redlatch_semaphore *semaphore,
                                                       uint64_t n);
 
-// `*available` receives the number of permits available in Redis now (0 when none was set).
+// `*available` receives the number of permits available in Redis now (0 when none was set,
+// and 0 when the count is below zero: Redisson's `reducePermits` can take it there).
 //
 // # Safety
 // `semaphore` NULL or valid; `available` NULL or writable.

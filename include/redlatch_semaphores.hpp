@@ -160,7 +160,7 @@ class PermitSemaphore {
     void release(const std::string &id) {
         detail::check(redlatch_permit_semaphore_release(handle_.get(), detail::c_str(id, "id")));
     }
-    /// Permits available now.
+    /// Permits available now (0 when none was set or the count is below zero).
     std::uint64_t available() const {
         std::uint64_t n = 0;
         detail::check(redlatch_permit_semaphore_available(handle_.get(), &n));

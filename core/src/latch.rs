@@ -113,7 +113,9 @@ impl CountDownLatch {
     /// Waits until the count is zero (Redisson `await`): `Ok(true)` once it is (at once for
     /// a latch that is not set), `Ok(false)` when `timeout` ran out first (`None`: no limit;
     /// `Duration::ZERO`: one look). Woken by the `0` on the latch channel, with polling every
-    /// poll interval as the fallback.
+    /// poll interval as the fallback. Each wake-up reads the count again, so a latch that
+    /// opens and is set again (`try_set_count`) before the waiter looks is not seen open, and
+    /// the wait goes on (Redisson's `await` behaves the same; unlike `threading.Event.wait`).
     ///
     /// # Errors
     /// `InvalidArgument` for a bad name, timeout or a quorum client; `Connection` when Redis

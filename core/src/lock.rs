@@ -343,7 +343,8 @@ impl Lock {
         Ok(found.iter().filter(|i| i.exists).count() >= self.engine.majority())
     }
 
-    /// Remaining lease of whoever holds the lock; `None` when free (or held with no TTL).
+    /// Remaining lease of whoever holds the lock (a read/write side: held in its mode, as
+    /// [`Self::locked`]); `None` when free (or held with no TTL).
     ///
     /// # Errors
     /// As [`Self::locked`].

@@ -213,7 +213,8 @@ pub unsafe extern "C" fn redlatch_semaphore_release_final(
     })
 }
 
-/// `*available` receives the number of permits available in Redis now (0 when none was set).
+/// `*available` receives the number of permits available in Redis now (0 when none was set,
+/// and 0 when the count is below zero: Redisson's `reducePermits` can take it there).
 ///
 /// # Safety
 /// `semaphore` NULL or valid; `available` NULL or writable.

@@ -359,7 +359,9 @@ impl Semaphore {
         Some(unsettled.remove(i))
     }
 
-    /// Permits available now (0 when the semaphore was never set).
+    /// Permits available now: 0 when the semaphore was never set, and 0 when its count is
+    /// below zero (Redisson's `reducePermits` can take it there; its `availablePermits` then
+    /// returns the negative count; an acquire waits until releases bring it above zero).
     ///
     /// # Errors
     /// `InvalidArgument` for a bad name or a quorum client; `Connection`/`Redis` when Redis fails.

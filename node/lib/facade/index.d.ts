@@ -132,7 +132,11 @@ export declare class Lock {
    * rejects with `fn`'s own error if it threw, else with `LockLostError` if the hold was lost.
    */
   using<T>(fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
-  /** `true` when anyone holds the lock (asks Redis). */
+  /**
+   * `true` when anyone holds the lock (asks Redis). The read side of a read/write lock answers
+   * whether it is held in read mode, the write side whether in write mode (as Redisson's
+   * `isLocked` of its read and write locks); `ttl()` likewise.
+   */
   locked(): Promise<boolean>
   /** Remaining lease in ms of whoever holds the lock; `null` when free. */
   ttl(): Promise<number | null>
@@ -209,7 +213,7 @@ export declare class Semaphore {
   tryAcquire(permits?: number): Promise<boolean>
   /** Gives back `permits` (default 1) this handle holds; more than `held` is `NotOwnedError` (reason `never_held`). */
   release(permits?: number): Promise<void>
-  /** Permits available now. */
+  /** Permits available now (0 when none are set or the count is below zero, which Redisson's `reducePermits` can cause). */
   available(): Promise<number>
   /** Acquires `options.permits` (default 1), runs `fn`, releases them however it ends. */
   using<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions & { permits?: number }): Promise<Awaited<T>>

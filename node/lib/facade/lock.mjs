@@ -152,7 +152,11 @@ export class Lock {
     return this.#reentrant ? owners.freshOwner() : null
   }
 
-  /** `true` when anyone holds the lock (asks Redis). */
+  /**
+   * `true` when anyone holds the lock (asks Redis). The read side of a read/write lock answers
+   * whether it is held in read mode, the write side whether in write mode (as Redisson's
+   * `isLocked` of its read and write locks); `ttl()` likewise.
+   */
   async locked() {
     try {
       return await this.#raw.locked()

@@ -107,7 +107,11 @@ export class Semaphore {
     return engineCall(() => this.#raw.release(permits))
   }
 
-  /** Permits available now (asks Redis; 0 when none are set). */
+  /**
+   * Permits available now (asks Redis; 0 when none are set, and 0 when the count is below
+   * zero: Redisson's `reducePermits` can take it there, and its `availablePermits` then
+   * returns the negative count).
+   */
   async available() {
     await this.#initial.ready()
     return engineCall(() => this.#raw.available())

@@ -80,7 +80,8 @@ class Semaphore:
         await self._native.release_async(permits)
 
     async def available(self) -> int:
-        """Permits available now (asks Redis)."""
+        """Permits available now (asks Redis); 0 when the semaphore does not exist or its count
+        is below zero (as the sync ``Semaphore.available``)."""
         result: int = await self._native.available_async()
         return result
 

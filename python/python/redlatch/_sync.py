@@ -355,7 +355,9 @@ class Lock:
         holds[-1].extend(lease)
 
     def locked(self) -> bool:
-        """True when anyone holds the lock (asks Redis)."""
+        """True when anyone holds the lock (asks Redis). The read side of a read/write lock
+        answers whether it is held in read mode, the write side whether in write mode (as
+        Redisson's ``isLocked`` of its read and write locks); ``ttl`` likewise."""
         return self._native.locked()
 
     def owned(self) -> bool:

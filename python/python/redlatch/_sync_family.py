@@ -85,7 +85,9 @@ class Semaphore:
         self._native.release(permits)
 
     def available(self) -> int:
-        """Permits available now (asks Redis); 0 when the semaphore does not exist."""
+        """Permits available now (asks Redis); 0 when the semaphore does not exist, and 0 when its
+        count is below zero (Redisson's ``reducePermits`` can take it there; its
+        ``availablePermits`` then returns the negative count)."""
         return self._native.available()
 
     def __enter__(self) -> "Semaphore":
@@ -263,7 +265,9 @@ class CountDownLatch:
         return self._native.count()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        """Waits until the count reaches zero, like ``threading.Event.wait``.
+        """Waits until the count reaches zero, like ``threading.Event.wait``, except that a
+        latch opened and set again (``try_set_count``) before this waiter looks is not seen
+        open: the wait goes on (as Redisson's ``await``).
 
         :param timeout: seconds; None = forever
         :returns: True when the latch is open, False when the timeout ran out

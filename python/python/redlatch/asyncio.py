@@ -292,7 +292,9 @@ class Lock:
         await holds[-1].extend_async(lease)
 
     async def locked(self) -> bool:
-        """True when anyone holds the lock (asks Redis)."""
+        """True when anyone holds the lock (asks Redis). The read side of a read/write lock
+        answers whether it is held in read mode, the write side whether in write mode (as
+        Redisson's ``isLocked`` of its read and write locks); ``ttl`` likewise."""
         result: bool = await self._native.locked_async()
         return result
 
