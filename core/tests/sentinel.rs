@@ -321,3 +321,27 @@ async fn with_sync_replicas_the_holder_is_told_before_another_client_can_take_th
         Err(e) => assert_eq!(e.kind(), ErrorKind::NotAcquired, "the takeover is refused: {e}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_going_away_one_after_another_leave_the_master_in_use() {
+    // A user trial of stop 39: the `+switch-master` watcher, moving to the next sentinel as
+    // each went away, assumed a missed failover and dropped the healthy master's connection;
+    // with no sentinel left to name it again, every call failed and watchdog holds expired.
+    let group = group(false);
+    let client = client(&group, 0).await;
+    let held = within(BOUND, client.lock("s-gone").acquire()).await.unwrap();
+    let master = group.master().unwrap();
+    for sentinel in &group.sentinels {
+        sentinel.kill().unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Past the 3 s watchdog timeout: only renewals on the master keep the hold.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!held.is_lost(), "lost: {:?}", held.lost_reason());
+    let other = within(BOUND, client.lock("s-gone-2").wait(Duration::ZERO).acquire())
+        .await
+        .expect("the master is still used");
+    within(BOUND, other.release()).await.unwrap();
+    within(BOUND, held.release()).await.unwrap();
+    assert_eq!(group.data_cli(master, &["EXISTS", "s-gone"]).unwrap(), "0");
+}

@@ -70,9 +70,12 @@ pub(crate) struct SentinelSource {
     master: String,
     /// One client per sentinel, for the `+switch-master` watcher.
     sentinels: Vec<redis::Client>,
-    /// Bumped on every `+switch-master` of this master (and when the watcher reconnects,
-    /// in case it missed one).
+    /// Bumped on every `+switch-master` of this master, and when the watcher reconnects and
+    /// the sentinel it reached names another master than the one last resolved (a switch it
+    /// may have missed).
     generation: AtomicU64,
+    /// `host:port` of the master last resolved (`None` before the first).
+    resolved: std::sync::Mutex<Option<String>>,
     watching: std::sync::Once,
 }
 
@@ -163,6 +166,7 @@ impl SentinelSource {
             master: spec.master.clone(),
             sentinels,
             generation: AtomicU64::new(0),
+            resolved: std::sync::Mutex::new(None),
             watching: std::sync::Once::new(),
         })
     }
@@ -210,6 +214,7 @@ impl SentinelSource {
         let info = info.set_redis_settings(settings);
         let label = info.addr().to_string();
         tracing::debug!(master = %self.master, node = %label, "Sentinel named the master");
+        *self.resolved.lock().unwrap_or_else(|p| p.into_inner()) = Some(master_address(info.addr()));
         Ok(NodeSpec {
             info,
             label,
@@ -251,6 +256,40 @@ impl SentinelSource {
     }
 }
 
+impl SentinelSource {
+    /// `true` when `sentinel` names another master than the one last resolved. A sentinel
+    /// that does not answer (within 2 s) or knows no master tells nothing: the connection to
+    /// the master stays, and a failover is still followed by the connection breaking or the
+    /// old master answering `READONLY`.
+    async fn missed_a_switch(&self, sentinel: &redis::Client) -> bool {
+        let Some(resolved) = self.resolved.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+            return false;
+        };
+        let asked = async {
+            let mut conn = sentinel.get_multiplexed_async_connection().await?;
+            redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg(&self.master)
+                .query_async::<Option<(String, u16)>>(&mut conn)
+                .await
+        };
+        match tokio::time::timeout(Duration::from_secs(2), asked).await {
+            Ok(Ok(Some((host, port)))) => format!("{host}:{port}") != resolved,
+            _ => false,
+        }
+    }
+}
+
+/// `host:port` of a resolved master, as `SENTINEL get-master-addr-by-name` names it.
+fn master_address(addr: &ConnectionAddr) -> String {
+    match addr {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("{host}:{port}")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Listens on the sentinels' `+switch-master` channel (`<name> <old ip> <old port> <new ip>
 /// <new port>`) and bumps the generation for this master. Moves to the next sentinel when
 /// one is unreachable; exits when the source is gone.
@@ -273,12 +312,17 @@ async fn watch_switches(weak: Weak<SentinelSource>) {
             tokio::time::sleep(Duration::from_millis(500)).await;
             continue;
         };
-        // A switch may have happened while no sentinel was watched.
+        // A switch may have happened while no sentinel was watched: asked of the sentinel just
+        // reached, not assumed. A bump without one drops a healthy master's connection, and
+        // when the sentinels are going away one after another no sentinel may be left to
+        // name it again (a user trial: every call then failed, and holds were lost, while
+        // the master answered).
         if !std::mem::take(&mut first) {
-            match weak.upgrade() {
-                Some(source) => source.generation.fetch_add(1, Ordering::SeqCst),
-                None => return,
-            };
+            let Some(source) = weak.upgrade() else { return };
+            if source.missed_a_switch(&client).await {
+                source.generation.fetch_add(1, Ordering::SeqCst);
+                tracing::debug!(master = %master, "the master changed while no sentinel was watched");
+            }
         }
         let mut messages = pubsub.into_on_message();
         loop {
