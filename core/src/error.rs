@@ -40,6 +40,10 @@ const REDIS_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wro
 const KEY_OF_ANOTHER_TYPE: &str =
     "WRONGTYPE the key holds a type that no lock, semaphore or latch of this kind uses (application data under its name?)";
 /// The message of a connection that gave no password to a server that requires one.
+/// What Redis and Valkey answer the `SELECT` of a database number the server does not have.
+const NO_SUCH_DATABASE: &str = "DB index is out of range";
+const NO_SUCH_DATABASE_MESSAGE: &str =
+    "the server has no database of the URL's number (ERR DB index is out of range: it has as many as its `databases` setting, 16 by default, numbered from 0)";
 const AUTH_REQUIRED: &str =
     "the server requires a password (NOAUTH): give the user name and password in the URL (redis://user:password@host:port)";
 /// The message of a connection whose user name or password the server refused.
@@ -105,7 +109,8 @@ impl Error {
     /// a `WRONGPASS` reply is an [`ErrorKind::Connection`] error saying that the server refused
     /// the URL's user name or password (one message whatever the protocol), and a `NOAUTH`
     /// reply (or Redis' `Protocol error: unauthenticated ...`) one saying that the server
-    /// requires them; retrying cures neither ([`Error::is_permanent`]).
+    /// requires them; retrying cures neither ([`Error::is_permanent`]). `ERR DB index is out
+    /// of range` (the URL's database is not one the server has) is `InvalidArgument`.
     pub fn from_redis_reply(reply: impl Into<String>) -> Self {
         let reply = reply.into();
         if reply.starts_with(REDIS_WRONGTYPE) {
@@ -113,6 +118,10 @@ impl Error {
         }
         if reply.trim_start().to_ascii_uppercase().starts_with("WRONGPASS") {
             return Self::auth_refused();
+        }
+        if reply.contains(NO_SUCH_DATABASE) {
+            // Only `SELECT` (the URL's database, on connecting) answers this: the URL is wrong.
+            return Self::invalid(NO_SUCH_DATABASE_MESSAGE);
         }
         if redis_reply::is_auth_required(&reply) {
             return Error {
@@ -196,8 +205,9 @@ impl Error {
         self.reason
     }
 
-    /// The same error with its message prefixed (e.g. by the node it came from).
-    pub(crate) fn prefixed(mut self, prefix: &str) -> Self {
+    /// The same error (kind, permanence, reason) with its message prefixed, e.g. by the node
+    /// it came from (`"127.0.0.1:6379: ..."`); a prefix already there is not repeated.
+    pub fn prefixed(mut self, prefix: &str) -> Self {
         // Once: a transport may have named its node already (the Node addon's local one does
         // in the errors of its reconnects).
         let named = self

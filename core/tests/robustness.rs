@@ -196,3 +196,29 @@ async fn an_enormous_hand_off_grace_is_refused_at_connect() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.message().contains("hand-off grace"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_the_server_lacks_is_refused_at_once_without_retries() {
+    // A user trial of stop 39: `redis://host:port/16` (the server has 0-15) was a plain
+    // `Redis` error after a lazily connected client's acquire had retried its whole wait.
+    let s = server();
+    for db in ["16", "-1"] {
+        let url = format!("{}/{db}", s.url().trim_end_matches('/'));
+        let e = within(Duration::from_secs(10), Client::builder(&url).connect())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{db}: {e}");
+        assert!(e.message().contains("no database of the URL's number"), "{e}");
+        let lazy = Client::builder(&url).build_lazy().unwrap();
+        let started = std::time::Instant::now();
+        let e = lazy
+            .lock("db-range")
+            .wait(Duration::from_secs(30))
+            .acquire()
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{db}: {e}");
+        // Generous: a retried error would take the whole 30 s wait.
+        assert!(started.elapsed() < Duration::from_secs(15), "{db}: retried");
+    }
+}

@@ -10,7 +10,7 @@ import { rmSync } from 'node:fs'
 import net from 'node:net'
 import { promisify } from 'node:util'
 import Redis from 'ioredis'
-import { Client, NotAcquiredError, RedisConnectionError, LockError } from 'redlatch'
+import { Client, NotAcquiredError, RedisConnectionError, LockError, InvalidArgumentError } from 'redlatch'
 import { key, sleep } from './helpers.mjs'
 import { startServer, tlsFiles } from './server.mjs'
 
@@ -52,6 +52,24 @@ test('AUTH with an ACL user; a refused login is a connection error without the p
     await assert.rejects(Client.connect(`redis://127.0.0.1:${server.port}`), LockError)
   } finally {
     admin.disconnect()
+    await server.stop()
+  }
+})
+
+test("a database the server lacks is InvalidArgumentError, as on the tokio engine", async () => {
+  // A user trial of stop 39 (Python, C); the local engine made every handshake refusal a
+  // Connection error, which a wait retries.
+  const server = await startServer()
+  try {
+    for (const db of ['16', '-1']) {
+      const refused = await Client.connect(`redis://127.0.0.1:${server.port}/${db}`).then(
+        () => null,
+        (e) => e,
+      )
+      assert.ok(refused instanceof InvalidArgumentError, `${db}: got ${refused}`)
+      assert.match(refused.message, /no database of the URL's number/)
+    }
+  } finally {
     await server.stop()
   }
 })

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import redis
@@ -164,6 +165,18 @@ def test_bad_urls() -> None:
         redlatch.Client.quorum(["redis://127.0.0.1:1", 2])  # type: ignore[list-item]
     with pytest.raises(ValueError):
         redlatch.Client.quorum(["redis://127.0.0.1:1", "nope://x"])
+
+
+@pytest.mark.parametrize("db", ["16", "-1"])
+def test_a_database_the_server_lacks_is_a_value_error_at_once(redis_url: str, name: str, db: str) -> None:
+    # A user trial of stop 39: a plain LockError after the acquire had retried its whole wait.
+    base = redis_url.split("?")[0].rstrip("/")
+    base = base.rsplit("/", 1)[0] if base.count("/") > 2 else base
+    client = redlatch.Client(f"{base}/{db}")
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="no database of the URL's number"):
+        client.lock(name, wait=30).acquire()
+    assert time.monotonic() - started < 15, "retried"
 
 
 def test_fenced_quorum_is_refused(quorum_urls: list) -> None:

@@ -96,12 +96,12 @@ impl Node {
     /// Authenticates, selects the database and the protocol the URL asks for.
     async fn handshake(&self, conn: &mut Conn) -> Result<()> {
         for cmd in RedisTransport::handshake_commands(&self.info) {
-            cmd.query_async::<()>(conn).await.map_err(|e| {
-                let e = RedisTransport::error_from(e);
-                // As the tokio engine says it (e.g. "the server refused the URL's user name or
-                // password (WRONGPASS: ...)").
-                Error::connection(format!("{}: {}", self.label, e.message()))
-            })?;
+            // As the tokio engine says it (e.g. "the server refused the URL's user name or
+            // password (WRONGPASS: ...)"), kind and permanence kept: a wait ends at once on
+            // what no retry cures (a refused password, a database the server lacks).
+            cmd.query_async::<()>(conn)
+                .await
+                .map_err(|e| RedisTransport::error_from(e).prefixed(&self.label))?;
         }
         Ok(())
     }
