@@ -242,3 +242,49 @@ async fn a_ca_or_key_file_without_pem_content_is_refused_before_connecting() {
     assert!(e.message().contains("no private key"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_material_the_library_refuses_is_named_not_blamed_on_the_url() {
+    // A user trial of stop 39: a CA PEM block that is no certificate was a "bad Redis URL",
+    // and an X.509 v1 client certificate (`openssl x509 -req` without `-extfile`) an
+    // "invalid peer certificate".
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Optional);
+    let url = server.tls_url().unwrap();
+    let dir = pki.dir();
+    let not_a_cert = dir.join("not-a-cert.pem");
+    std::fs::write(
+        &not_a_cert,
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let e = connect(&url, TlsOptions::new().ca_file(&not_a_cert))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("CA PEM holds a block"), "{e}");
+    assert!(!e.message().contains("bad Redis URL"), "{e}");
+
+    let made = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args([
+            "x509",
+            "-req",
+            "-in",
+            "client.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+        ])
+        .args(["-CAcreateserial", "-days", "2", "-out", "client-v1.pem"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let v1 = TlsOptions::new()
+        .ca_file(&pki.ca)
+        .client_cert_files(dir.join("client-v1.pem"), &pki.client_key);
+    let e = connect(&url, v1).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("X.509 version 1"), "{e}");
+}

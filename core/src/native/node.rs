@@ -93,7 +93,8 @@ pub(crate) fn node_spec(url: &str, tls: &TlsOptions) -> Result<NodeSpec> {
         }
     };
     super::tls::install_crypto_provider();
-    let client = redis::Client::build_with_tls(info, tls.certificates()?).map_err(bad)?;
+    let client = redis::Client::build_with_tls(info, tls.certificates()?)
+        .map_err(|e| super::tls::refused_material(&e))?;
     let info = client.get_connection_info().clone();
     let ConnectionAddr::TcpTls { tls_params, .. } = info.addr().clone() else {
         return Err(Error::invalid("TLS client without a TLS address"));

@@ -126,7 +126,7 @@ impl SentinelSource {
                     .map(|i| i.set_redis_settings(settings));
                 match (spec.tls, info) {
                     (true, Ok(info)) => redis::Client::build_with_tls(info, tls.certificates()?)
-                        .map_err(|e| Error::invalid(e.to_string())),
+                        .map_err(|e| super::tls::refused_material(&e)),
                     (false, Ok(info)) => redis::Client::open(info).map_err(|e| Error::invalid(e.to_string())),
                     (_, Err(e)) => Err(Error::invalid(e.to_string())),
                 }

@@ -166,6 +166,27 @@ fn private_key_in(pem: Vec<u8>) -> Result<Vec<u8>> {
     Ok(pem)
 }
 
+/// The error of redis-rs refusing the TLS material (`build_with_tls`), saying which part and
+/// why, instead of the URL it was given with (a user trial: a CA that is no certificate was a
+/// "bad Redis URL"; a client certificate in X.509 v1 an "invalid peer certificate").
+pub(crate) fn refused_material(e: &redis::RedisError) -> Error {
+    let text = e.to_string();
+    let why = refusal_reason(&text).unwrap_or("the TLS certificates or key could not be used");
+    Error::invalid(format!("{why} ({text})"))
+}
+
+/// What a TLS refusal of redis-rs / rustls means for the files given, when it is one this knows
+/// (at client build or at connect: rustls checks the client certificate when connecting).
+pub(crate) fn refusal_reason(text: &str) -> Option<&'static str> {
+    if text.contains("UnsupportedCertVersion") {
+        Some("the client certificate is X.509 version 1, which the TLS library (rustls) does not accept: issue it as version 3 (e.g. `openssl x509 -req ... -extfile` with `basicConstraints=CA:FALSE`)")
+    } else if text.contains("trust anchors") {
+        Some("the CA PEM holds a block that is not a usable X.509 certificate")
+    } else {
+        None
+    }
+}
+
 /// Installs rustls's ring provider as the process default once (redis-rs's insecure mode
 /// asks for the default provider; an application that installed its own keeps it).
 pub(crate) fn install_crypto_provider() {

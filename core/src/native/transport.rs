@@ -464,7 +464,10 @@ pub(crate) fn map_error(e: &redis::RedisError, args: &[String]) -> Error {
             None => Error::new(ErrorKind::Redis, text),
         },
         K::UnexpectedReturnType => Error::new(ErrorKind::Redis, text),
-        K::InvalidClientConfig => Error::new(ErrorKind::InvalidArgument, text),
+        K::InvalidClientConfig => match super::tls::refusal_reason(&text) {
+            Some(why) => Error::invalid(format!("{why} ({text})")),
+            None => Error::new(ErrorKind::InvalidArgument, text),
+        },
         _ => Error::connection(text),
     }
 }
