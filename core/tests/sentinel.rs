@@ -345,3 +345,17 @@ async fn sentinels_going_away_one_after_another_leave_the_master_in_use() {
     within(BOUND, held.release()).await.unwrap();
     assert_eq!(group.data_cli(master, &["EXISTS", "s-gone"]).unwrap(), "0");
 }
+
+#[test]
+fn sentinel_credentials_for_another_kind_of_url_are_refused() {
+    // A user trial of stop 39: accepted and silently unused on a plain URL.
+    for url in ["redis://127.0.0.1:1", "redis+cluster://127.0.0.1:1,127.0.0.1:2"] {
+        let e = Client::builder(url)
+            .sentinel_auth(None, "sentinel-pw")
+            .check()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{url}: {e}");
+        assert!(e.message().contains("not redis+sentinel://"), "{e}");
+        assert!(!e.message().contains("sentinel-pw"), "{e}");
+    }
+}

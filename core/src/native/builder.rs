@@ -239,6 +239,13 @@ impl ClientBuilder {
             .iter()
             .map(|u| deployment::parse(u))
             .collect::<Result<Vec<_>>>()?;
+        // The sentinels' own credentials mean nothing elsewhere; silently unused, a user
+        // would believe them in effect (TLS options on a plain URL are refused likewise).
+        if self.sentinel_auth.is_some() && !matches!(parsed.as_slice(), [Deployment::Sentinel(_)]) {
+            return Err(Error::invalid(
+                "sentinel credentials were given for a URL that is not redis+sentinel:// (they are the sentinels' own; the URL's are the data nodes')",
+            ));
+        }
         if self.cluster {
             let mut seeds = Vec::new();
             for d in parsed {

@@ -35,14 +35,16 @@ fn split<'a>(rest: &'a str, tls: bool, what: &str) -> Result<Parts<'a>> {
         Some((u, h)) => (Some(u), h),
         None => (None, authority),
     };
-    let hosts: Vec<&str> = hosts
-        .split(',')
-        .map(str::trim)
-        .filter(|h| !h.is_empty())
-        .collect();
-    if hosts.is_empty() {
+    let hosts: Vec<&str> = hosts.split(',').map(str::trim).collect();
+    if hosts == [""] {
         return Err(Error::invalid(format!(
             "a {what} URL needs at least one host:port"
+        )));
+    }
+    // `h1:1,,h2:2`: a host left out by mistake, not a shorter list (a user trial).
+    if hosts.contains(&"") {
+        return Err(Error::invalid(format!(
+            "a {what} URL's host list has an empty entry (two commas in a row, or one at an end)"
         )));
     }
     Ok(Parts {
@@ -175,6 +177,11 @@ mod tests {
         let e = parse("redis+sentinel://s1:26379").unwrap_err();
         assert!(e.message().contains("master name"), "{e}");
         assert!(parse("redis+sentinel://s1:x/m").is_err());
+        for list in ["s1:1,,s2:2", "s1:1,", ",s1:1"] {
+            let e = parse(&format!("redis+sentinel://{list}/m")).unwrap_err();
+            assert!(e.message().contains("empty entry"), "{list}: {e}");
+        }
+        assert!(parse("redis+cluster://h1:1,,h2:2").is_err());
     }
 
     #[test]
