@@ -69,6 +69,19 @@ test("a database the server lacks is InvalidArgumentError, as on the tokio engin
       assert.ok(refused instanceof InvalidArgumentError, `${db}: got ${refused}`)
       assert.match(refused.message, /no database of the URL's number/)
     }
+    // A quorum of such URLs too (it was a QuorumError, where Python's lazy client raises
+    // ValueError at its first call).
+    const others = [await startServer(), await startServer()]
+    try {
+      const urls = [server, ...others].map((s) => `redis://127.0.0.1:${s.port}/16`)
+      const refused = await Client.quorum(urls).then(
+        () => null,
+        (e) => e,
+      )
+      assert.ok(refused instanceof InvalidArgumentError, `quorum: got ${refused}`)
+    } finally {
+      for (const s of others) await s.stop()
+    }
   } finally {
     await server.stop()
   }

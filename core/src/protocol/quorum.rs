@@ -69,7 +69,9 @@ pub fn independent(labels: &[&str]) -> crate::Result<()> {
 /// The connect-time rule of every client: `Ok` when a majority of the nodes labelled `labels`
 /// answered `PING` (`pings[i]` is node `i`'s answer); else the error `Client::connect` gives.
 /// One node: its own error kind, named by the node. More: `Quorum`, listing each failure
-/// (`host:port: why`) and carrying every node's outcome.
+/// (`host:port: why`) and carrying every node's outcome; `InvalidArgument` (the same text and
+/// outcomes) when a failure is one (a URL naming a database the server lacks): a wrong URL,
+/// which the first call of a lazily connected client reports as such too.
 ///
 /// # Errors
 /// As above, when fewer than a majority answered.
@@ -108,8 +110,16 @@ pub fn enough_answered(labels: &[&str], pings: Vec<crate::Result<()>>) -> crate:
             result: p.as_ref().map(|_| ()).map_err(|e| e.message().to_owned()),
         })
         .collect();
+    let invalid = pings
+        .iter()
+        .any(|p| matches!(p, Err(e) if e.kind() == ErrorKind::InvalidArgument));
+    let kind = if invalid {
+        ErrorKind::InvalidArgument
+    } else {
+        ErrorKind::Quorum
+    };
     Err(Error::new(
-        ErrorKind::Quorum,
+        kind,
         format!(
             "only {answered} of {} nodes answered: {}",
             labels.len(),
@@ -184,5 +194,11 @@ mod tests {
             "only 1 of 3 nodes answered: b:2: refused; c:3: refused"
         );
         assert_eq!(few.nodes().len(), 3);
+        // A user trial of stop 39: a quorum of URLs naming a database the servers lack was a
+        // Quorum error at connect, where a lazily connected client's first call is InvalidArgument.
+        let lacking = || Err(Error::invalid("no database of the URL's number"));
+        let wrong = enough_answered(&["a:1", "b:2", "c:3"], vec![Ok(()), lacking(), down()]).unwrap_err();
+        assert_eq!(wrong.kind(), ErrorKind::InvalidArgument, "{wrong}");
+        assert_eq!(wrong.nodes().len(), 3);
     }
 }
