@@ -110,13 +110,13 @@ impl Hold {
     /// once the signal is held again: the watchdog drops entries whose hold is not.
     pub(super) fn rewatch(&self) {
         if let Some((renewals, id)) = &self.watch {
-            let new = renewals.watchdog.register_renewing_now(
-                renewals,
-                self.name(),
-                &self.holder,
-                self.signal.clone(),
-            );
+            let new = renewals
+                .watchdog
+                .register(renewals, self.name(), &self.holder, self.signal.clone());
             id.store(new, std::sync::atomic::Ordering::Release);
+            // At once, not a period from now: the last renewal may be most of a period old
+            // and the release took time of its own (a CI run lost such a hold to its validity).
+            renewals.watchdog.renew_by(new, renewals.now());
         }
     }
 

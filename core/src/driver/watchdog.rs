@@ -61,7 +61,7 @@ impl Watchdog {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts renewing a watchdog-mode hold just acquired: first renewal a period from now.
+    /// Starts renewing a watchdog-mode hold.
     pub(crate) fn register(
         &self,
         engine: &Arc<Engine>,
@@ -70,31 +70,6 @@ impl Watchdog {
         signal: Arc<HoldSignal>,
     ) -> u64 {
         let due = engine.runtime.now() + timing::renewal_period(engine.config.watchdog_timeout);
-        self.register_due(engine, name, holder, signal, due)
-    }
-
-    /// Starts renewing a hold again whose renewals a refused release interrupted: at once, as
-    /// its last renewal may be most of a period old and the release took time of its own
-    /// (a CI run lost such a hold to its validity before the first renewal a period later).
-    pub(crate) fn register_renewing_now(
-        &self,
-        engine: &Arc<Engine>,
-        name: &str,
-        holder: &Holder,
-        signal: Arc<HoldSignal>,
-    ) -> u64 {
-        let now = engine.runtime.now();
-        self.register_due(engine, name, holder, signal, now)
-    }
-
-    fn register_due(
-        &self,
-        engine: &Arc<Engine>,
-        name: &str,
-        holder: &Holder,
-        signal: Arc<HoldSignal>,
-        due: Duration,
-    ) -> u64 {
         let (id, spawn, notify) = {
             let mut st = self.state();
             st.next_id += 1;
