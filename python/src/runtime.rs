@@ -23,8 +23,9 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, Once, OnceLock};
 use std::task::Poll;
+use std::thread::ThreadId;
 use std::time::Duration;
 
 struct Slot {
@@ -87,6 +88,13 @@ fn build(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// What a call of the exiting thread gets once the runtime is shut down.
+fn exit_error() -> pyo3::PyErr {
+    crate::errors::to_py(redlatch::Error::connection(
+        "the interpreter is exiting: redlatch's runtime is shut down",
+    ))
+}
+
 /// The runtime of this process, built on first use and rebuilt in a forked child.
 ///
 /// # Errors
@@ -99,9 +107,11 @@ pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
     if let Some(s) = slot.as_ref() {
         if s.pid == pid {
             if s.runtime.is_none() {
-                return Err(crate::errors::to_py(redlatch::Error::connection(
-                    "the interpreter is exiting: redlatch's runtime is shut down",
-                )));
+                drop(slot);
+                if called_by_a_daemon_at_exit() {
+                    pyo3::Python::attach(park_for_exit);
+                }
+                return Err(exit_error());
             }
             return Ok(s.handle.clone());
         }
@@ -128,9 +138,23 @@ pub(crate) fn runtime() -> PyResult<tokio::runtime::Handle> {
 /// `false`: it forks before any exit hook ran).
 static EXITING: AtomicBool = AtomicBool::new(false);
 
+/// The thread that ran [`shutdown_runtime`]: the one finalizing the interpreter (the main
+/// thread, running the `atexit` hooks).
+static EXIT_THREAD: OnceLock<ThreadId> = OnceLock::new();
+
 /// `true` once [`shutdown_runtime`] began to stop this process's runtime.
 fn exiting() -> bool {
     EXITING.load(Ordering::Acquire)
+}
+
+/// The interpreter is exiting and the calling thread is not the one running the exit hooks:
+/// a daemon thread (`threading` joined every other thread before the hooks). Whatever its call
+/// returns, an error from the shut-down runtime or even a result, would run Python code in a
+/// finalizing interpreter (an exception and a half-printed traceback, found at 19 of 20 exits
+/// of a daemon thread calling in a loop), so it parks instead. The exiting thread itself (a
+/// user's exit hook that runs after ours) gets its error, as any caller would.
+fn called_by_a_daemon_at_exit() -> bool {
+    exiting() && EXIT_THREAD.get() != Some(&std::thread::current().id())
 }
 
 /// Stops the calling thread for good, GIL released: a daemon thread still inside a call when
@@ -168,6 +192,7 @@ pub(crate) fn shutdown_runtime(py: pyo3::Python<'_>) {
         let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
         match slot.as_mut() {
             Some(s) if s.pid == pid() => {
+                let _ = EXIT_THREAD.set(std::thread::current().id());
                 EXITING.store(true, Ordering::Release);
                 s.runtime.take()
             }
@@ -227,10 +252,12 @@ where
         }))
     });
     match first {
+        _ if called_by_a_daemon_at_exit() => park_for_exit(py),
         Ok(Poll::Ready(out)) => return Ok(out),
         Ok(Poll::Pending) => {}
-        // The runtime was shut down under this call: the interpreter is exiting.
-        Err(_) if exiting() => park_for_exit(py),
+        // The runtime was shut down under this call (tokio panics on its timers then): the
+        // interpreter is exiting, and this is the thread running the exit hooks.
+        Err(_) if exiting() => return Err(exit_error()),
         Err(panic) => std::panic::resume_unwind(panic),
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
@@ -250,17 +277,17 @@ where
             (step, rx)
         });
         rx = back;
+        if called_by_a_daemon_at_exit() {
+            park_for_exit(py);
+        }
         match step {
             Ok(out) => return Ok(out),
-            // The task ended without sending. At exit (`shutdown_runtime` dropped it while a
-            // daemon thread waited) the thread stays blocked, GIL released, as in any other
-            // blocking call, until the process ends: returning would run Python code in a
-            // finalizing interpreter (an exception and a half-printed traceback at every
-            // exit, found by a user trial). Otherwise the task panicked (a bug): the outcome
-            // is unknown, as after a lost connection.
+            // The task ended without sending: `shutdown_runtime` dropped it (a daemon thread
+            // parked above) or the task panicked (a bug). Either way the outcome is unknown,
+            // as after a lost connection.
             Err(RecvTimeoutError::Disconnected) => {
                 if exiting() {
-                    park_for_exit(py);
+                    return Err(exit_error());
                 }
                 return Err(crate::errors::to_py(redlatch::Error::connection(
                     "the call could not finish: its task failed",

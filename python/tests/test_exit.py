@@ -74,6 +74,63 @@ def test_exit_during_a_starting_call_is_quiet(redis_url: str, name: str) -> None
         assert "panicked" not in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
+# A daemon thread calling in a loop as the interpreter exits: its calls start after the exit
+# hook, or return into the exiting interpreter. Each printed "RedisConnectionError: the
+# interpreter is exiting" with a half-written traceback (19 of 20 exits; CI saw the one-call
+# version above do it once).
+CALLING_LOOP = textwrap.dedent(
+    """
+    import sys, threading, time, redlatch
+    url, name = sys.argv[1], sys.argv[2]
+    client = redlatch.Client(url)
+    held = client.rlock(name)
+    held.acquire()
+
+    def calls():
+        other = client.rlock(name)
+        while True:
+            other.acquire(blocking=False)
+            other.locked()
+
+    threading.Thread(target=calls, daemon=True).start()
+    time.sleep(0.05)
+    print("exiting", flush=True)
+    """
+)
+
+
+def test_exit_while_a_daemon_thread_calls_in_a_loop_is_quiet(redis_url: str, name: str) -> None:
+    for i in range(6):
+        out = subprocess.run(
+            [sys.executable, "-c", CALLING_LOOP, redis_url, f"{name}:{i}"], capture_output=True, text=True, timeout=30
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "exiting"
+        assert out.stderr == "", out.stderr
+
+
+def test_an_exit_hook_that_runs_after_ours_gets_an_error(redis_url: str, name: str) -> None:
+    # The thread running the exit hooks is never parked: a hook registered before redlatch was
+    # imported runs after ours and gets RedisConnectionError (and the process still exits).
+    script = textwrap.dedent(
+        """
+        import atexit, sys
+        def late():
+            try:
+                client.lock(sys.argv[2], lease=5.0).acquire()
+            except redlatch.RedisConnectionError as e:
+                print("late:", e, flush=True)
+        atexit.register(late)
+        import redlatch
+        client = redlatch.Client(sys.argv[1])
+        client.lock(sys.argv[2] + ":warm", lease=5.0).acquire()
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script, redis_url, name], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "late: the interpreter is exiting: redlatch's runtime is shut down"
+
+
 CLOSED_LOOP = textwrap.dedent(
     """
     import asyncio, gc, sys
