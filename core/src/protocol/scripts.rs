@@ -88,9 +88,15 @@ script!(
     /// Watchdog renewal of many holds in one call.
     RENEW_BATCH, "renew_batch"
 );
-script!(
-    /// Admin delete of a lock whatever its owner (never of application data).
-    FORCE_UNLOCK, "force_unlock", with_conflict_checks
+/// Admin delete of a lock whatever its owner (never of application data); it wakes a fair
+/// lock's queue head as the fair release does (`family/lua/fair_head.lua`).
+pub static FORCE_UNLOCK: Script = Script::new(
+    "force_unlock",
+    concat!(
+        include_str!("lua/conflict.lua"),
+        include_str!("family/lua/fair_head.lua"),
+        include_str!("lua/force_unlock.lua")
+    ),
 );
 script!(
     /// Read-only lock state.

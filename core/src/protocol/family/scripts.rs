@@ -11,11 +11,12 @@ macro_rules! family_script {
     };
     // Scripts that tell a lock from application data start with the core's `conflict.lua`;
     // the semaphore and latch scripts, whose key is a count, with `count.lua`.
-    ($(#[$doc:meta])* $ident:ident, $file:literal, $checks:literal) => {
+    // the fair release with `fair_head.lua`, which finds the queue head to wake.
+    ($(#[$doc:meta])* $ident:ident, $file:literal, $($prelude:literal),+) => {
         $(#[$doc])*
         pub static $ident: Script = Script::new(
             $file,
-            concat!(include_str!($checks), include_str!(concat!("lua/", $file, ".lua"))),
+            concat!($(include_str!($prelude),)+ include_str!(concat!("lua/", $file, ".lua"))),
         );
     };
 }
@@ -26,7 +27,7 @@ family_script!(
 );
 family_script!(
     /// Fair lock release: decrement or delete, tell the queue head on its own channel.
-    FAIR_RELEASE, "fair_release"
+    FAIR_RELEASE, "fair_release", "lua/fair_head.lua"
 );
 family_script!(
     /// Fair lock give-up: undo a latch-proven grant, else leave the queue.

@@ -32,25 +32,11 @@ if kind == 'hash' then
   if redis.call('HEXISTS', KEYS[1], 'mode') == 1 then
     redis.call(ARGV[1], ARGV[3], '1')
   end
-  local queue, deadlines, now = KEYS[2], KEYS[3], tonumber(ARGV[4])
-  local dead = 0
-  local head
-  while true do
-    head = redis.call('LINDEX', queue, dead)
-    if not head then break end
-    local due = redis.call('ZSCORE', deadlines, head)
-    if due and tonumber(due) <= now then
-      dead = dead + 1
-    else
-      break
-    end
-  end
+  local head, dead = live_head(KEYS[2], KEYS[3], tonumber(ARGV[4]))
   if head then
     redis.call(ARGV[1], ARGV[2] .. ':' .. head, '0')
   end
-  for _ = 1, dead do
-    redis.call('ZREM', deadlines, redis.call('LPOP', queue))
-  end
+  drop_dead_heads(KEYS[2], KEYS[3], dead)
 end
 redis.call('DEL', KEYS[1])
 return 1

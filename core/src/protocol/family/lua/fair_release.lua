@@ -18,23 +18,11 @@ end
 local now = tonumber(ARGV[3])
 -- Decided first, written after the PUBLISH: an ACL user refused the channel gets NoPermission
 -- with nothing written (subscribers see the message only after the script). The queue head
--- is the first waiter whose deadline has not passed; the dead ones before it are purged.
-local dead = 0
-local head
-while true do
-  head = redis.call('LINDEX', queue, dead)
-  if not head then break end
-  local due = redis.call('ZSCORE', deadlines, head)
-  if due and tonumber(due) <= now then
-    dead = dead + 1
-  else
-    break
-  end
-end
+-- is the first waiter whose deadline has not passed (fair_head.lua); the dead ones before it
+-- are purged.
+local head, dead = live_head(queue, deadlines, now)
 local function purge()
-  for _ = 1, dead do
-    redis.call('ZREM', deadlines, redis.call('LPOP', queue))
-  end
+  drop_dead_heads(queue, deadlines, dead)
 end
 local function wake_head()
   if head and redis.call(ARGV[4], ARGV[5] .. ':' .. head, '0') > 0 then
