@@ -48,8 +48,8 @@ export declare function fromNodeRedis(
 /** A transport over an ioredis client for one node. */
 export declare function fromIoredis(
   client: {
-    eval(...args: Array<string | number>): Promise<unknown>
-    evalsha(...args: Array<string | number>): Promise<unknown>
+    eval(script: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>
+    evalsha(sha1: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>
     options?: { host?: string; port?: number }
   },
   options?: { label?: string },

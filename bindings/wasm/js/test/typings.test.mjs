@@ -27,7 +27,7 @@ test('index.d.ts types the whole API and rejects misuse', (t) => {
     module: 'nodenext',
     moduleResolution: 'nodenext',
     lib: ['es2022', 'dom', 'esnext.disposable'],
-    types: [],
+    types: ['node'],
     skipLibCheck: true,
   }
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['usage.mts'] }))
