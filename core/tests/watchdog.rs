@@ -122,6 +122,81 @@ async fn a_short_extend_in_watchdog_mode_is_renewed_before_it_runs_out() {
     }
 }
 
+/// Whether the owner's watchdog-mode hold `outer` on `name` is still held and renewed 2.4 s
+/// after `shorten` set the shared hash's TTL to 600 ms through another of the owner's holds
+/// (the default 30 s watchdog timeout: its next renewal was 10 s away).
+async fn watchdog_hold_kept_after<F, Fut>(
+    conn: &mut redis::aio::MultiplexedConnection,
+    name: &str,
+    outer: &redlatch::Guard,
+    shorten: F,
+) -> bool
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    shorten().await;
+    tokio::time::sleep(Duration::from_millis(2_400)).await;
+    let pttl: i64 = cmd(conn, &["PTTL", name]).await;
+    !outer.is_lost() && pttl > 20_000
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_shorter_lease_never_outlives_its_watchdog_hold() {
+    // A user trial: a watchdog-mode rlock hold expired 500 ms after the same owner re-entered
+    // with a 500 ms lease (or extended, or partially released, such a hold), and another
+    // client took the lock while the outer hold was still held.
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let short = Duration::from_millis(600);
+
+    let lock = client.rlock("wd:owner:reenter");
+    let outer = lock.acquire().await.unwrap();
+    let kept = watchdog_hold_kept_after(&mut conn, lock.name(), &outer, || async {
+        let inner = lock.clone().lease(short).acquire().await.unwrap();
+        inner.release().await.unwrap();
+    })
+    .await;
+    assert!(kept, "a re-entry with a shorter lease and its release");
+    assert!(client.rlock(lock.name()).try_acquire().await.unwrap().is_none());
+    outer.release().await.unwrap();
+
+    let lock = client.rlock("wd:owner:extend");
+    let outer = lock.acquire().await.unwrap();
+    let inner = lock
+        .clone()
+        .lease(Duration::from_secs(60))
+        .acquire()
+        .await
+        .unwrap();
+    let kept = watchdog_hold_kept_after(&mut conn, lock.name(), &outer, || async {
+        inner.extend(short).await.unwrap();
+    })
+    .await;
+    assert!(kept, "an extend of another hold to a shorter lease");
+    // The inner hold shares the renewed hash: it lives on with the outer one.
+    inner.release().await.unwrap();
+    outer.release().await.unwrap();
+
+    let rw = client.rw_lock("wd:owner:write");
+    let outer = rw.write().acquire().await.unwrap();
+    let kept = watchdog_hold_kept_after(&mut conn, rw.name(), &outer, || async {
+        let inner = rw.write().lease(short).acquire().await.unwrap();
+        inner.release().await.unwrap();
+    })
+    .await;
+    assert!(kept, "a write lock re-entry with a shorter lease");
+    assert!(client
+        .rw_lock(rw.name())
+        .write()
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    outer.release().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewal_racing_release_never_reports_loss_or_re_extends() {
     // Releases at every phase of the renewal cycle (every 40 ms), so some race a renewal in

@@ -174,14 +174,9 @@ impl Hold {
         match (quorum::tally(engine.nodes.len(), yes, no), validity) {
             (Tally::Granted, Some(v)) => {
                 self.signal.set_deadline(started + v);
-                if let Some((renewals, id)) = &self.watch {
-                    // Watchdog mode: the next renewal must come within the new lease, as it
-                    // would after an acquire with that lease (a third of it).
-                    renewals.watchdog.renew_by(
-                        id.load(std::sync::atomic::Ordering::Acquire),
-                        started + timing::renewal_period(lease),
-                    );
-                }
+                // Watchdog-mode holds (this one, or the owner's others sharing the hash) must
+                // renew within the new lease, as after an acquire with it (a third of it).
+                engine.ttl_set_for_owner(self.signal.validity(), lease, started);
                 tracing::debug!(lock = %self.name(), lease_ms, "extended");
                 Ok(())
             }

@@ -30,6 +30,7 @@ pub(crate) use hold::Hold;
 pub(crate) use nodes::Nodes;
 pub(crate) use registry::{OnClose, CLOSED};
 pub(crate) use signal::End;
+use signal::Validity;
 #[cfg(not(target_arch = "wasm32"))]
 pub use transport::process_clock;
 pub(crate) use transport::random_unit;
@@ -217,6 +218,26 @@ impl Engine {
     /// The engine that renews this one's watchdog-mode holds: its renewer, else itself.
     pub(crate) fn renewals(self: &Arc<Self>) -> &Arc<Engine> {
         self.renewer.get().unwrap_or(self)
+    }
+
+    /// A call through one of an owner's holds (a re-entry, an extend, a partial release) set
+    /// the TTL of the hash that all the owner's holds share to `lease`, at `started`. Its
+    /// watchdog-mode holds would renew only a third of the watchdog timeout after their last
+    /// renewal, after a shorter lease ran out (a user trial: a watchdog hold expired after an
+    /// inner re-entry with a 500 ms lease, and another client took the lock): they renew
+    /// within a third of `lease` instead, as a watchdog hold's own extend does.
+    pub(crate) fn ttl_set_for_owner(
+        self: &Arc<Self>,
+        validity: &Arc<Validity>,
+        lease: Duration,
+        started: Duration,
+    ) {
+        let renewals = self.renewals();
+        if lease < renewals.config.watchdog_timeout {
+            renewals
+                .watchdog
+                .renew_sharing(validity, started + timing::renewal_period(lease));
+        }
     }
 
     /// `now` on the runtime's monotonic clock.

@@ -272,6 +272,7 @@ impl Releasing<'_> {
             // (None: it took longer than the lease, so nothing is known to be left of it.)
             let left = quorum::validity(hold.lease, elapsed).unwrap_or(Duration::ZERO);
             hold.signal.set_deadline(self.started + left);
+            engine.ttl_set_for_owner(hold.signal.validity(), hold.lease, self.started);
         }
         // Released means a majority still held it until now (Redlock): with fewer, another
         // owner could have taken a majority meanwhile, as `owned()` and extends tell too.

@@ -136,6 +136,16 @@ impl HoldSignal {
         &self.validity.name
     }
 
+    /// `true` when this hold shares `validity` (one of the owner's holds on the lock).
+    pub(crate) fn shares(&self, validity: &Arc<Validity>) -> bool {
+        Arc::ptr_eq(&self.validity, validity)
+    }
+
+    /// The validity this hold shares with the owner's other holds of the lock.
+    pub(crate) fn validity(&self) -> &Arc<Validity> {
+        &self.validity
+    }
+
     /// Moves the validity deadline (renewal or extend succeeded).
     pub(crate) fn set_deadline(&self, deadline: Duration) {
         self.validity.set_deadline(deadline);

@@ -17,7 +17,7 @@
 //! none. Between rounds it holds only a weak reference to the client, and the client's drop
 //! wakes it so it can exit.
 
-use super::signal::HoldSignal;
+use super::signal::{HoldSignal, Validity};
 use super::Engine;
 use crate::error::Reason;
 use crate::protocol::quorum::{self, Tally};
@@ -111,6 +111,29 @@ impl Watchdog {
             };
             entry.due = entry.due.min(at);
             let notify = st.next_wake.is_none_or(|w| w > at);
+            if notify {
+                st.next_wake = Some(at);
+            }
+            notify
+        };
+        if notify {
+            self.wake.notify(1);
+        }
+    }
+
+    /// Renews by `at` at the latest every hold here that shares `validity`: another hold of
+    /// their owner set the hash's TTL to a lease that may end before their renewal was due
+    /// (`Engine::ttl_set_for_owner`). One pass over the holds, made only for a lease shorter
+    /// than the watchdog timeout.
+    pub(crate) fn renew_sharing(&self, validity: &Arc<Validity>, at: Duration) {
+        let notify = {
+            let mut st = self.state();
+            let mut found = false;
+            for entry in st.entries.values_mut().filter(|e| e.signal.shares(validity)) {
+                entry.due = entry.due.min(at);
+                found = true;
+            }
+            let notify = found && st.next_wake.is_none_or(|w| w > at);
             if notify {
                 st.next_wake = Some(at);
             }
