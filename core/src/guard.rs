@@ -27,9 +27,8 @@ use std::time::Duration;
 /// or a partial release through any of them resets that TTL to its own lease, and moves the
 /// local validity of all of them with it (later, or earlier for a shorter lease); the owner's
 /// watchdog-mode guards then renew within a third of a lease shorter than the watchdog
-/// timeout, so an inner hold with a short lease never ends the outer watchdog hold (Redisson
-/// would let the key expire at the inner lease). Finding the hash gone through one of them
-/// marks all of them lost. The same holds for the holds of one
+/// timeout, so an inner hold with a short lease never ends the outer watchdog hold. Finding
+/// the hash gone through one of them marks all of them lost. The same holds for the holds of one
 /// owner on a fair lock, and on the write side of a read/write lock (its `:write` field). Read
 /// holds are the exception: each has its own timeout key in Redis, so each guard has its own
 /// validity (an extend or renewal through one of them renews all of the owner's read holds in
