@@ -81,6 +81,6 @@ pub use native::{poll_on_loop, EventLoop, LoopSocket, LoopWatcher};
 pub use native::{worker_threads_from_env, WORKER_THREADS_VAR};
 #[cfg(feature = "native")]
 pub use native::{
-    ClientBuilder, ClusterTransport, DeploymentOptions, RedisTransport, ScriptsRun, SentinelAuth,
-    SyncReplicas, TlsOptions, TokioRuntime, Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
+    ClientBuilder, ClusterTransport, DeploymentOptions, QuorumServers, RedisTransport, ScriptsRun,
+    SentinelAuth, SyncReplicas, TlsOptions, TokioRuntime, Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
 };

@@ -196,11 +196,14 @@ async fn connect_local(
         Driver::Local(_, runtime) => runtime.clone(),
         Driver::Tokio(..) => return Err(Error::new(ErrorKind::Panic, "not the local driver")),
     };
+    // A quorum's nodes must reach servers of their own (`redlatch::QuorumServers`).
+    let servers = (urls.len() > 1).then(|| Arc::new(redlatch::QuorumServers::default()));
     let transports = urls
         .iter()
         .map(|u| {
             let warn = warn_with(on_warning.clone());
-            LocalTransport::new(u, config.network_timeout, runtime.clone(), warn).map(Arc::new)
+            LocalTransport::new(u, config.network_timeout, runtime.clone(), warn, servers.clone())
+                .map(Arc::new)
         })
         .collect::<redlatch::Result<Vec<_>>>()?;
     // Before any node is asked: a node given twice would cast two votes.

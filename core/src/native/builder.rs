@@ -221,6 +221,8 @@ impl ClientBuilder {
             network_timeout: self.config.network_timeout,
             sync_replicas: self.sync_replicas.filter(|s| s.replicas > 0),
             warnings: Arc::new(Warnings::new(self.on_warning.clone())),
+            // A quorum's nodes must reach servers of their own (`independence.rs`).
+            servers: (!self.cluster && self.urls.len() > 1).then(Arc::default),
         }
     }
 

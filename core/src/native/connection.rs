@@ -43,6 +43,7 @@
 //! new connection. The connect checks ([`probe`]), a new connection's first calls and alone
 //! on it, wait the same way (tests/faults, `calls_through_a_kill_storm_end_soon`).
 
+use super::independence::QuorumServers;
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
 use super::scripts_run::ScriptsRun;
@@ -185,6 +186,8 @@ pub(crate) struct Settings {
     pub(crate) push: Option<PushHandler>,
     /// Run the connect checks ([`probe`]) and report warnings here (command connections).
     pub(crate) checks: Option<Arc<Warnings>>,
+    /// A quorum's nodes: the server reached must be no other node's (`independence.rs`).
+    pub(crate) servers: Option<Arc<QuorumServers>>,
 }
 
 /// See the module docs.
@@ -437,6 +440,17 @@ impl Reconnecting {
             },
             None => Facts::default(),
         };
+        if let Some(servers) = &s.servers {
+            // A quorum node: the server it reached must be no other node's.
+            let run_id = tokio::select! {
+                biased;
+                id = probe::run_id(&mut probing, &spec.label) => id.map_err(|e| connect_error(&e, &spec))?,
+                () = until_task_ended(&conn) => return Err(map_error(&lost_error(), &[])),
+            };
+            if let Some(run_id) = run_id {
+                servers.claim(&spec.label, &run_id)?;
+            }
+        }
         Ok(Live {
             conn,
             id,

@@ -90,6 +90,21 @@ pub(crate) async fn supports_ifeq<C: ConnectionLike + Send>(conn: &mut C, node: 
     )
 }
 
+/// The server's `run_id` (`INFO server`; see `independence.rs`); `None` when refused.
+///
+/// # Errors
+/// Only a connection failure.
+pub(crate) async fn run_id<C: ConnectionLike + Send>(
+    conn: &mut C,
+    node: &str,
+) -> RedisResult<Option<String>> {
+    Ok(tolerant(conn, &["INFO", "server"], node)
+        .await?
+        .as_ref()
+        .and_then(text)
+        .and_then(|info| super::independence::run_id_of(&info).map(str::to_owned)))
+}
+
 /// Warns when a `CONFIG GET maxmemory-policy` reply shows an evicting policy.
 pub(crate) fn check_policy(node: &str, reply: &Value, warnings: &Warnings) {
     if let Some(w) = policy_of(reply).and_then(|p| warnings::eviction(node, &p)) {

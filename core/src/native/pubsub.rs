@@ -138,6 +138,7 @@ impl Subscriber {
                     }
                 })),
                 checks: None,
+                servers: None,
             };
             Inner {
                 conn: Reconnecting::new(source, settings),

@@ -13,6 +13,7 @@
 //! since no retry can help.
 
 use super::connection::{Live, Reconnecting, Settings, Source};
+use super::independence::QuorumServers;
 use super::local_io::{self, LocalConnections, Sent};
 use super::loop_io::LoopNode;
 use super::node::{node_spec, NodeSpec};
@@ -36,6 +37,8 @@ pub(crate) struct TransportOptions {
     pub(crate) network_timeout: Duration,
     pub(crate) sync_replicas: Option<SyncReplicas>,
     pub(crate) warnings: Arc<Warnings>,
+    /// Set for the nodes of a quorum: each must reach a server of its own.
+    pub(crate) servers: Option<Arc<QuorumServers>>,
 }
 
 impl TransportOptions {
@@ -44,6 +47,7 @@ impl TransportOptions {
             network_timeout,
             sync_replicas: None,
             warnings: Arc::default(),
+            servers: None,
         }
     }
 
@@ -53,6 +57,7 @@ impl TransportOptions {
             response_timeout: Some(self.network_timeout),
             push: None,
             checks: Some(self.warnings.clone()),
+            servers: self.servers.clone(),
         }
     }
 }
@@ -402,6 +407,18 @@ impl RedisTransport {
     /// `Connection` when the connection fails meanwhile.
     pub async fn supports_ifeq<C: ConnectionLike + Send>(conn: &mut C, node: &str) -> Result<bool> {
         super::probe::supports_ifeq(conn, node)
+            .await
+            .map_err(|e| map_error(&e, &[]))
+    }
+
+    /// The `run_id` of the server `conn` reached (`INFO server`), `None` when the user may not
+    /// ask: the identity a quorum's nodes are told apart by ([`QuorumServers`]). For a
+    /// binding's own connections.
+    ///
+    /// # Errors
+    /// `Connection` when the connection fails meanwhile.
+    pub async fn server_run_id<C: ConnectionLike + Send>(conn: &mut C, node: &str) -> Result<Option<String>> {
+        super::probe::run_id(conn, node)
             .await
             .map_err(|e| map_error(&e, &[]))
     }

@@ -70,15 +70,21 @@ pub fn independent(labels: &[&str]) -> crate::Result<()> {
 /// answered `PING` (`pings[i]` is node `i`'s answer); else the error `Client::connect` gives.
 /// One node: its own error kind, named by the node. More: `Quorum`, listing each failure
 /// (`host:port: why`) and carrying every node's outcome; `InvalidArgument` (the same text and
-/// outcomes) when a failure is one (a URL naming a database the server lacks): a wrong URL,
-/// which the first call of a lazily connected client reports as such too.
+/// outcomes) when a failure is one (a URL naming a database the server lacks, a node that
+/// reached another node's server), even if a majority answered: a wrong URL, which the first
+/// call of a lazily connected client reports as such too.
 ///
 /// # Errors
-/// As above, when fewer than a majority answered.
+/// As above, when fewer than a majority answered or a node's failure is InvalidArgument.
 pub fn enough_answered(labels: &[&str], pings: Vec<crate::Result<()>>) -> crate::Result<()> {
     use crate::{Error, ErrorKind, NodeOutcome};
     let answered = pings.iter().filter(|p| p.is_ok()).count();
-    if answered >= majority(labels.len()) {
+    // A wrong URL or a node that is another's server is refused even when a majority
+    // answered: the client would run with a node that never votes.
+    let invalid = pings
+        .iter()
+        .any(|p| matches!(p, Err(e) if e.kind() == ErrorKind::InvalidArgument));
+    if answered >= majority(labels.len()) && !invalid {
         return Ok(());
     }
     // Each error named by its node, unless its message already starts with the node.
@@ -110,9 +116,6 @@ pub fn enough_answered(labels: &[&str], pings: Vec<crate::Result<()>>) -> crate:
             result: p.as_ref().map(|_| ()).map_err(|e| e.message().to_owned()),
         })
         .collect();
-    let invalid = pings
-        .iter()
-        .any(|p| matches!(p, Err(e) if e.kind() == ErrorKind::InvalidArgument));
     let kind = if invalid {
         ErrorKind::InvalidArgument
     } else {
@@ -200,5 +203,12 @@ mod tests {
         let wrong = enough_answered(&["a:1", "b:2", "c:3"], vec![Ok(()), lacking(), down()]).unwrap_err();
         assert_eq!(wrong.kind(), ErrorKind::InvalidArgument, "{wrong}");
         assert_eq!(wrong.nodes().len(), 3);
+        // ...even when a majority answered: that node would never vote.
+        let one_wrong = enough_answered(&["a:1", "b:2", "c:3"], vec![Ok(()), lacking(), Ok(())]).unwrap_err();
+        assert_eq!(one_wrong.kind(), ErrorKind::InvalidArgument, "{one_wrong}");
+        assert_eq!(
+            one_wrong.message(),
+            "only 2 of 3 nodes answered: b:2: no database of the URL's number"
+        );
     }
 }

@@ -14,7 +14,7 @@ use super::conn::Conn;
 use super::{host::SocketSpec, LocalRuntime};
 use futures::future::{select, Either};
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
-use redlatch::{Error, RedisTransport, Result, Runtime, Transport};
+use redlatch::{Error, QuorumServers, RedisTransport, Result, Runtime, Transport};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +29,9 @@ pub(crate) struct Node {
     /// connection: lease locks then run without Lua, as on the tokio engine, so a user denied
     /// `EVAL` can use them (a user trial of stop 38: acquired, never released).
     ifeq: std::sync::OnceLock<bool>,
+    /// A quorum's nodes: the server a connection reaches must be no other node's
+    /// (`redlatch::QuorumServers`, as the tokio engine's transports check).
+    servers: Option<Arc<QuorumServers>>,
 }
 
 #[derive(Clone, Copy)]
@@ -39,7 +42,12 @@ struct Tls {
 impl Node {
     /// Checks `url` as the native transport does (bad URLs are `InvalidArgument`, without
     /// the password in the message).
-    pub(crate) fn new(url: &str, connect_timeout: Duration, runtime: Arc<LocalRuntime>) -> Result<Node> {
+    pub(crate) fn new(
+        url: &str,
+        connect_timeout: Duration,
+        runtime: Arc<LocalRuntime>,
+        servers: Option<Arc<QuorumServers>>,
+    ) -> Result<Node> {
         let (plain_url, tls) = split_tls(url)?;
         // Parsed as the native transport parses it (the same errors, redacted; the label
         // has no credentials).
@@ -57,6 +65,7 @@ impl Node {
             connect_timeout,
             runtime,
             ifeq: std::sync::OnceLock::new(),
+            servers,
         })
     }
 
@@ -84,6 +93,14 @@ impl Node {
                 .await
                 .map_err(|e| Error::connection(format!("{}: {}", self.label, e.message())))?;
             let _ = self.ifeq.set(ifeq);
+        }
+        if let Some(servers) = &self.servers {
+            let run_id = RedisTransport::server_run_id(&mut conn, &self.label)
+                .await
+                .map_err(|e| Error::connection(format!("{}: {}", self.label, e.message())))?;
+            if let Some(run_id) = run_id {
+                servers.claim(&self.label, &run_id)?;
+            }
         }
         Ok(conn)
     }

@@ -16,7 +16,7 @@ use super::pubsub::Subscriber;
 use super::LocalRuntime;
 use redlatch::protocol::reply::Reply;
 use redlatch::protocol::request::Request;
-use redlatch::{BoxFut, RedisTransport, Result, Subscription, Transport, Warning};
+use redlatch::{BoxFut, QuorumServers, RedisTransport, Result, Subscription, Transport, Warning};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -41,8 +41,9 @@ impl LocalTransport {
         connect_timeout: Duration,
         runtime: Arc<LocalRuntime>,
         warn: Arc<dyn Fn(Warning) + Send + Sync>,
+        servers: Option<Arc<QuorumServers>>,
     ) -> Result<LocalTransport> {
-        let node = Arc::new(Node::new(url, connect_timeout, runtime)?);
+        let node = Arc::new(Node::new(url, connect_timeout, runtime, servers)?);
         Ok(LocalTransport {
             subscriber: Subscriber::new(node.clone()),
             node,

@@ -19,11 +19,12 @@ pub const PASSWORD: &str = "redlatch-test-password";
 /// commands those scripts call, the plain fast paths (`SET ... NX PX`), pub/sub wake-ups
 /// (sharded on Cluster), `WAIT` for `sync_replicas`, and the read-only checks made at connect
 /// (each tolerated when denied): `CONFIG GET maxmemory-policy`, `COMMAND INFO`,
-/// `PUBSUB SHARDNUMSUB`, `ROLE`, `CLUSTER SLOTS`.
+/// `PUBSUB SHARDNUMSUB`, `ROLE`, `CLUSTER SLOTS`, `INFO server` (a quorum node's server
+/// identity).
 pub const COMMANDS: &str =
     "-@all +ping +hello +select +evalsha +eval +set +get +pttl +pexpire +del +exists +type \
 +incr +hincrby +hexists +hget +publish +spublish +subscribe +unsubscribe +ssubscribe +sunsubscribe +wait \
-+role +config|get +command|info +pubsub|shardnumsub +cluster|slots +asking";
++role +config|get +command|info +pubsub|shardnumsub +cluster|slots +asking +info";
 
 /// Valkey 9 only: what lease locks use instead of a script (its compare-and-delete, inside
 /// one `MULTI`/`EXEC` per request, the release's latch written by `COPY`; see

@@ -1,0 +1,75 @@
+//! The rule that a quorum's nodes are independent servers, checked by server identity: the
+//! builder refuses a `host:port` given twice (`protocol::quorum::independent`), but two URLs
+//! can name one server in other ways (`localhost` and `127.0.0.1`, a DNS alias, a forwarded
+//! port). Such a server would cast two votes: a majority could be that one server, and an
+//! extend or `owned()` confirmed by it twice (a user trial: a second client took the lock
+//! while the first was told it still held it). So each node of a quorum reports the
+//! `run_id` of `INFO server` (random per server start, Redis and Valkey) when it connects,
+//! and a node that reaches a server another node already reached is refused with
+//! `InvalidArgument`: it never votes. A server whose ACL refuses `INFO` is not checked.
+
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// The server each node of one quorum reached, by node label: shared by the quorum's
+/// transports (a binding's own transports too: the Node addon's sockets), each of which calls
+/// [`claim`](Self::claim) with [`RedisTransport::server_run_id`](crate::RedisTransport::server_run_id)'s
+/// answer when it connects.
+#[derive(Debug, Default)]
+pub struct QuorumServers {
+    run_ids: Mutex<HashMap<String, String>>,
+}
+
+impl QuorumServers {
+    /// Records that node `label` reached the server with `run_id`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when another node reached that server.
+    pub fn claim(&self, label: &str, run_id: &str) -> Result<()> {
+        let mut run_ids = self.run_ids.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((other, _)) = run_ids.iter().find(|(l, id)| *l != label && *id == run_id) {
+            return Err(Error::invalid(format!(
+                "a quorum's nodes must be independent servers: {label} and {other} are the same server (INFO run_id)"
+            )));
+        }
+        run_ids.insert(label.to_owned(), run_id.to_owned());
+        Ok(())
+    }
+}
+
+/// The `run_id` line of an `INFO server` reply.
+pub(crate) fn run_id_of(info: &str) -> Option<&str> {
+    info.lines()
+        .find_map(|line| line.strip_prefix("run_id:"))
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn a_server_reached_by_two_nodes_is_refused_for_the_second() {
+        let servers = QuorumServers::default();
+        servers.claim("127.0.0.1:7000", "aaa").unwrap();
+        servers.claim("127.0.0.1:7001", "bbb").unwrap();
+        // The same node reconnecting (or its server restarted with a new id) is fine.
+        servers.claim("127.0.0.1:7000", "aaa").unwrap();
+        servers.claim("127.0.0.1:7001", "ccc").unwrap();
+        let err = servers.claim("localhost:7000", "aaa").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err
+            .message()
+            .contains("localhost:7000 and 127.0.0.1:7000 are the same server"));
+    }
+
+    #[test]
+    fn reads_the_run_id_line() {
+        let info = "# Server\r\nredis_version:7.0.15\r\nrun_id:0123abcd\r\ntcp_port:6379\r\n";
+        assert_eq!(run_id_of(info), Some("0123abcd"));
+        assert_eq!(run_id_of("# Server\r\n"), None);
+    }
+}
