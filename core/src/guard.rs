@@ -283,10 +283,13 @@ pub(crate) fn release_in_background(hold: &Arc<Hold>) {
     // Acquires of the same lock through this client wait for it (`driver/dropped.rs`).
     let in_flight = hold.engine.dropped.begin(hold.name());
     let hold = hold.clone();
-    runtime.spawn(Box::pin(async move {
-        retry_release(hold).await;
-        drop(in_flight);
-    }));
+    crate::driver::cleanup::spawn(
+        &*runtime,
+        Box::pin(async move {
+            retry_release(hold).await;
+            drop(in_flight);
+        }),
+    );
 }
 
 /// Releases `hold`, retrying while the outcome is unknown and the hold could still be valid

@@ -40,6 +40,11 @@ static RUNTIME: Mutex<Option<Slot>> = Mutex::new(None);
 /// How long the exit hook waits for the runtime's threads to finish their current step.
 const SHUTDOWN_WAIT: Duration = Duration::from_millis(500);
 
+/// How long the exit hook waits for background clean-up (`redlatch::wait_for_background_cleanup`):
+/// a round trip or two to a reachable Redis; against one that does not answer, the locks left
+/// expire with their lease instead of holding up the exit.
+const CLEANUP_WAIT: Duration = Duration::from_secs(2);
+
 /// The calling process's id (checked on every call that would touch the runtime), cached:
 /// `getpid` is a system call (glibc stopped caching it), and an asyncio acquire + release
 /// asked for it about ten times (~3 us of a 125 us pair, `make bench`). The cache is cleared
@@ -188,6 +193,10 @@ fn quiet_panics_at_exit() {
 /// releases of dropped locks) is dropped; their locks expire with their leases.
 #[pyo3::pyfunction]
 pub(crate) fn shutdown_runtime(py: pyo3::Python<'_>) {
+    // Clean-up the program left to the background first (a fair waiter interrupted by Ctrl-C
+    // leaving its queue, a dropped lock's release): stopped here, a fair queue kept the dead
+    // entry for minutes and no one could take the free lock (a user trial). Bounded.
+    py.detach(|| redlatch::wait_for_background_cleanup(CLEANUP_WAIT));
     let runtime = {
         let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
         match slot.as_mut() {
@@ -203,6 +212,9 @@ pub(crate) fn shutdown_runtime(py: pyo3::Python<'_>) {
         py.detach(|| runtime.shutdown_timeout(SHUTDOWN_WAIT));
     }
 }
+
+/// How long an interrupted call waits for its task to be dropped (a step of the worker).
+const ABORT_WAIT: Duration = Duration::from_millis(200);
 
 /// How often a blocking wait wakes up to let Python handle signals (Ctrl-C).
 const SIGNAL_SLICE: Duration = Duration::from_millis(50);
@@ -296,6 +308,11 @@ where
             Err(RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
                     task.abort();
+                    // Until the worker dropped the future (the channel's sender goes with it):
+                    // its drop hands the undo to the background clean-up, which the exit hook
+                    // waits for. Without this, Ctrl-C then `sys.exit` could stop the runtime
+                    // before the drop, leaving a fair waiter's queue entry (a user trial).
+                    let _ = py.detach(move || rx.recv_timeout(ABORT_WAIT));
                     return Err(e);
                 }
             }

@@ -6,6 +6,7 @@
 
 mod acquire;
 mod attempt;
+pub(crate) mod cleanup;
 pub(crate) mod dropped;
 mod grant;
 mod hold;

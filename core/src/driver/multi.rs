@@ -64,17 +64,21 @@ fn undo_in_background(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usiz
         return;
     };
     let engine = engine.clone();
-    engine.runtime.clone().spawn(Box::pin(async move {
-        let replies = engine
-            .nodes
-            .call_some(&nodes, &request, engine.config.network_timeout)
-            .await;
-        for (i, reply) in nodes.iter().zip(replies) {
-            if let Err(e) = reply {
-                tracing::warn!(node = engine.nodes.label(*i), error = %e, "undoing a multi-lock attempt failed; its grant expires with the lease");
+    let runtime = engine.runtime.clone();
+    super::cleanup::spawn(
+        &*runtime,
+        Box::pin(async move {
+            let replies = engine
+                .nodes
+                .call_some(&nodes, &request, engine.config.network_timeout)
+                .await;
+            for (i, reply) in nodes.iter().zip(replies) {
+                if let Err(e) = reply {
+                    tracing::warn!(node = engine.nodes.label(*i), error = %e, "undoing a multi-lock attempt failed; its grant expires with the lease");
+                }
             }
-        }
-    }));
+        }),
+    );
 }
 
 /// Undoes an attempt on `nodes` and waits for it (each node bounded by the network timeout);

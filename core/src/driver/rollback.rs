@@ -94,11 +94,14 @@ impl Cleanups {
                 (name.to_owned(), holder.clone(), request_id.to_owned(), lease),
                 vec![i],
             );
-            engine.runtime.spawn(Box::pin(async move {
-                undo.await;
-                state.nodes[i].store(false, Ordering::Release);
-                state.done.notify(usize::MAX);
-            }));
+            super::cleanup::spawn(
+                &*engine.runtime,
+                Box::pin(async move {
+                    undo.await;
+                    state.nodes[i].store(false, Ordering::Release);
+                    state.done.notify(usize::MAX);
+                }),
+            );
         }
         let deadline = engine.now() + wait;
         loop {
@@ -170,11 +173,15 @@ impl Drop for UndoOnDrop<'_> {
         // of the owner must not take that count for an orphan.
         let in_flight = engine.in_flight(&name, &holder);
         let lease = self.lease;
-        self.engine.runtime.spawn(Box::pin(async move {
-            let all: Vec<usize> = (0..engine.nodes.len()).collect();
-            undo(engine.clone(), (name, holder, request_id, lease), all).await;
-            drop(in_flight);
-        }));
+        let runtime = self.engine.runtime.clone();
+        super::cleanup::spawn(
+            &*runtime,
+            Box::pin(async move {
+                let all: Vec<usize> = (0..engine.nodes.len()).collect();
+                undo(engine.clone(), (name, holder, request_id, lease), all).await;
+                drop(in_flight);
+            }),
+        );
     }
 }
 

@@ -269,10 +269,13 @@ fn release_in_background(state: Arc<PermitState>) {
     let runtime = state.engine.runtime.clone();
     // Acquires of the same semaphore through this client wait for it (`driver/dropped.rs`).
     let in_flight = state.engine.dropped.begin(&state.name);
-    runtime.spawn(Box::pin(async move {
-        retry_release(state).await;
-        drop(in_flight);
-    }));
+    crate::driver::cleanup::spawn(
+        &*runtime,
+        Box::pin(async move {
+            retry_release(state).await;
+            drop(in_flight);
+        }),
+    );
 }
 
 /// Releases the permit, retrying while the outcome is unknown (a failed attempt leaves it

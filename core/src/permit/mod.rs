@@ -77,18 +77,27 @@ impl Drop for UndoOnDrop {
             std::mem::take(&mut self.name),
             std::mem::take(&mut self.id),
         );
-        self.engine.runtime.spawn(Box::pin(async move {
-            let undo = permits::undo(&name, &id, engine.runtime.wall_clock_ms(), PUBLISH);
-            let given_back = match undo {
-                Ok(undo) => waiting::call(&engine, &undo).await.and_then(|r| permits::decode_release(&r)),
-                Err(e) => Err(e),
-            };
-            match given_back {
-                Ok(ReleaseReply::Unknown) => {} // the acquire never applied
-                Ok(_) => tracing::debug!(semaphore = %name, "gave back the permit of an abandoned acquire"),
-                Err(e) => tracing::warn!(semaphore = %name, error = %e, "giving back the permit of an abandoned acquire failed"),
-            }
-        }));
+        crate::driver::cleanup::spawn(
+            &*self.engine.runtime,
+            Box::pin(async move {
+                let undo = permits::undo(&name, &id, engine.runtime.wall_clock_ms(), PUBLISH);
+                let given_back = match undo {
+                    Ok(undo) => waiting::call(&engine, &undo)
+                        .await
+                        .and_then(|r| permits::decode_release(&r)),
+                    Err(e) => Err(e),
+                };
+                match given_back {
+                    Ok(ReleaseReply::Unknown) => {} // the acquire never applied
+                    Ok(_) => {
+                        tracing::debug!(semaphore = %name, "gave back the permit of an abandoned acquire")
+                    }
+                    Err(e) => {
+                        tracing::warn!(semaphore = %name, error = %e, "giving back the permit of an abandoned acquire failed")
+                    }
+                }
+            }),
+        );
     }
 }
 

@@ -95,13 +95,23 @@ impl Drop for UndoOnDrop {
         let engine = self.engine.clone();
         let request = semaphore::undo(&self.name, &self.request_id, PUBLISH);
         let name = std::mem::take(&mut self.name);
-        self.engine.runtime.spawn(Box::pin(async move {
-            match waiting::call(&engine, &request).await.and_then(|r| semaphore::decode_undo(&r)) {
-                Ok(0) => {}
-                Ok(n) => tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire"),
-                Err(e) => tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed"),
-            }
-        }));
+        crate::driver::cleanup::spawn(
+            &*self.engine.runtime,
+            Box::pin(async move {
+                match waiting::call(&engine, &request)
+                    .await
+                    .and_then(|r| semaphore::decode_undo(&r))
+                {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire")
+                    }
+                    Err(e) => {
+                        tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed")
+                    }
+                }
+            }),
+        );
     }
 }
 
@@ -322,29 +332,32 @@ impl Semaphore {
     /// Sends `unsettled` again until Redis answers it, while its latch can still tell.
     fn settle_in_background(&self, unsettled: UnsettledRelease) {
         let (engine, name) = (self.engine.clone(), self.name.clone());
-        self.engine.runtime.spawn(Box::pin(async move {
-            let exact_until = unsettled.sent + Duration::from_millis(engine.latch_ttl_ms());
-            let mut failures = 0;
-            loop {
-                engine.pause_before_retry(failures).await;
-                failures += 1;
-                if engine.registry.is_closed() || engine.now() >= exact_until {
-                    tracing::warn!(semaphore = %name, permits = unsettled.permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back");
-                    return;
-                }
-                // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
-                // answer could come after each try's timeout, and the release would never land.
-                let (permits, id) = (unsettled.permits, &unsettled.request_id);
-                match send_release(&engine, &name, permits, id, true).await {
-                    Ok(()) => return,
-                    Err(e) if e.kind() == ErrorKind::Connection => {}
-                    Err(e) => {
-                        tracing::warn!(semaphore = %name, error = %e, "a release whose outcome is unknown failed again");
+        crate::driver::cleanup::spawn(
+            &*self.engine.runtime,
+            Box::pin(async move {
+                let exact_until = unsettled.sent + Duration::from_millis(engine.latch_ttl_ms());
+                let mut failures = 0;
+                loop {
+                    engine.pause_before_retry(failures).await;
+                    failures += 1;
+                    if engine.registry.is_closed() || engine.now() >= exact_until {
+                        tracing::warn!(semaphore = %name, permits = unsettled.permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back");
                         return;
                     }
+                    // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
+                    // answer could come after each try's timeout, and the release would never land.
+                    let (permits, id) = (unsettled.permits, &unsettled.request_id);
+                    match send_release(&engine, &name, permits, id, true).await {
+                        Ok(()) => return,
+                        Err(e) if e.kind() == ErrorKind::Connection => {}
+                        Err(e) => {
+                            tracing::warn!(semaphore = %name, error = %e, "a release whose outcome is unknown failed again");
+                            return;
+                        }
+                    }
                 }
-            }
-        }));
+            }),
+        );
     }
 
     /// The earliest unsettled release of `permits` (forgetting those whose latch is long
