@@ -167,6 +167,23 @@ def test_bad_urls() -> None:
         redlatch.Client.quorum(["redis://127.0.0.1:1", "nope://x"])
 
 
+def test_redis_py_db_parameter_selects_the_same_database(redis_url: str, name: str) -> None:
+    # A user trial: `?db=3` (redis-py's form) was ignored, so a redis-py Lock (database 3) and
+    # a redlatch lock (database 0) on the same URL and key did not exclude each other.
+    base = redis_url.split("?")[0].rstrip("/")
+    base = base.rsplit("/", 1)[0] if base.count("/") > 2 else base
+    url = f"{base}?db=3"
+    theirs = redis.Redis.from_url(url).lock(name, timeout=10)
+    assert theirs.acquire(blocking=False)
+    try:
+        assert not redlatch.Client(url).lock(name, lease=10.0).acquire(blocking=False)
+    finally:
+        theirs.release()
+    for bad in (f"{base}?dbx=3", f"{base}/2?db=5", f"{base}/2147483648"):
+        with pytest.raises(ValueError):
+            redlatch.Client(bad)
+
+
 @pytest.mark.parametrize("db", ["16", "-1"])
 def test_a_database_the_server_lacks_is_a_value_error_at_once(redis_url: str, name: str, db: str) -> None:
     # A user trial of stop 39: a plain LockError after the acquire had retried its whole wait.

@@ -24,6 +24,7 @@ mod scripts_run;
 mod sentinel;
 mod tls;
 mod transport;
+mod url_query;
 mod warnings;
 
 pub use builder::{ClientBuilder, DEFAULT_SYNC_TIMEOUT};

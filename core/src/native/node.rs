@@ -70,6 +70,7 @@ pub(crate) fn node_spec(url: &str, tls: &TlsOptions) -> Result<NodeSpec> {
             redact::url_error(&e.to_string(), url)
         ))
     };
+    let url = &*super::url_query::normalized(url)?;
     let info = url.into_connection_info().map_err(bad)?;
     let label = info.addr().to_string();
     // redlatch's own connections skip CLIENT SETINFO: one command fewer for the ACL recipe.

@@ -94,6 +94,16 @@ impl RedisTransport {
         Ok(Self::fixed(spec, TransportOptions::new(connect_timeout)))
     }
 
+    /// The connection info of `url` as the transports read it: redis-py's `?db=N` moved into
+    /// the path, parameters redis-rs would ignore and impossible database numbers refused. For
+    /// a binding's own connections (the Node addon's sockets).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a malformed URL.
+    pub fn connection_info(url: &str) -> Result<redis::ConnectionInfo> {
+        Ok(node_spec(url, &TlsOptions::default())?.info)
+    }
+
     pub(crate) fn fixed(spec: NodeSpec, options: TransportOptions) -> Self {
         let label = spec.label.clone();
         Self::from_source(label, Source::Fixed(Box::new(spec)), options)

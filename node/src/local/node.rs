@@ -13,7 +13,7 @@
 use super::conn::Conn;
 use super::{host::SocketSpec, LocalRuntime};
 use futures::future::{select, Either};
-use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
+use redis::{ConnectionAddr, ConnectionInfo};
 use redlatch::{Error, QuorumServers, RedisTransport, Result, Runtime, Transport};
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,10 +54,7 @@ impl Node {
         let label = RedisTransport::new(&plain_url, connect_timeout)?
             .label()
             .to_owned();
-        let info = plain_url
-            .as_str()
-            .into_connection_info()
-            .map_err(RedisTransport::error_from)?;
+        let info = RedisTransport::connection_info(&plain_url)?;
         Ok(Node {
             info,
             tls,
