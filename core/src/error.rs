@@ -45,7 +45,12 @@ const NO_SUCH_DATABASE: &str = "DB index is out of range";
 const NO_SUCH_DATABASE_MESSAGE: &str =
     "the server has no database of the URL's number (ERR DB index is out of range: it has as many as its `databases` setting, 16 by default, numbered from 0)";
 const AUTH_REQUIRED: &str =
-    "the server requires a password (NOAUTH): give the user name and password in the URL (redis://user:password@host:port)";
+    "the server requires a password (NOAUTH): connect with a user name and password (in a URL: redis://user:password@host:port; for the wasm entry, in the host's Redis client)";
+/// What Redis answers an `AUTH` with a password when the default user has none.
+const NO_PASSWORD_SET: &str = "called without any password configured";
+/// The message of a connection that gave a password to a server that has none set.
+const NO_PASSWORD_SET_MESSAGE: &str =
+    "the server has no password set for the default user, but one was given (ERR AUTH called without any password configured): remove it from the URL, or set one on the server";
 /// The message of a connection whose user name or password the server refused.
 const AUTH_REFUSED: &str =
     "the server refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)";
@@ -109,8 +114,9 @@ impl Error {
     /// a `WRONGPASS` reply is an [`ErrorKind::Connection`] error saying that the server refused
     /// the URL's user name or password (one message whatever the protocol), and a `NOAUTH`
     /// reply (or Redis' `Protocol error: unauthenticated ...`) one saying that the server
-    /// requires them; retrying cures neither ([`Error::is_permanent`]). `ERR DB index is out
-    /// of range` (the URL's database is not one the server has) is `InvalidArgument`.
+    /// requires them; an `AUTH` with a password to a server without one set is a `Connection`
+    /// error saying so; retrying cures none of them ([`Error::is_permanent`]). `ERR DB index is
+    /// out of range` (the URL's database is not one the server has) is `InvalidArgument`.
     pub fn from_redis_reply(reply: impl Into<String>) -> Self {
         let reply = reply.into();
         if reply.starts_with(REDIS_WRONGTYPE) {
@@ -122,6 +128,13 @@ impl Error {
         if reply.contains(NO_SUCH_DATABASE) {
             // Only `SELECT` (the URL's database, on connecting) answers this: the URL is wrong.
             return Self::invalid(NO_SUCH_DATABASE_MESSAGE);
+        }
+        if reply.contains(NO_PASSWORD_SET) {
+            // Only `AUTH` answers this: the URL's credentials do not fit the server.
+            return Error {
+                permanent: true,
+                ..Self::connection(NO_PASSWORD_SET_MESSAGE)
+            };
         }
         if redis_reply::is_auth_required(&reply) {
             return Error {
@@ -240,6 +253,17 @@ mod tests {
         // Another node's name is not this one's.
         let e = Error::connection("127.0.0.1:70001: x").prefixed("127.0.0.1:7000");
         assert_eq!(e.message(), "127.0.0.1:7000: 127.0.0.1:70001: x");
+    }
+
+    #[test]
+    fn a_password_given_to_a_server_without_one_is_a_permanent_connection_error() {
+        // A user trial (Node local engine): it was a plain `Redis` error (LockError).
+        let e = Error::from_redis_reply(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        );
+        assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+        assert!(e.is_permanent());
+        assert!(e.message().contains("no password set"), "{e}");
     }
 
     #[test]

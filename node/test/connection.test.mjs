@@ -87,6 +87,27 @@ test("a database the server lacks is InvalidArgumentError, as on the tokio engin
   }
 })
 
+test('a password given to a server without one is RedisConnectionError, on both engines', async () => {
+  // A user trial: the local engine rejected with the base LockError (ERR_REDIS).
+  const server = await startServer()
+  const before = process.env.REDLATCH_NODE_IO
+  try {
+    for (const io of ['local', 'tokio']) {
+      process.env.REDLATCH_NODE_IO = io
+      const refused = await Client.connect(`redis://:not-set@127.0.0.1:${server.port}`).then(
+        (c) => (c.close(), null),
+        (e) => e,
+      )
+      assert.ok(refused instanceof RedisConnectionError, `${io}: got ${refused}`)
+      assert.ok(!refused.message.includes('not-set'), refused.message)
+    }
+  } finally {
+    if (before === undefined) delete process.env.REDLATCH_NODE_IO
+    else process.env.REDLATCH_NODE_IO = before
+    await server.stop()
+  }
+})
+
 test('a quorum naming one server twice (localhost and 127.0.0.1) is InvalidArgumentError, on both engines', async () => {
   // A user trial: the alias cast a second vote, so an extend confirmed by that one server
   // passed after the third node lost the key. Told apart by the servers' INFO run_id.
