@@ -8,79 +8,92 @@
 
 use super::transport::Runtime;
 use super::BoxFut;
-use event_listener::{Event, Listener};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+#[cfg(not(target_arch = "wasm32"))]
+pub use counted::wait_for_background_cleanup;
 
-/// The clean-ups in flight, with the process they belong to: a forked child inherits the
-/// parent's count but none of its tasks, and starts again from zero.
-static PENDING: Mutex<(u32, usize)> = Mutex::new((0, 0));
-static SETTLED: Event = Event::new();
-
-fn pending() -> std::sync::MutexGuard<'static, (u32, usize)> {
-    PENDING.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// This process's clean-ups in flight.
-fn in_flight() -> usize {
-    let (pid, count) = *pending();
-    if pid == std::process::id() {
-        count
-    } else {
-        0
+/// Spawns `task` on `runtime`, counted as clean-up in flight until it ends (not on wasm, which
+/// has no process to exit and no process id).
+pub(crate) fn spawn(runtime: &dyn Runtime, task: BoxFut<'static, ()>) {
+    #[cfg(target_arch = "wasm32")]
+    runtime.spawn(task);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let counted = counted::Counted::new();
+        runtime.spawn(Box::pin(async move {
+            task.await;
+            drop(counted);
+        }));
     }
 }
 
-/// Counts one clean-up from its spawn until it ends or is dropped (a runtime shut down).
-struct Counted;
+#[cfg(not(target_arch = "wasm32"))]
+mod counted {
+    use event_listener::{Event, Listener};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
 
-impl Counted {
-    fn new() -> Counted {
-        let mut p = pending();
-        let pid = std::process::id();
-        if p.0 != pid {
-            *p = (pid, 0);
+    /// The clean-ups in flight, with the process they belong to: a forked child inherits the
+    /// parent's count but none of its tasks, and starts again from zero.
+    static PENDING: Mutex<(u32, usize)> = Mutex::new((0, 0));
+    static SETTLED: Event = Event::new();
+
+    fn pending() -> std::sync::MutexGuard<'static, (u32, usize)> {
+        PENDING.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// This process's clean-ups in flight.
+    fn in_flight() -> usize {
+        let (pid, count) = *pending();
+        if pid == std::process::id() {
+            count
+        } else {
+            0
         }
-        p.1 += 1;
-        Counted
     }
-}
 
-impl Drop for Counted {
-    fn drop(&mut self) {
-        let mut p = pending();
-        if p.0 == std::process::id() {
-            p.1 = p.1.saturating_sub(1);
-            if p.1 == 0 {
-                SETTLED.notify(usize::MAX);
+    /// Counts one clean-up from its spawn until it ends or is dropped (a runtime shut down).
+    pub(super) struct Counted;
+
+    impl Counted {
+        pub(super) fn new() -> Counted {
+            let mut p = pending();
+            let pid = std::process::id();
+            if p.0 != pid {
+                *p = (pid, 0);
+            }
+            p.1 += 1;
+            Counted
+        }
+    }
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            let mut p = pending();
+            if p.0 == std::process::id() {
+                p.1 = p.1.saturating_sub(1);
+                if p.1 == 0 {
+                    SETTLED.notify(usize::MAX);
+                }
             }
         }
     }
-}
 
-/// Spawns `task` on `runtime`, counted as clean-up in flight until it ends.
-pub(crate) fn spawn(runtime: &dyn Runtime, task: BoxFut<'static, ()>) {
-    let counted = Counted::new();
-    runtime.spawn(Box::pin(async move {
-        task.await;
-        drop(counted);
-    }));
-}
-
-/// Blocks the calling thread until no background clean-up of this process is in flight, or
-/// `timeout` passed; `true` when none is left. For a binding's exit hook, called before it
-/// stops its runtime (off that runtime's threads, which run the clean-up). Each clean-up is
-/// bounded by its client's network timeout per try; a release retried against a node that
-/// does not answer may outlast `timeout`, and its lock then expires with its lease.
-pub fn wait_for_background_cleanup(timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let listener = SETTLED.listen();
-        if in_flight() == 0 {
-            return true;
-        }
-        if listener.wait_deadline(deadline).is_none() {
-            return in_flight() == 0;
+    /// Blocks the calling thread until no background clean-up of this process is in flight,
+    /// or `timeout` passed; `true` when none is left. For a binding's exit hook, called before
+    /// it stops its runtime (off that runtime's threads, which run the clean-up). Each
+    /// clean-up is bounded by its client's network timeout per try; a release retried against
+    /// a node that does not answer may outlast `timeout`, and its lock then expires with its
+    /// lease.
+    pub fn wait_for_background_cleanup(timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let listener = SETTLED.listen();
+            if in_flight() == 0 {
+                return true;
+            }
+            if listener.wait_deadline(deadline).is_none() {
+                return in_flight() == 0;
+            }
         }
     }
 }

@@ -50,8 +50,9 @@ pub fn tally(nodes: usize, yes: usize, no: usize) -> Tally {
 /// The rule that makes a quorum a quorum: its nodes are independent servers (Redis docs,
 /// "Distributed Locks with Redis": N masters "totally independent"). `labels` are the nodes'
 /// `host:port` from their URLs: a node given twice would let one server cast two votes, so a
-/// majority could be one server. (Host transports, whose labels are only names, are not
-/// checked by label: the wasm entry refuses one transport object given twice.)
+/// majority could be one server. The wasm entry applies it to its host transports' labels
+/// (`host:port` from the adapters, else the caller's) and refuses one transport object given
+/// twice; the native transports also tell servers apart by identity (`native/independence.rs`).
 ///
 /// # Errors
 /// `InvalidArgument` naming the node given twice.
