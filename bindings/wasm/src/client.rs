@@ -79,6 +79,10 @@ impl WasmClient {
             }
             nodes.push(Arc::new(JsTransport::from_js(value, i)?));
         }
+        // Two transports of one server under the same label (two adapters over one client,
+        // or two clients of one host:port) would cast two votes too (a user trial).
+        let labels: Vec<&str> = nodes.iter().map(|t| t.label()).collect();
+        redlatch::protocol::quorum::independent(&labels).js()?;
         let runtime: Arc<dyn Runtime> = Arc::new(JsRuntime::new());
         let client = Client::from_transports(nodes, runtime, config).js()?;
         Ok(WasmClient { client })

@@ -73,6 +73,10 @@ test("bad factory arguments are InvalidArgumentError; a quorum client's fenced l
   // One transport given twice would cast two votes for one server.
   const one = { eval() {} }
   assert.throws(() => wasm.createQuorumClient([one, one, { eval() {} }]), (e) => e instanceof InvalidArgumentError && /more than once/.test(e.message))
+  // ...and so would two transports of one server under one label (a user trial: three
+  // fromIoredis adapters over one ioredis client were accepted as three nodes).
+  const twice = [{ eval() {}, label: '127.0.0.1:6390' }, { eval() {}, label: '127.0.0.1:6390' }, { eval() {} }]
+  assert.throws(() => wasm.createQuorumClient(twice), (e) => e instanceof InvalidArgumentError && /127.0.0.1:6390 is given more than once/.test(e.message))
   const quorum = wasm.createQuorumClient([{ eval() {} }, { eval() {} }, { eval() {} }])
   assert.throws(() => quorum.lock('x', { fenced: true }), InvalidArgumentError)
 })
