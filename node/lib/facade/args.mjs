@@ -206,9 +206,10 @@ export function multiOptions(options) {
 
 /** A Redis URL (native entry; the addon parses it). */
 export function url(value) {
-  if (typeof value !== 'string' || value.length === 0) {
+  if (typeof value !== 'string') {
     throw new InvalidArgumentError(`a Redis URL must be a non-empty string, not ${typeOf(value)}`)
   }
+  if (value.length === 0) throw new InvalidArgumentError('a Redis URL must be a non-empty string, not an empty one')
   return value
 }
 

@@ -42,7 +42,7 @@ export class Held {
     return this.#raw.fencingToken ?? null
   }
 
-  /** The lease in ms this hold was acquired with (the watchdog timeout in watchdog mode). */
+  /** The lease in ms this hold was acquired with (the watchdog timeout in watchdog mode); `extend()` does not change it. */
   get leaseMs() {
     return this.#raw.leaseMs
   }

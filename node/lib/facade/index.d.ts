@@ -167,7 +167,7 @@ export declare class Held implements AsyncDisposable {
   readonly name: string
   /** Fencing token of this acquisition (`fenced: true` locks), else `null`. */
   readonly fencingToken: number | null
-  /** The lease in ms (the watchdog timeout in watchdog mode). */
+  /** The lease in ms it was acquired with (the watchdog timeout in watchdog mode); `extend()` does not change it (the lock's `ttl()` asks Redis what is left). */
   readonly leaseMs: number
   /** Aborts with a `LockLostError` as its reason when the hold is lost (or released by `client.close()`); never after a release. */
   readonly signal: AbortSignal
