@@ -16,6 +16,14 @@
 //! acquire must not keep waiting, so the asyncio layer calls [`abandon`] when its await is
 //! cancelled: that drops the call's future, and the core undoes the attempt in the
 //! background (rollback, unsubscribe).
+//!
+//! Exit: once the `atexit` hook stopped the runtime (`runtime.rs`), a call still in flight
+//! on a loop of a daemon thread ends with the runtime's error (or a panic of tokio's, "being
+//! shutdown"), and one that starts then cannot run. Delivered, either would raise into the
+//! loop's task as the interpreter finalizes: a traceback, often cut off, at about half the
+//! exits of a process whose daemon thread ran an event loop (a user trial). So the futures of
+//! such a loop are never settled: its tasks wait, as a daemon thread's sync call parks, until
+//! the process is gone. A loop on the thread running the exit hooks still gets its errors.
 
 use crate::loop_tasks::{LoopTask, Tasks};
 use futures::FutureExt;
@@ -275,6 +283,9 @@ where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
+    if crate::runtime::called_by_a_daemon_at_exit() {
+        return never_settled(py); // module docs, "Exit"
+    }
     let (running, completions) = for_running_loop(py)?;
     let future = running.call_method0(pyo3::intern!(py, "create_future"))?;
     let key = {
@@ -298,13 +309,26 @@ where
     Ok(future)
 }
 
+/// A future of the running loop that nothing settles: a call made by a daemon thread's loop
+/// once the interpreter is exiting (module docs, "Exit").
+fn never_settled(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    py.import(pyo3::intern!(py, "asyncio"))?
+        .call_method0(pyo3::intern!(py, "get_running_loop"))?
+        .call_method0(pyo3::intern!(py, "create_future"))
+}
+
 /// Sets the outcome of call `key` on its future, unless the call was abandoned or its
 /// future cancelled or collected (the outcome is then dropped: a `Hold` is released in the
-/// background).
+/// background), or the interpreter is exiting and this is a daemon thread's loop (module
+/// docs, "Exit": the outcome is leaked, as the runtime that would release a `Hold` is gone).
 fn settle(py: Python<'_>, waiting: &Mutex<InFlight>, key: u64, outcome: Box<dyn Outcome>) {
     let Some(entry) = in_flight(waiting).remove(key) else {
         return; // abandoned
     };
+    if crate::runtime::called_by_a_daemon_at_exit() {
+        std::mem::forget(outcome);
+        return;
+    }
     let Some(future) = entry.future.bind(py).upgrade() else {
         return;
     };
@@ -327,6 +351,9 @@ fn settle(py: Python<'_>, waiting: &Mutex<InFlight>, key: u64, outcome: Box<dyn 
 /// Does nothing for a future that is not in flight on the running loop.
 #[pyfunction]
 pub(crate) fn abandon(py: Python<'_>, future: &Bound<'_, PyAny>) -> PyResult<()> {
+    if crate::runtime::called_by_a_daemon_at_exit() {
+        return Ok(()); // the runtime is gone: nothing runs any more (module docs, "Exit")
+    }
     let (_, completions) = for_running_loop(py)?;
     let entry = {
         let mut waiting = completions.get().waiting();

@@ -157,8 +157,9 @@ fn exiting() -> bool {
 /// returns, an error from the shut-down runtime or even a result, would run Python code in a
 /// finalizing interpreter (an exception and a half-printed traceback, found at 19 of 20 exits
 /// of a daemon thread calling in a loop), so it parks instead. The exiting thread itself (a
-/// user's exit hook that runs after ours) gets its error, as any caller would.
-fn called_by_a_daemon_at_exit() -> bool {
+/// user's exit hook that runs after ours) gets its error, as any caller would. An event loop
+/// on such a thread is not parked: its calls are never settled (`aio.rs`, "Exit").
+pub(crate) fn called_by_a_daemon_at_exit() -> bool {
     exiting() && EXIT_THREAD.get() != Some(&std::thread::current().id())
 }
 

@@ -226,6 +226,34 @@ async def test_release_completes_even_if_cancelled(aclient: redlatch.asyncio.Cli
         assert await asyncio.to_thread(wait_until, lambda: not r.exists(name), 5.0)
 
 
+async def test_a_task_cancelled_in_release_no_longer_holds(
+    aclient: redlatch.asyncio.Client, r: redis.Redis, name: str
+) -> None:
+    # The task is cancelled while it awaits release() (as by `asyncio.timeout(0)`): the release
+    # goes on, and the hold stops being the task's at once. Its next acquire went to the
+    # task's list of holds instead, still holding the releasing one until the reply was read:
+    # "already held by this task; it is not reentrant", and hold_count() stayed 1 (a user trial).
+    lock = aclient.lock(name, lease=30.0)
+
+    async def cancelled_in_release() -> None:
+        for _ in range(5):
+            assert await lock.acquire()
+            this = asyncio.current_task()
+            assert this is not None
+            this.cancel()  # cancels the release's future as soon as the task awaits it
+            with pytest.raises(asyncio.CancelledError):
+                await lock.release()
+            if sys.version_info >= (3, 11):
+                this.uncancel()
+            assert await lock.hold_count() == 0
+            assert await lock.acquire(timeout=5.0)  # waits in Redis if the key is still set
+            assert await lock.hold_count() == 1
+            await lock.release()
+
+    await asyncio.create_task(cancelled_in_release())
+    assert not r.exists(name)
+
+
 async def test_cancel_as_the_acquire_succeeds_leaves_no_hold(
     aclient: redlatch.asyncio.Client, r: redis.Redis, name: str
 ) -> None:

@@ -109,6 +109,62 @@ def test_exit_while_a_daemon_thread_calls_in_a_loop_is_quiet(redis_url: str, nam
         assert out.stderr == "", out.stderr
 
 
+# The asyncio form: event loops in daemon threads, calls in flight as the interpreter exits.
+# Those calls ended with the shut-down runtime's error ("RedisConnectionError: the tokio
+# runtime ... has shut down", "LockError: background task panicked: ... being shutdown"),
+# raised into the loop's task as the interpreter finalized: a traceback, often cut off, at
+# 11 of 20 exits (a user trial). A loop on the thread running the exit hooks (a hook that
+# runs after ours) still gets its error.
+ASYNC_CALLING_LOOPS = textwrap.dedent(
+    """
+    import asyncio, atexit, sys, threading, time
+
+    def late():
+        async def call():
+            try:
+                await client.lock(name + ":late", lease=5.0).acquire()
+            except redlatch.RedisConnectionError as e:
+                print("late:", e, flush=True)
+        asyncio.run(call())
+
+    atexit.register(late)                         # before redlatch's: runs after it
+    import redlatch, redlatch.asyncio
+    url, name = sys.argv[1], sys.argv[2]
+    client = redlatch.asyncio.Client(url)
+
+    def worker():
+        async def one():
+            while True:
+                async with client.lock(name, wait=5.0):
+                    pass
+        async def main():
+            await asyncio.gather(*(one() for _ in range(4)))
+        asyncio.run(main())
+
+    for _ in range(2):
+        threading.Thread(target=worker, daemon=True).start()
+    time.sleep(0.2)
+    print("exiting", flush=True)
+    """
+)
+
+
+def test_exit_while_daemon_threads_run_event_loops_is_quiet(redis_url: str, name: str) -> None:
+    for i in range(6):
+        out = subprocess.run(
+            [sys.executable, "-c", ASYNC_CALLING_LOOPS, redis_url, f"{name}:{i}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stderr == "", out.stderr
+        assert out.stdout.splitlines() == [
+            "exiting",
+            "late: the interpreter is exiting: redlatch's runtime is shut down",
+        ], out.stdout
+
+
 def test_an_exit_hook_that_runs_after_ours_gets_an_error(redis_url: str, name: str) -> None:
     # The thread running the exit hooks is never parked: a hook registered before redlatch was
     # imported runs after ours and gets RedisConnectionError (and the process still exits).

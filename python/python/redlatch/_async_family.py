@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import Any, List, Optional, Type, TypeVar
 
 from . import _native
-from ._common import add_note, already_held, exit_error, forget, live_holds, not_acquired_message, not_held
+from ._common import add_note, already_held, disown, exit_error, forget, live_holds, not_acquired_message, not_held
 from ._errors import LockError, NotAcquiredError
 from ._family import no_permit_message
 from ._tasks import _current, _task, _task_owner
@@ -274,6 +274,9 @@ class MultiLock:
         hold = holds[-1]
         try:
             await hold.release_async()
+        except _asyncio.CancelledError:
+            disown(holds, hold)
+            raise
         finally:
             forget(holds, hold)
 

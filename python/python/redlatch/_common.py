@@ -163,6 +163,18 @@ def forget(holds: List[_H], hold: _H) -> None:
             pass
 
 
+def disown(holds: List[_H], hold: _H) -> None:
+    """Removes ``hold`` from ``holds`` whatever its state: the asyncio task awaiting its
+    release was cancelled. The release goes on without the task (its outcome is dropped; one
+    left unknown is retried in the background once the hold object is gone), so the hold is
+    no longer the task's: a new acquire goes to Redis, and waits there while the key is still
+    set, instead of finding the lock "already held" until the release's reply is read."""
+    try:
+        holds.remove(hold)
+    except ValueError:
+        pass
+
+
 def not_acquired_message(name: str, wait: Optional[float]) -> str:
     if wait is None:
         return f"lock {name!r} was not acquired"

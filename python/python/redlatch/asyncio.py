@@ -7,8 +7,10 @@ only the owning task can release or extend. Reentrant locks re-enter within one 
 Cancelling a task while it awaits ``acquire`` drops the attempt and leaves nothing in Redis
 (no key, no subscription); a hold whose acquire finished just as the task was cancelled is
 released in the background. ``release`` runs to completion even if the awaiting task is
-cancelled. On Python < 3.12, ``asyncio.wait_for`` runs its argument in a new task: use
-``acquire(timeout=...)`` (or ``asyncio.timeout``) instead, so the hold belongs to your task.
+cancelled, and the hold stops being the task's at once (a new ``acquire`` waits in Redis
+until the key is gone). On Python < 3.12, ``asyncio.wait_for`` runs its argument in a new
+task: use ``acquire(timeout=...)`` (or ``asyncio.timeout``) instead, so the hold belongs to
+your task.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from . import _native
 from ._common import (
     ClientBase,
     already_held,
+    disown,
     exit_error,
     forget,
     live_holds,
@@ -269,7 +272,8 @@ class Lock:
     async def release(self) -> None:
         """Releases the current task's latest acquisition, at most once. Errors (and
         ``reason``) as for :meth:`redlatch.Lock.release`: after ``RedisConnectionError`` the
-        hold is kept, and ``release()`` may be awaited again.
+        hold is kept, and ``release()`` may be awaited again. If the awaiting task is
+        cancelled, the release still runs to completion, and the hold is no longer the task's.
         """
         holds = self._holds.get(_task())
         if not holds:
@@ -277,6 +281,9 @@ class Lock:
         hold = holds[-1]
         try:
             await hold.release_async()
+        except _asyncio.CancelledError:
+            disown(holds, hold)
+            raise
         finally:
             forget(holds, hold)
 
