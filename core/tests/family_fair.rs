@@ -310,3 +310,32 @@ async fn a_lock_key_of_another_type_fails_before_the_queue_is_touched() {
     }
     assert_eq!(node.cmd::<String>(&["GET", "data"]).await, "42");
 }
+
+#[tokio::test]
+async fn a_queue_entry_without_a_deadline_is_dead() {
+    // A user trial: an entry whose deadline was gone (the deadline set deleted or evicted while
+    // the list stayed) was a head that never expired: the free lock was refused to everyone,
+    // for good, and a release told no one. It is dropped like a head whose deadline passed.
+    let server = RedisServer::start().unwrap();
+    let node = Node::connect(&server.url()).await;
+    let rec = Recorder::start(&server.url()).await;
+    let queue = fk::fair_queue("h");
+    let _: i64 = node.cmd(&["RPUSH", &queue, "orphan:1"]).await;
+    assert!(granted(try_lock(&node, "h", "a:1", "ra", now_ms()).await));
+    assert!(node.list(&queue).await.is_empty(), "the orphan was dropped");
+    // Behind a holder: a release wakes the live waiter, not the orphan before it.
+    try_lock(&node, "h", "b:1", "rb", now_ms()).await;
+    let _: i64 = node.cmd(&["LPUSH", &queue, "orphan:2"]).await;
+    assert_eq!(node.list(&queue).await, ["orphan:2", "b:1"]);
+    let _ = rec.take().await;
+    assert_eq!(
+        release(&node, "h", "a:1", "rel-a").await,
+        OwnershipReply::HandedOff
+    );
+    assert_eq!(
+        rec.take().await,
+        [(fk::fair_waiter_channel("h", "b:1"), "0".to_owned())],
+        "the live waiter is told"
+    );
+    assert_eq!(node.list(&queue).await, ["b:1"]);
+}

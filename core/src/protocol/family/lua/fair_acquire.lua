@@ -28,11 +28,14 @@ end
 
 -- Waiters at the head whose deadline passed are dead: drop them (only the head is checked,
 -- other deadlines are left alone, as Redisson does). The caller is alive, so never itself.
+-- An entry without a deadline is dead too: every waiter is written with one, so it is left
+-- by a deadline set deleted or evicted (Redisson's script fails on it; kept, it would block
+-- the lock for good, a user trial).
 while true do
   local head = redis.call('LINDEX', queue, 0)
   if not head or head == owner then break end
   local due = redis.call('ZSCORE', deadlines, head)
-  if due and tonumber(due) <= now then
+  if not due or tonumber(due) <= now then
     redis.call('ZREM', deadlines, head)
     redis.call('LPOP', queue)
   else

@@ -13,7 +13,8 @@ local function live_head(queue, deadlines, now)
       return nil, dead
     end
     local due = redis.call('ZSCORE', deadlines, head)
-    if not (due and tonumber(due) <= now) then
+    -- Without a deadline it is dead too (fair_acquire.lua says why).
+    if due and tonumber(due) > now then
       return head, dead
     end
     dead = dead + 1
