@@ -41,8 +41,15 @@ pub fn to_millis(what: &str, d: Duration, allow_zero: bool) -> Result<u64> {
         whole
     };
     if ms > u128::from(MAX_DURATION_MS) {
+        // The C++ wrapper saturates a std::chrono duration beyond 2^64 ms at UINT64_MAX - 1:
+        // that number is not what the caller gave (a user trial), so it is not shown.
+        let shown = if ms >= u128::from(u64::MAX - 1) {
+            "more than 2^64 - 2".to_owned()
+        } else {
+            ms.to_string()
+        };
         return Err(Error::invalid(format!(
-            "{what} of {ms} ms exceeds the maximum of {MAX_DURATION_MS} ms (2^53 - 1)"
+            "{what} of {shown} ms exceeds the maximum of {MAX_DURATION_MS} ms (2^53 - 1)"
         )));
     }
     Ok(ms as u64)
@@ -119,6 +126,9 @@ mod tests {
         let err = to_millis("lease", Duration::from_millis(MAX_DURATION_MS + 1), false).unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
         assert!(to_millis("lease", Duration::MAX, false).is_err());
+        // The C++ wrapper's saturation value is not shown as if the caller gave it.
+        let sentinel = to_millis("lease", Duration::from_millis(u64::MAX - 1), false).unwrap_err();
+        assert!(sentinel.message().starts_with("lease of more than 2^64 - 2 ms"), "{sentinel}");
     }
 
     #[test]
