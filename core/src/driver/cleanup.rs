@@ -72,7 +72,10 @@ mod counted {
             if p.0 == std::process::id() {
                 p.1 = p.1.saturating_sub(1);
                 if p.1 == 0 {
-                    SETTLED.notify(usize::MAX);
+                    // Only when someone waits: a first `notify` allocates the event's state,
+                    // which a static then keeps for the process's life (valgrind: "possibly
+                    // lost" in the C suite).
+                    crate::driver::signal::wake_all(&SETTLED);
                 }
             }
         }

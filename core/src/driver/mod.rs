@@ -18,7 +18,7 @@ pub(crate) mod owner;
 mod registry;
 mod release;
 mod rollback;
-mod signal;
+pub(crate) mod signal;
 #[cfg(all(test, feature = "native"))]
 mod testing;
 pub mod transport;

@@ -128,7 +128,10 @@ mod tests {
         assert!(to_millis("lease", Duration::MAX, false).is_err());
         // The C++ wrapper's saturation value is not shown as if the caller gave it.
         let sentinel = to_millis("lease", Duration::from_millis(u64::MAX - 1), false).unwrap_err();
-        assert!(sentinel.message().starts_with("lease of more than 2^64 - 2 ms"), "{sentinel}");
+        assert!(
+            sentinel.message().starts_with("lease of more than 2^64 - 2 ms"),
+            "{sentinel}"
+        );
     }
 
     #[test]
