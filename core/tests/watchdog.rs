@@ -198,6 +198,35 @@ async fn an_owners_shorter_lease_never_outlives_its_watchdog_hold() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shorter_lease_set_while_a_renewal_is_in_flight_is_renewed_again() {
+    // A user trial of the fix above: the re-entry brought a renewal forward at once, and the
+    // inner release (TTL back to 600 ms) landed while that renewal was in flight; its answer
+    // then set the next renewal a whole period (10 s) away, and the hold expired (8 of 29).
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let mut outers = Vec::new();
+    for i in 0..12 {
+        let lock = client.rlock(format!("wd:owner:race:{i}"));
+        let outer = lock.acquire().await.unwrap();
+        let inner = lock
+            .clone()
+            .lease(Duration::from_millis(600))
+            .acquire()
+            .await
+            .unwrap();
+        inner.release().await.unwrap();
+        outers.push((lock, outer));
+    }
+    tokio::time::sleep(Duration::from_millis(2_400)).await;
+    for (lock, outer) in outers {
+        let pttl: i64 = cmd(&mut conn, &["PTTL", lock.name()]).await;
+        assert!(!outer.is_lost() && pttl > 20_000, "{}: pttl {pttl}", lock.name());
+        outer.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewal_racing_release_never_reports_loss_or_re_extends() {
     // Releases at every phase of the renewal cycle (every 40 ms), so some race a renewal in
     // flight. The lease (120 ms) leaves a stall of the test process up to ~80 ms without a

@@ -32,6 +32,13 @@ use std::time::Duration;
 /// Holds renewed per script call (Redisson `lockWatchdogBatchSize`).
 const BATCH: usize = 100;
 
+/// The due time of a hold whose renewal is in flight. Another of the owner's calls may set the
+/// shared hash's TTL to a shorter lease meanwhile, after the renewal in Redis' order, and bring
+/// the due time forward (`renew_sharing`); the renewal's answer must not then push it back a
+/// whole period, nor move the validity past that shorter TTL (a user trial of the fix:
+/// 8 of 29 runs lost the hold so).
+const IN_FLIGHT: Duration = Duration::MAX;
+
 struct Entry {
     name: String,
     holder: Holder,
@@ -179,11 +186,16 @@ async fn run(weak: Weak<Engine>) {
             st.entries
                 .retain(|_, e| !e.signal.is_lost_at(now) && e.signal.is_held());
             let horizon = now + period / 4;
+            // Marked in flight (`IN_FLIGHT`): a `renew_by` meanwhile lowers the mark, and the
+            // renewal's answer then keeps that earlier due (see `renew_chunk`).
             let due: Vec<Due> = st
                 .entries
-                .iter()
+                .iter_mut()
                 .filter(|(_, e)| e.due <= horizon)
-                .map(|(id, e)| (*id, e.name.clone(), e.holder.clone()))
+                .map(|(id, e)| {
+                    e.due = IN_FLIGHT;
+                    (*id, e.name.clone(), e.holder.clone())
+                })
                 .collect();
             st.next_wake = if due.is_empty() {
                 st.entries.values().map(|e| e.due).min()
@@ -232,8 +244,12 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
             };
             match (quorum::tally(engine.nodes.len(), yes, no), validity) {
                 (Tally::Granted, Some(v)) => {
-                    entry.signal.set_deadline(started + v);
-                    entry.due = now + period;
+                    if entry.due == IN_FLIGHT {
+                        entry.signal.set_deadline(started + v);
+                    }
+                    // Else a shorter TTL was set meanwhile (see `IN_FLIGHT`): the validity it
+                    // set stands, and the renewal brought forward follows at once.
+                    entry.due = entry.due.min(now + period);
                     tracing::trace!(lock = %name, "renewed");
                 }
                 (Tally::Refused, _) => {
@@ -241,7 +257,7 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
                         lost.push((e.signal, if taken { Reason::Taken } else { Reason::Deleted }));
                     }
                 }
-                _ => entry.due = now + retry,
+                _ => entry.due = entry.due.min(now + retry),
             }
         }
     }
