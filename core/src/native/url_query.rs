@@ -19,9 +19,12 @@ const UNIX_PARAMS: &[&str] = &["protocol", "db", "user", "pass"];
 /// `InvalidArgument` for a parameter redis-rs would ignore, `?db=` naming another database
 /// than the path, or a database number outside a C `int`.
 pub(crate) fn normalized(url: &str) -> Result<Cow<'_, str>> {
-    let unix = url.starts_with("unix://");
+    // The path of a Unix socket URL is the socket, never a database.
+    let unix = url.starts_with("unix://") || url.starts_with("redis+unix://");
     let Some((base, query)) = url.split_once('?') else {
-        check_db(path_db(url))?;
+        if !unix {
+            check_db(path_db(url))?;
+        }
         return Ok(Cow::Borrowed(url));
     };
     let (query, fragment) = match query.split_once('#') {
@@ -40,7 +43,10 @@ pub(crate) fn normalized(url: &str) -> Result<Cow<'_, str>> {
             )));
         }
         if key == "db" && !unix {
-            db = Some(value);
+            // Given twice, redis-py reads the first and redis-rs would read the last.
+            if db.replace(value).is_some() {
+                return Err(Error::invalid("a Redis URL gives ?db= more than once"));
+            }
         } else {
             kept.push(pair);
         }
@@ -114,6 +120,12 @@ mod tests {
             n("unix:///tmp/r.sock?db=2&pass=x").unwrap(),
             "unix:///tmp/r.sock?db=2&pass=x"
         );
+        // A Unix socket URL's path is the socket (a user trial: "names one database in its
+        // path and another in ?db=").
+        assert_eq!(
+            n("redis+unix:///tmp/r.sock?db=6").unwrap(),
+            "redis+unix:///tmp/r.sock?db=6"
+        );
     }
 
     #[test]
@@ -124,6 +136,7 @@ mod tests {
             "redis://h:1/2147483648",
             "redis://h:1?db=99999999999",
             "rediss://h:1?ssl_cert_reqs=none",
+            "redis://h:1?db=3&db=4",
         ] {
             let e = normalized(url).unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{url}");
