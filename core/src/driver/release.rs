@@ -350,8 +350,15 @@ pub(super) fn warn_unconfirmed(transport: &dyn Transport, error: &Error) {
 }
 
 fn unconfirmed_message(node: &str, error: &Error) -> String {
+    // A node refused for its configuration (another node's server, a database it lacks) is
+    // not down: say to fix the URL (a user trial read "check that the node is up").
+    let check = if error.kind() == ErrorKind::InvalidArgument {
+        "check the quorum's URLs"
+    } else {
+        "check that the node is up"
+    };
     format!(
-        "{node}: a node of the quorum did not confirm a release ({error}); a majority released the lock, and its key on this node expires with the lease (said once per node; check that the node is up)"
+        "{node}: a node of the quorum did not confirm a release ({error}); a majority released the lock, and its key on this node expires with the lease (said once per node; {check})"
     )
 }
 

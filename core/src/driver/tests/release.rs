@@ -126,3 +126,12 @@ async fn a_quorum_release_needs_a_majority_of_confirmations() {
         );
     }
 }
+
+#[test]
+fn an_unconfirmed_release_says_what_to_check() {
+    let down = super::unconfirmed_message("a:1", &crate::Error::connection("refused"));
+    assert!(down.ends_with("check that the node is up)"), "{down}");
+    // A user trial: a node refused as another node's server was told to check it is up.
+    let alias = super::unconfirmed_message("b:2", &crate::Error::invalid("b:2 and a:1 are the same server"));
+    assert!(alias.ends_with("check the quorum's URLs)"), "{alias}");
+}
