@@ -72,6 +72,7 @@ pub use latch::CountDownLatch;
 pub use lock::Lock;
 pub use multi::{MultiGuard, MultiLock};
 pub use permit::{Permit, PermitSemaphore};
+pub use protocol::independence::QuorumServers;
 pub use rwlock::RwLock;
 pub use semaphore::Semaphore;
 
@@ -83,6 +84,6 @@ pub use native::{poll_on_loop, EventLoop, LoopSocket, LoopWatcher};
 pub use native::{worker_threads_from_env, WORKER_THREADS_VAR};
 #[cfg(feature = "native")]
 pub use native::{
-    ClientBuilder, ClusterTransport, DeploymentOptions, QuorumServers, RedisTransport, ScriptsRun,
-    SentinelAuth, SyncReplicas, TlsOptions, TokioRuntime, Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
+    ClientBuilder, ClusterTransport, DeploymentOptions, RedisTransport, ScriptsRun, SentinelAuth,
+    SyncReplicas, TlsOptions, TokioRuntime, Warning, WarningHandler, DEFAULT_SYNC_TIMEOUT,
 };

@@ -13,6 +13,7 @@ use crate::runtime::JsRuntime;
 use crate::transport::JsTransport;
 use js_sys::{Array, Promise};
 use redlatch::protocol::keys;
+use redlatch::QuorumServers;
 use redlatch::{Client, Error, ErrorKind, Runtime, Transport};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +66,8 @@ impl WasmClient {
             ));
         }
         let mut nodes: Vec<Arc<dyn Transport>> = Vec::with_capacity(list.length() as usize);
+        // A quorum's transports must reach servers of their own (transport.rs).
+        let servers = (list.length() > 1).then(|| Arc::new(QuorumServers::default()));
         for (i, value) in list.iter().enumerate() {
             // One transport object given twice would cast two votes for one server.
             if list
@@ -77,7 +80,11 @@ impl WasmClient {
                     i + 1
                 )));
             }
-            nodes.push(Arc::new(JsTransport::from_js(value, i)?));
+            let transport = JsTransport::from_js(value, i)?;
+            nodes.push(Arc::new(match &servers {
+                Some(servers) => transport.in_quorum(servers.clone()),
+                None => transport,
+            }));
         }
         // Two transports of one server under the same label (two adapters over one client,
         // or two clients of one host:port) would cast two votes too (a user trial).

@@ -13,13 +13,20 @@
 //! ([`redlatch::redis_error_kind`]: `NOPERM` is `NoPermission`, `OOM` `OutOfMemory`,
 //! `WRONGTYPE` `KeyConflict`, others `Redis`); anything else (a closed socket, an HTTP
 //! failure) is `ErrorKind::Connection`, which the core retries within its network timeout.
+//!
+//! A quorum's transports are told apart by server identity before their first call
+//! ([`redlatch::QuorumServers`], through the `server_id` script): two transports reaching one
+//! server under different labels (`localhost:P` and `127.0.0.1:P`) would let it cast two votes,
+//! so the second is refused with `InvalidArgument` on every call and never votes.
 
 use crate::error::{describe, invalid};
 use crate::reply;
 use js_sys::{Array, Function, Promise, Reflect};
+use redlatch::protocol::independence;
 use redlatch::protocol::reply::Reply;
 use redlatch::protocol::request::Request;
-use redlatch::{BoxFut, Error, ErrorKind, Result, Subscription, Transport};
+use redlatch::{BoxFut, Error, ErrorKind, QuorumServers, Result, Subscription, Transport};
+use std::sync::{Arc, Mutex};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
@@ -84,6 +91,11 @@ pub struct JsTransport {
     eval: Function,
     evalsha: Option<Function>,
     label: String,
+    /// A quorum's transports share it: the server this one reaches must be no other's.
+    servers: Option<Arc<QuorumServers>>,
+    /// The identity check's outcome once known: passed or not possible (`None`), or the
+    /// refusal every call then gets.
+    identity: Mutex<Option<Option<Error>>>,
 }
 
 impl std::fmt::Debug for JsTransport {
@@ -131,7 +143,48 @@ impl JsTransport {
             eval,
             evalsha,
             label,
+            servers: None,
+            identity: Mutex::new(None),
         })
+    }
+
+    /// This transport as one of a quorum's, whose servers `servers` keeps apart.
+    pub fn in_quorum(mut self, servers: Arc<QuorumServers>) -> JsTransport {
+        self.servers = Some(servers);
+        self
+    }
+
+    /// Before the first call of a quorum's transport: the server it reaches must be no other
+    /// transport's (module docs). A connection failure leaves it to the next call; a server
+    /// that refuses `INFO` (an ACL) or has no `run_id` is not checked.
+    async fn check_server(&self) -> Result<()> {
+        let Some(servers) = &self.servers else {
+            return Ok(());
+        };
+        let known = self.identity.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(outcome) = known {
+            return outcome.map_or(Ok(()), Err);
+        }
+        let refusal = match self.run(&independence::server_id()).await {
+            Ok(Reply::Bytes(id)) => servers.claim(&self.label, &String::from_utf8_lossy(&id)).err(),
+            Ok(_) => None,
+            Err(e) if e.kind() == ErrorKind::Connection => return Err(e),
+            Err(_) => None,
+        };
+        *self.identity.lock().unwrap_or_else(|p| p.into_inner()) = Some(refusal.clone());
+        refusal.map_or(Ok(()), Err)
+    }
+
+    /// Runs `request`: `EVALSHA` when the target has it, `EVAL` after a `NOSCRIPT`.
+    async fn run(&self, request: &Request) -> Result<Reply> {
+        let script = request.script;
+        if let Some(evalsha) = self.evalsha.as_ref().filter(|_| !request.by_source) {
+            match self.invoke(evalsha, script.sha1(), request).await {
+                Err(e) if is_noscript(&e) => {}
+                other => return other,
+            }
+        }
+        self.invoke(&self.eval, script.source(), request).await
     }
 
     /// Calls `f(first, keys, args)` on the target and awaits its result (a Promise, a
@@ -192,14 +245,8 @@ fn is_noscript(err: &Error) -> bool {
 impl Transport for JsTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
-            let script = request.script;
-            if let Some(evalsha) = self.evalsha.as_ref().filter(|_| !request.by_source) {
-                match self.invoke(evalsha, script.sha1(), request).await {
-                    Err(e) if is_noscript(&e) => {}
-                    other => return other,
-                }
-            }
-            self.invoke(&self.eval, script.source(), request).await
+            self.check_server().await?;
+            self.run(request).await
         })
     }
 

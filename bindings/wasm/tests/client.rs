@@ -50,6 +50,10 @@ impl Fake {
     fn run(&mut self, script: &str, keys: &[String], args: &[String]) -> Result<JsValue, String> {
         let int = |i: i64| JsValue::from_f64(i as f64);
         let pair = |a: i64, b: i64| JsValue::from(Array::of2(&int(a), &int(b)));
+        if script == scripts::SERVER_ID.source() {
+            // Each fake is a server of its own (a quorum's nodes are told apart by it).
+            return Ok(JsValue::from_str(&format!("{:x}", self as *const Fake as usize)));
+        }
         let k = keys[0].clone();
         if script == scripts::LEASE_ACQUIRE.source() {
             let (token, lease) = (&args[0], args[1].parse::<f64>().unwrap());

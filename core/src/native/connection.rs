@@ -43,7 +43,6 @@
 //! new connection. The connect checks ([`probe`]), a new connection's first calls and alone
 //! on it, wait the same way (tests/faults, `calls_through_a_kill_storm_end_soon`).
 
-use super::independence::QuorumServers;
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
 use super::scripts_run::ScriptsRun;
@@ -51,6 +50,7 @@ use super::sentinel::SentinelSource;
 use super::warnings::Warnings;
 use super::{map_error, tls};
 use crate::error::{Error, Result};
+use crate::protocol::independence::QuorumServers;
 use crate::protocol::request::{AttemptMark, Request};
 use futures::FutureExt;
 use redis::aio::MultiplexedConnection;

@@ -9,7 +9,6 @@ mod cluster_pubsub;
 mod connection;
 mod deployment;
 mod ifeq;
-mod independence;
 mod local_io;
 mod loop_io;
 mod node;
@@ -29,7 +28,6 @@ mod warnings;
 
 pub use builder::{ClientBuilder, DEFAULT_SYNC_TIMEOUT};
 pub use cluster::ClusterTransport;
-pub use independence::QuorumServers;
 pub use local_io::poll_here;
 pub use loop_io::{poll_on_loop, EventLoop, LoopSocket, LoopWatcher};
 pub use options::DeploymentOptions;

@@ -102,7 +102,7 @@ pub(crate) async fn run_id<C: ConnectionLike + Send>(
         .await?
         .as_ref()
         .and_then(text)
-        .and_then(|info| super::independence::run_id_of(&info).map(str::to_owned)))
+        .and_then(|info| crate::protocol::independence::run_id_of(&info).map(str::to_owned)))
 }
 
 /// Warns when a `CONFIG GET maxmemory-policy` reply shows an evicting policy.

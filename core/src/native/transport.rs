@@ -13,7 +13,6 @@
 //! since no retry can help.
 
 use super::connection::{Live, Reconnecting, Settings, Source};
-use super::independence::QuorumServers;
 use super::local_io::{self, LocalConnections, Sent};
 use super::loop_io::LoopNode;
 use super::node::{node_spec, NodeSpec};
@@ -25,6 +24,7 @@ use super::warnings::{Warning, Warnings};
 use super::{ifeq, redact};
 use crate::driver::{BoxFut, Subscription, Transport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::independence::QuorumServers;
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
 use redis::aio::ConnectionLike;

@@ -14,6 +14,7 @@
 //!   multi-lock requests and replies (Redisson 4.7 layouts), not yet wired to the driver.
 
 pub mod family;
+pub mod independence;
 pub mod keys;
 pub mod owner;
 pub mod quorum;

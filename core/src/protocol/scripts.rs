@@ -102,8 +102,13 @@ script!(
     /// Read-only lock state.
     INSPECT, "inspect", with_conflict_checks
 );
+script!(
+    /// The server's `run_id` (`INFO server`), telling a quorum's nodes apart
+    /// (`protocol::independence`).
+    SERVER_ID, "server_id"
+);
 
-/// Every script, for preloading and tests.
+/// Every lock script, for preloading and tests ([`SERVER_ID`], which takes no key, aside).
 pub fn all() -> [&'static Script; 10] {
     [
         &LEASE_ACQUIRE,

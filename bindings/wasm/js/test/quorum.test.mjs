@@ -128,3 +128,30 @@ test(`quorum: 2 wasm + 2 ${haveNative ? 'native' : 'more wasm'} processes on the
     await r.quit()
   }
 })
+
+test('quorum: one server reached under two labels votes once (INFO run_id)', async () => {
+  // A user trial: adapters over `127.0.0.1:P` and `localhost:P` were two nodes, so with the
+  // third node down that one server granted the lock as a majority.
+  const alias = REDIS_URL.replace('127.0.0.1', 'localhost')
+  assert.notEqual(alias, REDIS_URL)
+  const conns = await Promise.all([redis(REDIS_URL), redis(alias)])
+  const down = { eval: async () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1')), label: '127.0.0.1:1' }
+  const client = wasm.createQuorumClient([wasm.fromNodeRedis(conns[0]), wasm.fromNodeRedis(conns[1]), down], OPTIONS)
+  try {
+    const name = key('alias')
+    const err = await client.lock(name, { leaseMs: 5000 }).acquire({ waitMs: 0 }).then(
+      (held) => held.release().then(() => null),
+      (e) => e,
+    )
+    assert.ok(err !== null, 'one live server is not a majority of three')
+    const r = await redis()
+    try {
+      assert.equal(await r.exists(name), 0, 'nothing left behind')
+    } finally {
+      await r.quit()
+    }
+  } finally {
+    await client.close()
+    await Promise.all(conns.map((c) => c.quit().catch(() => {})))
+  }
+})

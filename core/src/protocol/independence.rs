@@ -1,12 +1,17 @@
 //! The rule that a quorum's nodes are independent servers, checked by server identity: the
-//! builder refuses a `host:port` given twice (`protocol::quorum::independent`), but two URLs
-//! can name one server in other ways (`localhost` and `127.0.0.1`, a DNS alias, a forwarded
-//! port). Such a server would cast two votes: a majority could be that one server, and an
-//! extend or `owned()` confirmed by it twice (a user trial: a second client took the lock
-//! while the first was told it still held it). So each node of a quorum reports the
-//! `run_id` of `INFO server` (random per server start, Redis and Valkey) when it connects,
-//! and a node that reaches a server another node already reached is refused with
-//! `InvalidArgument`: it never votes. A server whose ACL refuses `INFO` is not checked.
+//! builder refuses a `host:port` given twice ([`quorum::independent`](super::quorum::independent)),
+//! but two URLs or labels can name one server in other ways (`localhost` and `127.0.0.1`, a
+//! DNS alias, a forwarded port). Such a server would cast two votes: a majority could be that
+//! one server, and an extend or `owned()` confirmed by it twice (a user trial: a second client
+//! took the lock while the first was told it still held it). So each node of a quorum reports
+//! the `run_id` of `INFO server` (random per server start, Redis and Valkey) when it connects
+//! (native transports, the Node addon's sockets) or before its first call (the wasm entry's
+//! host transports, through [`server_id`]), and a node that reaches a server another node
+//! already reached is refused with `InvalidArgument`: it never votes. A server whose ACL
+//! refuses `INFO` is not checked.
+
+use super::request::Request;
+use super::scripts;
 
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -15,7 +20,7 @@ use std::sync::Mutex;
 /// The server each node of one quorum reached, by node label: shared by the quorum's
 /// transports (a binding's own transports too: the Node addon's sockets), each of which calls
 /// [`claim`](Self::claim) with [`RedisTransport::server_run_id`](crate::RedisTransport::server_run_id)'s
-/// answer when it connects.
+/// answer when it connects (or [`server_id`]'s, through a script).
 #[derive(Debug, Default)]
 pub struct QuorumServers {
     run_ids: Mutex<HashMap<String, String>>,
@@ -38,7 +43,20 @@ impl QuorumServers {
     }
 }
 
+/// The request that answers the server's `run_id` (nil when `INFO` has none), for transports
+/// that only run scripts (the wasm entry's host transports).
+pub fn server_id() -> Request {
+    Request {
+        script: &scripts::SERVER_ID,
+        keys: Vec::new(),
+        args: Vec::new(),
+        plain: None,
+        by_source: false,
+    }
+}
+
 /// The `run_id` line of an `INFO server` reply.
+#[cfg(any(feature = "native", test))]
 pub(crate) fn run_id_of(info: &str) -> Option<&str> {
     info.lines()
         .find_map(|line| line.strip_prefix("run_id:"))
