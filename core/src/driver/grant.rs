@@ -57,9 +57,11 @@ pub(super) fn new_hold(
                 quorum: engine.is_quorum(),
             };
             let joined = engine.validities.join(&spec.name, &owner, ticket, seen);
-            // The grant set the hash's TTL to this hold's lease: the owner's watchdog-mode
+            // A re-entry set the hash's TTL to this hold's lease: the owner's watchdog-mode
             // holds renew within a third of it if it is shorter than theirs.
-            engine.ttl_set_for_owner(&joined.validity, lease, engine.now());
+            if joined.reentered {
+                engine.ttl_set_for_owner(&joined.validity, lease, engine.now());
+            }
             (joined.validity, joined.orphaned)
         }
         _ => (Validity::new(&spec.name, deadline), 0),

@@ -175,8 +175,16 @@ impl Hold {
             (Tally::Granted, Some(v)) => {
                 self.signal.set_deadline(started + v);
                 // Watchdog-mode holds (this one, or the owner's others sharing the hash) must
-                // renew within the new lease, as after an acquire with it (a third of it).
-                engine.ttl_set_for_owner(self.signal.validity(), lease, started);
+                // renew within the new lease, as after an acquire with it (a third of it). A
+                // lease lock's hold shares with no other: its own registration, at once.
+                if self.holder.shared_field().is_some() {
+                    engine.ttl_set_for_owner(self.signal.validity(), lease, started);
+                } else if let Some((renewals, id)) = &self.watch {
+                    renewals.watchdog.renew_by(
+                        id.load(std::sync::atomic::Ordering::Acquire),
+                        started + timing::renewal_period(lease),
+                    );
+                }
                 tracing::debug!(lock = %self.name(), lease_ms, "extended");
                 Ok(())
             }

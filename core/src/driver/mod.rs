@@ -226,7 +226,9 @@ impl Engine {
     /// watchdog-mode holds would renew only a third of the watchdog timeout after their last
     /// renewal, after a shorter lease ran out (a user trial: a watchdog hold expired after an
     /// inner re-entry with a 500 ms lease, and another client took the lock): they renew
-    /// within a third of `lease` instead, as a watchdog hold's own extend does.
+    /// within a third of `lease` instead, as a watchdog hold's own extend does. One pass over
+    /// the watchdog's holds: called for re-entries, extends and partial releases of the
+    /// reentrant kinds only, not for first acquires.
     pub(crate) fn ttl_set_for_owner(
         self: &Arc<Self>,
         validity: &Arc<Validity>,

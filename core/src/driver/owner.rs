@@ -59,6 +59,8 @@ pub(crate) struct Joined {
     pub(crate) validity: Arc<Validity>,
     /// Hold counts beyond the grant's own that it is to remove (the orphan rule).
     pub(crate) orphaned: u64,
+    /// The grant joined the live validity of the owner's other holds (a re-entry).
+    pub(crate) reentered: bool,
 }
 
 /// A grant as the acquire saw it: see [`Validities::join`].
@@ -158,7 +160,11 @@ impl Validities {
             quorum,
             holds,
         });
-        Joined { validity, orphaned }
+        Joined {
+            validity,
+            orphaned,
+            reentered: decision == Join::Live,
+        }
     }
 }
 
