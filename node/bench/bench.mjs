@@ -24,9 +24,10 @@
 //   acquire resolving.
 // Yardsticks: ioredis PING, one redlatch call with one round trip (`lock.ttl()`), and the two
 // commands of an acquire + release sent through ioredis with no lock library, and over a raw
-// socket with no client library at all (the floor of any library over Node's sockets).
+// socket with no client library at all (the floor of any library over Node's sockets), and
+// redlatch's own commands over that socket (the floor of its protocol).
 // The machine's load (`uptime`'s 1-minute average) is printed at the start and the end.
-import { appendFileSync } from 'node:fs'
+import { appendFileSync, readFileSync } from 'node:fs'
 import net from 'node:net'
 import { loadavg } from 'node:os'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
@@ -158,7 +159,7 @@ function ioredisPair() {
 // client library at all (RESP encoded by hand, replies counted by their CRLF: `+OK`, `$-1`
 // and `:1` are one line each), no token drawn, one Promise per command. Writes of one tick go
 // out together (corked until the next tick), as a pipelining client would send them.
-async function rawSocketPair() {
+async function rawSocketPair(commands = cadCommands) {
   const { hostname: host, port } = new URL(url)
   const waiting = []
   let head = 0
@@ -195,16 +196,61 @@ async function rawSocketPair() {
       }
       socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`, 'latin1')
     })
+  const { label, acquire, release } = await commands()
+  const lib = {
+    label,
+    async acquire(name) {
+      const token = acquire(name)
+      await send(...token.set)
+      return () => send(...release(name, token))
+    },
+    close: async () => socket.destroy(),
+  }
+  // The commands do what a lock does: the key exists while held and is gone after release.
+  const probe = key('probe')
+  const releaseProbe = await lib.acquire(probe)
+  const held = await redis.exists(probe)
+  await releaseProbe()
+  if (held !== 1 || (await redis.exists(probe)) !== 0) throw new Error(`bench: ${label} does not take and release a lock`)
+  return lib
+}
+
+/** The floor's commands: `SET NX PX` of a short token, then the compare-and-delete script. */
+async function cadCommands() {
   const sha = await redis.script('load', CAD)
   const lease = String(LEASE)
   return {
     label: 'raw socket SET NX + EVALSHA',
-    async acquire(name) {
+    acquire(name) {
       const token = `t${++seq}`
-      await send('SET', name, token, 'NX', 'PX', lease)
-      return () => send('EVALSHA', sha, '1', name, token)
+      return { token, set: ['SET', name, token, 'NX', 'PX', lease] }
     },
-    close: async () => socket.destroy(),
+    release: (name, { token }) => ['EVALSHA', sha, '1', name, token],
+  }
+}
+
+// redlatch's own commands for a lease lock with a fixed lease, byte for byte as the core sends
+// them (WIRE.md): `SET NX PX` of a 32-hex-digit token, and the release script with its
+// idempotency latch and its PUBLISH to the unlock channel (what makes a hand-off 0.1 ms). Over
+// the same raw socket, this is the floor of redlatch's protocol one call at a time: no engine can be faster, so
+// the gap between it and the plain floor is the protocol's, and the gap above it the engine's.
+// Tokens and request ids are counters here (the core draws them from the OS).
+async function redlatchCommands() {
+  const script = readFileSync(new URL('../../core/src/protocol/lua/lease_release.lua', import.meta.url), 'utf8')
+  const sha = await redis.script('load', script)
+  const lease = String(LEASE)
+  const hex = () => (++seq).toString(16).padStart(32, '0')
+  return {
+    label: "raw socket, redlatch's commands",
+    acquire(name) {
+      const token = hex()
+      return { token, set: ['SET', name, token, 'NX', 'PX', lease] }
+    },
+    release: (name, { token }) => {
+      const tag = name.includes('{') ? name : `{${name}}`
+      const latch = `redisson_unlock_latch:${tag}:${hex()}`
+      return ['EVALSHA', sha, '2', name, latch, token, 'publish', `redisson_lock__channel:${tag}`, '6000']
+    },
   }
 }
 
@@ -348,11 +394,12 @@ const redlockDefault = redlockAdapter('redlock (retryDelay 200)', { retryCount: 
 const redlockFast = redlockAdapter('redlock (retryDelay 10)', { retryCount: -1, retryDelay: 10, retryJitter: 10 })
 const pair = ioredisPair()
 const rawPair = await rawSocketPair()
+const rawOurs = await rawSocketPair(redlatchCommands)
 
 const rtt = await pingLoop()
 const call = await ttlLoop(ours)
 const callTokio = await ttlLoop(oursTokio)
-const results = await uncontended([ours, oursTokio, redlockDefault, ourWasm, pair, rawPair])
+const results = await uncontended([ours, oursTokio, redlockDefault, ourWasm, pair, rawPair, rawOurs])
 const loop = monitorEventLoopDelay({ resolution: 1 })
 loop.enable()
 results[ours.label].contended = await contended(ours)
@@ -417,7 +464,7 @@ function exportRow(row, { ops = 0, p50 = NaN, p99 = NaN, p999, n = 0 }) {
   const us = (v) => (Number.isFinite(v) ? Number((v * 1000).toFixed(2)) : 0)
   exportLine({ row, ops: Number(ops.toFixed(1)), p50_us: us(p50), p99_us: us(p99), ...(p999 === undefined ? {} : { p999_us: us(p999) }), n })
 }
-const ROW = { [ours.label]: 'node redlatch', [oursTokio.label]: 'node redlatch (tokio engine)', [redlockDefault.label]: 'node redlock', [ourWasm.label]: 'node redlatch/wasm', [pair.label]: 'node ioredis pair', [rawPair.label]: 'node raw socket pair (floor)' }
+const ROW = { [ours.label]: 'node redlatch', [oursTokio.label]: 'node redlatch (tokio engine)', [redlockDefault.label]: 'node redlock', [ourWasm.label]: 'node redlatch/wasm', [pair.label]: 'node ioredis pair', [rawPair.label]: 'node raw socket pair (floor)', [rawOurs.label]: "node raw socket, redlatch's commands (floor)" }
 for (const [label, r] of Object.entries(results)) {
   if (r.uncontended) exportRow(ROW[label], r.uncontended)
   if (r.parallel) exportRow(`${ROW[label]}, ${LOOPS} loops`, { ops: r.parallel.ops })
@@ -456,8 +503,19 @@ console.log(
   `\nfloor (the raw socket pair, no library): sequential ${floorSeq.toFixed(2)}x redlock (target 1.1x ${floorSeq >= 1.1 ? 'within reach' : 'above the floor in this run'}), ` +
     `${LOOPS} loops ${floorPar.toFixed(2)}x redlock (target 1.2x ${floorPar >= 1.2 ? 'within reach' : 'above the floor in this run'})`,
 )
+// The same for redlatch's own commands, one at a time (its latch and PUBLISH cost Redis 3-4 us
+// per release). Not with 32 loops: there the raw socket's one write per tick makes Redis and
+// this thread take turns, and the engine's writes every 16 commands beat it (README "Batched
+// writes"), so that row is no ceiling.
+const protocol = results[rawOurs.label]
+const protocolSeq = protocol.uncontended.ops / theirs.uncontended.ops
+console.log(
+  `floor of redlatch's protocol (its commands over the raw socket): sequential ${protocolSeq.toFixed(2)}x redlock ` +
+    `(target 1.1x ${protocolSeq >= 1.1 ? 'within reach' : 'above that floor in this run'}); ` +
+    `the default engine reaches ${(results[ours.label].uncontended.ops / protocol.uncontended.ops).toFixed(2)}x of it, the target needs ${(1.1 / protocolSeq).toFixed(2)}x`,
+)
 targets(ours.label)
 targets(oursTokio.label)
 
-for (const lib of [ours, oursTokio, ourWasm, rawPair]) await lib.close()
+for (const lib of [ours, oursTokio, ourWasm, rawPair, rawOurs]) await lib.close()
 redis.quit()
