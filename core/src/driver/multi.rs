@@ -63,20 +63,22 @@ fn undo_in_background(engine: &Arc<Engine>, attempt: &Attempted, nodes: Vec<usiz
     let Ok(request) = multi::abort(&attempt.refs(), &attempt.request_id, PUBLISH) else {
         return;
     };
+    // Logged under its first member, whose slot holds the attempt's latch.
+    let first = attempt
+        .members
+        .first()
+        .map(|m| m.name.clone())
+        .unwrap_or_default();
     let engine = engine.clone();
     let runtime = engine.runtime.clone();
     super::cleanup::spawn(
         &*runtime,
         Box::pin(async move {
-            let replies = engine
+            let timeout = engine.config.network_timeout;
+            engine
                 .nodes
-                .call_some(&nodes, &request, engine.config.network_timeout)
+                .undo_or_warn(&nodes, &request, timeout, &first, "a multi-lock attempt")
                 .await;
-            for (i, reply) in nodes.iter().zip(replies) {
-                if let Err(e) = reply {
-                    tracing::warn!(node = engine.nodes.label(*i), error = %e, "undoing a multi-lock attempt failed; its grant expires with the lease");
-                }
-            }
         }),
     );
 }

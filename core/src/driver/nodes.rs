@@ -223,6 +223,26 @@ impl Nodes {
         join_all(which.iter().map(|&i| self.call(i, request, timeout))).await
     }
 
+    /// Sends the undo `request` of an attempt of lock `name` to the nodes in `which` (each
+    /// bounded by the network timeout) and logs each node where it failed: the grant there
+    /// then expires with its lease. `what` names the attempt in the log ("an acquire
+    /// attempt", "a multi-lock attempt").
+    pub(crate) async fn undo_or_warn(
+        &self,
+        which: &[usize],
+        request: &Request,
+        timeout: Duration,
+        name: &str,
+        what: &str,
+    ) {
+        let replies = self.call_some(which, request, timeout).await;
+        for (&i, reply) in which.iter().zip(replies) {
+            if let Err(e) = reply {
+                tracing::warn!(lock = %name, node = self.label(i), error = %e, "undoing {what} failed; its grant expires with the lease");
+            }
+        }
+    }
+
     /// Per-node outcomes for a quorum error: `Ok` where `granted(i)`, else the reason.
     pub(crate) fn outcomes(&self, reasons: Vec<Result<(), String>>) -> Vec<NodeOutcome> {
         reasons

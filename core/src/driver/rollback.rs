@@ -129,15 +129,11 @@ async fn undo(
         .as_millis()
         .min(u128::from(crate::protocol::timing::MAX_DURATION_MS)) as u64;
     let request = holder.abort(&name, &request_id, lease_ms);
-    let replies = engine
+    let timeout = engine.config.network_timeout;
+    engine
         .nodes
-        .call_some(&nodes, &request, engine.config.network_timeout)
+        .undo_or_warn(&nodes, &request, timeout, &name, "an acquire attempt")
         .await;
-    for (i, reply) in nodes.iter().zip(replies) {
-        if let Err(e) = reply {
-            tracing::warn!(lock = %name, node = engine.nodes.label(*i), error = %e, "undoing an acquire attempt failed; its grant expires with the lease");
-        }
-    }
 }
 
 /// Armed while an attempt's outcome is unknown: if the acquire ends without a grant (an error
