@@ -38,7 +38,7 @@ pub struct Error {
 const REDIS_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 /// What redlatch says instead (as `conflict.lua` does for its own refusals).
 const KEY_OF_ANOTHER_TYPE: &str =
-    "WRONGTYPE the key holds a type that no lock, semaphore or latch of this kind uses (application data under its name?)";
+    "WRONGTYPE the key holds a type this kind of lock, semaphore or latch does not use: another kind under the same name (a lease lock is a string; a reentrant, fair or read/write lock a hash, as Redisson's), or application data";
 /// The message of a connection that gave no password to a server that requires one.
 /// What Redis and Valkey answer the `SELECT` of a database number the server does not have.
 const NO_SUCH_DATABASE: &str = "DB index is out of range";

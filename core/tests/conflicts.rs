@@ -50,6 +50,18 @@ async fn a_lock_name_over_application_data_is_a_key_conflict_at_once() {
         let err = lock.locked().await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::KeyConflict, "{what}: locked()");
     }
+    // A reentrant lock (Redisson's format) under the name of a lease lock: the error says
+    // that another kind of lock may hold the name, not only application data (a user trial of
+    // stop 41 met a Java RLock there and read "application data under its name?").
+    let rlock = one_try(client.rlock("shared:1")).acquire().await.unwrap();
+    let err = one_try(client.lock("shared:1")).acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::KeyConflict, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("another kind") && text.contains("reentrant"),
+        "{text}"
+    );
+    rlock.release().await.unwrap();
     // A string without TTL that looks like a lock token is a lock (redis-py's Lock without a
     // timeout writes one): busy, not a conflict.
     let err = one_try(client.lock("token-like")).acquire().await.unwrap_err();
@@ -89,6 +101,12 @@ async fn a_multi_lock_member_over_application_data_is_a_key_conflict_at_once() {
                     .await
                     .expect_err(&what);
                 assert_eq!(err.kind(), ErrorKind::KeyConflict, "{what}: {err}");
+                // Named by its key: a position would be the sorted one, not the caller's.
+                let text = err.to_string();
+                assert!(
+                    text.contains(&format!("{data:?}")) && !text.contains("(member"),
+                    "{what}: {text}"
+                );
                 let mut left = 1;
                 for _ in 0..100 {
                     left = cmd::<i64>(&mut conn, &["EXISTS", "m:a"]).await;

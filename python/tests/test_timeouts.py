@@ -36,6 +36,8 @@ def test_lock_wait_applies_to_with(client: redlatch.Client, held: redlatch.Lock,
     assert 0.15 <= time.monotonic() - t0 < 2.0
     assert isinstance(info.value, TimeoutError)
     assert info.value.code == 1
+    # The core's words, as Node and C give them (a user trial of stop 41 compared them).
+    assert str(info.value) == f'lock "{name}" is held by another owner; wait ran out (0.2 s)'
 
 
 def test_one_try(client: redlatch.Client, held: redlatch.Lock, name: str) -> None:

@@ -240,9 +240,10 @@ impl Semaphore {
                         return Err(Error::new(
                             ErrorKind::NotAcquired,
                             format!(
-                                "semaphore {:?} has {} of the {permits} permits asked for; wait ran out",
+                                "semaphore {:?} has {} of the {permits} permit{} asked for; wait ran out",
                                 self.name,
-                                available.unwrap_or(0).max(0)
+                                available.unwrap_or(0).max(0),
+                                if permits == 1 { "" } else { "s" }
                             ),
                         ));
                     }
@@ -276,7 +277,8 @@ impl Semaphore {
                 false,
                 Reason::NeverHeld,
                 format!(
-                    "cannot release {permits} permits of semaphore {:?}: this handle holds {held}",
+                    "cannot release {permits} permit{} of semaphore {:?}: this handle holds {held}",
+                    if permits == 1 { "" } else { "s" },
                     self.name
                 ),
             ));

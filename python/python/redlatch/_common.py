@@ -3,6 +3,7 @@ leaving a ``with`` block does when the release fails."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import weakref
@@ -176,9 +177,13 @@ def disown(holds: List[_H], hold: _H) -> None:
 
 
 def not_acquired_message(name: str, wait: Optional[float]) -> str:
+    """The message of a ``with`` block whose acquire returned False, in the core's words for a
+    wait that ran out (the same text as Node's ``NotAcquiredError`` and C's): the name in
+    double quotes, as the core's messages quote it."""
+    quoted = json.dumps(name, ensure_ascii=False)
     if wait is None:
-        return f"lock {name!r} was not acquired"
-    return f"lock {name!r} was not acquired within {wait:g} s"
+        return f"lock {quoted} was not acquired"
+    return f"lock {quoted} is held by another owner; wait ran out ({wait:g} s)"
 
 
 def add_note(exc: BaseException, note: str) -> None:

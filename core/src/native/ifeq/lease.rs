@@ -173,14 +173,7 @@ pub(super) async fn force_unlock<C: ConnectionLike + Send>(
             ("string", Ok(v)) => bytes(v).unwrap_or_default().to_vec(),
             ("hash", _) => break,
             ("string", Err(e)) => return Err(e),
-            (other, _) => {
-                return Err(redis::make_extension_error(
-                    "WRONGTYPE".to_owned(),
-                    Some(format!(
-                        "the lock key holds a {other}, not a lock (application data under the lock name?)"
-                    )),
-                ))
-            }
+            (other, _) => return Err(conflict(&format!("a {other}"))),
         };
         // force_unlock.lua's rule: without TTL, only a string holding a token is a lock.
         if int(failed(&t[2])?) == -1 && !looks_like_token(&value) {

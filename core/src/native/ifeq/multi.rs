@@ -90,7 +90,7 @@ pub(super) fn conflict(what: &str) -> RedisError {
     redis::make_extension_error(
         "WRONGTYPE".to_owned(),
         Some(format!(
-            "the lock key holds {what}, not a lock (application data under the lock name?)"
+            "the lock key holds {what}, not a lock of this kind (another kind of lock, semaphore or latch under the same name, or application data?)"
         )),
     )
 }

@@ -13,7 +13,7 @@ local function looks_like_token(value)
   return n >= 16 and n <= 128 and string.find(value, '^[%w%-_%+/=]+$') ~= nil
 end
 local function conflict(what)
-  return redis.error_reply('WRONGTYPE the lock key holds ' .. what .. ', not a lock (application data under the lock name?)')
+  return redis.error_reply('WRONGTYPE the lock key holds ' .. what .. ', not a lock of this kind (another kind of lock, semaphore or latch under the same name, or application data?)')
 end
 local function no_rw_mode(key, mode)
   -- A read/write lock's hash always has its mode field, 'read' or 'write' (Redisson deletes the

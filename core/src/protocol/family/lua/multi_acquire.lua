@@ -60,13 +60,15 @@ for i = 1, n do
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' then
     local lease = string.sub(spec, 1, 1) == 'L'
+    -- Named by its key (the members are in key order here, not the caller's).
     if kind ~= (lease and 'string' or 'hash') then
-      return conflict('a ' .. kind .. ' (member ' .. i .. ')')
+      local wanted = lease and 'a lease lock (a string)' or 'a reentrant lock (a hash)'
+      return conflict('a ' .. kind .. ' under the member "' .. key .. '" taken as ' .. wanted)
     end
     if not holds(key, spec) then
       local pttl = redis.call('PTTL', key)
       if pttl == -1 and (not lease or not looks_like_token(redis.call('GET', key))) then
-        return conflict('a ' .. kind .. ' without TTL (member ' .. i .. ')')
+        return conflict('a ' .. kind .. ' without TTL under the member "' .. key .. '"')
       end
       busy = busy or {0, i, pttl}
     end
