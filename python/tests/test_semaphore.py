@@ -161,8 +161,10 @@ def test_permits(client: redlatch.Client, redis_url: str, name: str) -> None:
     with sem.acquire() as second:  # watchdog mode
         assert second.lease is None
         assert sem.available() == 0
-        with pytest.raises(redlatch.NotAcquiredError):
+        with pytest.raises(redlatch.NotAcquiredError) as refused:
             sem.acquire(timeout=0.1)
+        # The core's words (Node's and C's), the name in double quotes (a user trial of stop 41).
+        assert str(refused.value) == f'semaphore "{name}" has no permit available; wait ran out (0.1 s)'
     assert sem.available() == 1
     # Released by id through another handle (another process or a Java client does the same).
     redlatch.Client(redis_url).permit_semaphore(name).release(first.id)

@@ -103,13 +103,13 @@ def native_lock(
 
 def already_held(name: str, who: str) -> LockError:
     return LockError(
-        f"lock {name!r} is already held by this {who}; it is not reentrant (use rlock)",
+        f"lock {quoted(name)} is already held by this {who}; it is not reentrant (use rlock)",
         code=INVALID_ARGUMENT,
     )
 
 
 def not_held(name: str, who: str) -> NotOwnedError:
-    return NotOwnedError(f"lock {name!r} is not held by this {who}", reason="never_held")
+    return NotOwnedError(f"lock {quoted(name)} is not held by this {who}", reason="never_held")
 
 
 class Held(Protocol):
@@ -176,14 +176,17 @@ def disown(holds: List[_H], hold: _H) -> None:
         pass
 
 
+def quoted(name: str) -> str:
+    """``name`` in double quotes, as the core's messages (and so Node's and C's) quote names."""
+    return json.dumps(name, ensure_ascii=False)
+
+
 def not_acquired_message(name: str, wait: Optional[float]) -> str:
     """The message of a ``with`` block whose acquire returned False, in the core's words for a
-    wait that ran out (the same text as Node's ``NotAcquiredError`` and C's): the name in
-    double quotes, as the core's messages quote it."""
-    quoted = json.dumps(name, ensure_ascii=False)
+    wait that ran out (the same text as Node's ``NotAcquiredError`` and C's)."""
     if wait is None:
-        return f"lock {quoted} was not acquired"
-    return f"lock {quoted} is held by another owner; wait ran out ({wait:g} s)"
+        return f"lock {quoted(name)} was not acquired"
+    return f"lock {quoted(name)} is held by another owner; wait ran out ({wait:g} s)"
 
 
 def add_note(exc: BaseException, note: str) -> None:
@@ -212,7 +215,7 @@ def exit_error(
     """
     if isinstance(err, NotOwnedError) and not isinstance(err, LockLostError):
         lost: LockError = LockLostError(
-            f"{what} {name!r} was lost while the block held it: {err}", reason=err.reason
+            f"{what} {quoted(name)} was lost while the block held it: {err}", reason=err.reason
         )
         lost.__cause__ = err
     else:
