@@ -65,6 +65,32 @@ test('TLS failures fail closed and say which', deployments, async () => {
   await assert.rejects(Client.connect(url, { tls: { caFiles: 'x' } }), /unknown option "caFiles"/)
 })
 
+test('a plain client of one Cluster node is refused at once for a key of another node, on both engines', deployments, async () => {
+  // A user trial of stop 41: the local engine read the MOVED answer as a connection error and
+  // retried it until the wait ran out (for ever without one: a network timeout each try).
+  const seed = env.REDLATCH_TEST_CLUSTER_URLS.split(',')[0]
+  for (const engine of ['local', 'tokio']) {
+    const client = await onEngine(engine, () => Client.connect(seed))
+    try {
+      let moved = 0
+      for (let i = 0; i < 12; i++) {
+        const started = performance.now()
+        try {
+          const held = await client.lock(key(`moved-${i}`), { leaseMs: 5000 }).acquire({ waitMs: 5000 })
+          await held.release() // this node's own slot
+        } catch (e) {
+          assert.ok(e instanceof InvalidArgumentError && /Cluster node/.test(e.message), `${engine}: ${e}`)
+          assert.ok(performance.now() - started < 2000, `${engine}: refused after ${performance.now() - started} ms`)
+          moved++
+        }
+      }
+      assert.ok(moved > 0, `${engine}: no key of another node in 12`)
+    } finally {
+      await client.close()
+    }
+  }
+})
+
 test('Client.cluster and redis+cluster:// reach every shard', deployments, async () => {
   const urls = env.REDLATCH_TEST_CLUSTER_URLS.split(',')
   const client = await Client.cluster(urls)

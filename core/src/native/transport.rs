@@ -392,12 +392,16 @@ impl RedisTransport {
     /// other deployment handling (`WAIT`, replica checks) applies.
     ///
     /// # Errors
-    /// Errors mapped as this transport maps its own (see [`RedisTransport::error_from`]).
+    /// Errors mapped as this transport maps its own: a `MOVED` answer is `InvalidArgument`
+    /// saying that `node` is a Cluster node (retrying would follow no redirect), a `READONLY`
+    /// one a `Connection` error saying it is a replica; the rest as
+    /// [`RedisTransport::error_from`].
     pub async fn run_on<C: ConnectionLike + Send>(
         conn: &mut C,
         scripts: &ScriptsRun,
         request: &Request,
         ifeq: bool,
+        node: &str,
     ) -> Result<Reply> {
         let reply = if ifeq && ifeq::handles(request) {
             ifeq::run(conn, request, Some(scripts)).await
@@ -406,7 +410,7 @@ impl RedisTransport {
         } else {
             eval_script(conn, request, Some(scripts)).await
         };
-        reply.map_err(|e| map_error(&e, &request.args))
+        reply.map_err(|e| describe(node, &e, &request.args))
     }
 
     /// `true` when the server on `conn` has Valkey 9's `SET IFEQ` / `DELIFEQ` (`COMMAND INFO

@@ -116,7 +116,7 @@ impl Transport for LocalTransport {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             let scripts = conn.scripts.clone();
-            RedisTransport::run_on(&mut conn, &scripts, request, self.node.ifeq()).await
+            RedisTransport::run_on(&mut conn, &scripts, request, self.node.ifeq(), &self.node.label).await
         })
     }
 
