@@ -193,6 +193,13 @@ impl Error {
         self
     }
 
+    /// The same error, one that retrying cannot cure although its kind could be transient (a
+    /// quorum most of whose nodes refuse this client's credentials).
+    pub(crate) fn permanently(mut self) -> Self {
+        self.permanent = true;
+        self
+    }
+
     /// The error's category.
     pub fn kind(&self) -> ErrorKind {
         self.kind

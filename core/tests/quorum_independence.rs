@@ -23,24 +23,37 @@ async fn one_server_named_twice_is_refused_at_connect() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lazily_connected_alias_never_votes() {
-    // A user trial: with the alias counted as a node, the server it names confirmed an extend
-    // twice after the key was gone from the third node, so the client was told it still held
-    // the lock when a correctly configured client could take it.
+async fn a_lazily_connected_alias_refuses_every_acquire() {
+    // User trials: with the alias counted as a node, the server it names confirmed an extend
+    // twice after the key was gone from the third node (stop 40); with the alias refused but
+    // the acquire granted by the other two, the quorum ran on without a spare and said so only
+    // at the release (stop 41), where `connect` refuses it. Now the first call refuses it too,
+    // and what the others granted is undone.
     let nodes = servers(2);
     let urls = [nodes[0].url(), alias(&nodes[0]), nodes[1].url()];
     let client = Client::quorum_builder(&urls).build_lazy().unwrap();
-    let guard = client
-        .lock("qi:extend")
-        .lease(Duration::from_secs(20))
-        .acquire()
-        .await
-        .unwrap();
-    let mut conn = raw(&nodes[1]).await;
-    let _: i64 = cmd(&mut conn, &["DEL", "qi:extend"]).await;
-    // Refused, or unknown (the alias refused as the same server: InvalidArgument, saying so);
-    // never confirmed by one server's word.
-    let extended = guard.extend(Duration::from_secs(20)).await;
-    assert!(extended.is_err(), "one server's word is not a majority of three");
-    assert!(!guard.owned().await.unwrap_or(false));
+    let lock = client.lock("qi:alias").lease(Duration::from_secs(20));
+    for wait in [Some(Duration::ZERO), Some(Duration::from_secs(5)), None] {
+        let err = within(Duration::from_secs(10), lock.clone().acquire_with_wait(wait))
+            .await
+            .expect_err("a quorum with one server under two URLs");
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "wait {wait:?}: {err}");
+        assert!(err.message().contains("are the same server"), "{err}");
+        if wait == Some(Duration::ZERO) {
+            // The first call heard every node (each later one refuses before sending).
+            assert_eq!(err.nodes().len(), 3, "each node's outcome: {err}");
+        }
+    }
+    for node in &nodes {
+        let mut conn = raw(node).await;
+        let mut left = 1;
+        for _ in 0..100 {
+            left = cmd::<i64>(&mut conn, &["EXISTS", "qi:alias"]).await;
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(left, 0, "a grant on a real node is undone");
+    }
 }

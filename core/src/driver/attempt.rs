@@ -33,6 +33,10 @@ pub(super) async fn attempt(
     cleanups: &Cleanups,
 ) -> Attempt {
     let lease = spec.lease.unwrap_or(engine.config.watchdog_timeout);
+    if let Some(e) = engine.nodes.refusal() {
+        // A node found to be another's server: no acquire runs without its vote (below).
+        return Attempt::Failed(refused_node(spec, e.message(), Vec::new()));
+    }
     let lease_ms = lease.as_millis() as u64;
     let rt = &engine.runtime;
     let mut request = holder.acquire_turn(
@@ -71,6 +75,13 @@ pub(super) async fn attempt(
     let (mut granted_at, mut unanswered) = (Vec::new(), Vec::new());
     let mut reasons = Vec::new();
     let mut first_error = None;
+    // A node refused for its configuration (another node's server under a second URL, a
+    // database the server lacks): `connect` refuses such a quorum (`quorum::enough_answered`);
+    // a lazily connected one meets it at its first call, and no grant may stand on the others
+    // (a user trial of stop 41: Python's acquire succeeded, warning only at the release).
+    let mut misconfigured = None;
+    // Nodes whose connection this client's settings cannot make (a refused password).
+    let mut refusing = 0;
     for (i, r) in replies.into_iter().enumerate() {
         let Some((r, _)) = r else {
             // Not asked (its clean-up of an earlier attempt still runs), or not awaited: the
@@ -102,6 +113,10 @@ pub(super) async fn attempt(
                 if per_node {
                     unanswered.push(i);
                     reasons.push(Err(e.to_string()));
+                    if e.kind() == ErrorKind::InvalidArgument && misconfigured.is_none() {
+                        misconfigured = Some(e.message().to_owned());
+                    }
+                    refusing += usize::from(e.kind() == ErrorKind::Connection && e.is_permanent());
                 }
                 first_error = first_error.or(Some(e));
             }
@@ -114,7 +129,7 @@ pub(super) async fn attempt(
         // drift allowance the hold is reported lost at once rather than refused forever.
         validity = Some(Duration::ZERO);
     }
-    if let (Tally::Granted, Some(validity)) = (tally, validity) {
+    if let (Tally::Granted, Some(validity), None) = (tally, validity, &misconfigured) {
         tracing::debug!(lock = %spec.name, nodes = granted, elapsed_ms = elapsed.as_millis() as u64, "acquired");
         let grant = Grant {
             lease,
@@ -141,7 +156,28 @@ pub(super) async fn attempt(
             .run(engine, what, &touched, engine.node_timeout(lease))
             .await;
     }
+    if let Some(why) = misconfigured {
+        return Attempt::Failed(refused_node(spec, &why, engine.nodes.outcomes(reasons)));
+    }
     match (tally, first_error) {
+        // Nodes that cannot be reached with this client's settings (a refused password): the
+        // quorum is out of reach, as `connect` reports it, each node with its outcome (a user
+        // trial of stop 41: a lazily connected quorum reported one of them, as a connection
+        // error); no retry helps.
+        (Tally::Undecided, Some(e)) if refusing > 0 && e.is_permanent() && e.kind() == ErrorKind::Connection => {
+            Attempt::Failed(
+                Error::new(
+                    ErrorKind::Quorum,
+                    format!(
+                        "lock {:?}: {granted} of {n} nodes granted and {refusing} cannot be connected to with this client's settings; a majority is {}",
+                        spec.name,
+                        quorum::majority(n)
+                    ),
+                )
+                .with_nodes(engine.nodes.outcomes(reasons))
+                .permanently(),
+            )
+        }
         // A node whose key holds application data, or that refuses this user: no retry helps.
         (Tally::Refused | Tally::Undecided, Some(e)) if e.is_permanent() => Attempt::Failed(e),
         (Tally::Refused, _) => Attempt::Busy {
@@ -179,6 +215,16 @@ pub(super) async fn attempt(
             .with_nodes(engine.nodes.outcomes(reasons)),
         ),
     }
+}
+
+/// The refusal of an acquire of `spec` on a quorum with a node refused for its configuration
+/// (`why`), with each node's outcome when the attempt ran.
+fn refused_node(spec: &LockSpec, why: &str, nodes: Vec<crate::error::NodeOutcome>) -> Error {
+    Error::new(
+        ErrorKind::InvalidArgument,
+        format!("lock {:?}: a node of this quorum is refused: {why}", spec.name),
+    )
+    .with_nodes(nodes)
 }
 
 #[cfg(all(test, feature = "native"))]

@@ -154,14 +154,27 @@ impl Hold {
             .await;
         let elapsed = engine.runtime.now() - started;
         let (mut yes, mut no, mut taken, mut first_error) = (0, 0, 0, None);
-        for (r, _) in replies.into_iter().flatten() {
+        // Each node's outcome, for a quorum error (a user trial of stop 41 found its list empty).
+        let mut reasons = Vec::with_capacity(replies.len());
+        for r in replies {
+            let Some((r, _)) = r else {
+                reasons.push(Err(super::NOT_AWAITED.to_owned()));
+                continue;
+            };
             match r.and_then(|r| reply::decode_extend(&r)) {
-                Ok(OwnershipReply::Done) => yes += 1,
+                Ok(OwnershipReply::Done) => {
+                    yes += 1;
+                    reasons.push(Ok(()));
+                }
                 Ok(o) => {
                     no += 1;
                     taken += usize::from(o == OwnershipReply::Taken);
+                    reasons.push(o.node_outcome());
                 }
-                Err(e) => first_error = first_error.or(Some(e)),
+                Err(e) => {
+                    reasons.push(Err(e.to_string()));
+                    first_error = first_error.or(Some(e));
+                }
             }
         }
         let mut validity = quorum::validity(lease, elapsed);
@@ -197,13 +210,15 @@ impl Hold {
             (Tally::Granted, None) => Err(Error::new(
                 ErrorKind::Quorum,
                 format!("extend of {:?} took longer than the new lease", self.name()),
-            )),
+            )
+            .with_nodes(engine.nodes.outcomes(reasons))),
             _ => Err(match first_error {
                 Some(e) if !engine.is_quorum() => e,
                 _ => Error::new(
                     ErrorKind::Quorum,
                     format!("extend of {:?}: no majority answered", self.name()),
-                ),
+                )
+                .with_nodes(engine.nodes.outcomes(reasons)),
             }),
         }
     }

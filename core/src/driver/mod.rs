@@ -45,6 +45,9 @@ use std::sync::{Arc, Weak};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+/// A node's outcome in a quorum error when its answer was not awaited (the call ended first).
+pub(crate) const NOT_AWAITED: &str = "no answer awaited: the call ended before it came";
+
 /// Tunables shared by every lock of a client. All durations are wall durations measured on the
 /// runtime's monotonic clock.
 #[derive(Debug, Clone)]

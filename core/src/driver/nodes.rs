@@ -20,6 +20,7 @@ use crate::protocol::request::Request;
 use futures::future::join_all;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Poll;
 use std::time::Duration;
@@ -48,6 +49,9 @@ pub(crate) struct Nodes {
     live: Weak<Connections>,
     labels: Vec<String>,
     runtime: Arc<dyn Runtime>,
+    /// `false` until the first broadcast of a lazily connected quorum (see
+    /// [`connect_lazily`](Self::connect_lazily)).
+    verified: AtomicBool,
 }
 
 impl Nodes {
@@ -59,7 +63,25 @@ impl Nodes {
             open: Mutex::new(Some(open)),
             labels,
             runtime,
+            verified: AtomicBool::new(true),
         }
+    }
+
+    /// These nodes were not connected before the first call (a lazily built client): its
+    /// first broadcast waits for every node's answer, not only a majority's, so a node that
+    /// its connection finds to be another node's server (`Transport::refused`) refuses that
+    /// call, as `connect` refuses such a quorum, instead of being noticed only later.
+    pub(crate) fn connect_lazily(&self) {
+        self.verified.store(false, Ordering::Release);
+    }
+
+    /// The first refusal for its configuration that stands among a quorum's nodes, with its
+    /// node's index (see `Transport::refused`); `None` for a single node.
+    pub(crate) fn refusal(&self) -> Option<Error> {
+        if self.len() < 2 {
+            return None;
+        }
+        self.keep()?.iter().find_map(|t| t.refused())
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -192,6 +214,12 @@ impl Nodes {
         }
         let mut out: Vec<Option<(Result<Reply>, bool)>> = (0..self.len()).map(|_| None).collect();
         let mut good_count = 0;
+        // A lazily connected quorum's first call hears every node (see `connect_lazily`).
+        let need = if self.verified.swap(true, Ordering::AcqRel) {
+            need
+        } else {
+            usize::MAX
+        };
         while let Some((i, result, retried)) = pending.next().await {
             if result.as_ref().is_ok_and(&good) {
                 good_count += 1;

@@ -246,7 +246,14 @@ impl Releasing<'_> {
         let engine = &hold.engine;
         let elapsed = engine.now() - self.started;
         let (mut yes, mut still_held, mut taken, mut errors) = (0, 0, 0, Vec::new());
+        // Each node's outcome, for a quorum error (a user trial of stop 41 found its list empty).
+        let mut reasons = Vec::with_capacity(outcomes.len());
         for (i, outcome) in outcomes.into_iter().enumerate() {
+            reasons.push(match &outcome {
+                None => Err(super::NOT_AWAITED.to_owned()),
+                Some(Ok(o)) => o.node_outcome(),
+                Some(Err(e)) => Err(e.to_string()),
+            });
             let Some(decoded) = outcome else { continue };
             match decoded {
                 Ok(OwnershipReply::HandedOff) => engine.note_handoff(hold.name()),
@@ -291,13 +298,16 @@ impl Releasing<'_> {
         let unknown = match errors.into_iter().next() {
             Some((_, e)) if !engine.is_quorum() => Some(e),
             // Nodes that did not answer might still have held it: not a definite "not owned".
-            Some(_) if yes + unconfirmed >= majority => Some(Error::new(
-                ErrorKind::Quorum,
-                format!(
-                    "release of {:?} was confirmed by {yes} node(s) and {unconfirmed} did not answer; a majority is {majority}",
-                    hold.name()
-                ),
-            )),
+            Some(_) if yes + unconfirmed >= majority => Some(
+                Error::new(
+                    ErrorKind::Quorum,
+                    format!(
+                        "release of {:?} was confirmed by {yes} node(s) and {unconfirmed} did not answer; a majority is {majority}",
+                        hold.name()
+                    ),
+                )
+                .with_nodes(engine.nodes.outcomes(reasons)),
+            ),
             _ => None,
         };
         if let Some(e) = unknown {

@@ -6,7 +6,7 @@
 //! `Send` off wasm32 (tokio's multi-thread scheduler) and need not be on wasm32 (JS promises
 //! are not `Send`).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
 use std::future::Future;
@@ -56,6 +56,13 @@ pub trait Transport: MaybeSend + 'static {
     /// knows better than "no reply" (a TLS connection still waiting for the server's side of
     /// the handshake: a plain-text port). Default `None`.
     fn stalled(&self) -> Option<String> {
+        None
+    }
+
+    /// A refusal of this node for its configuration that stands (it reached the server of
+    /// another node of its quorum: `QuorumServers`): every quorum call then refuses at once
+    /// with it, as `connect` refuses such a quorum. Default `None`.
+    fn refused(&self) -> Option<Error> {
         None
     }
 

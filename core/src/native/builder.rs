@@ -335,7 +335,9 @@ impl ClientBuilder {
         let runtime = self.runtime_handle()?;
         let _entered = self.runtime.as_ref().map(|h| h.enter());
         let transports = self.transports()?.into_iter().map(Native::erase).collect();
-        Client::from_transports(transports, Arc::new(runtime), self.config)
+        let client = Client::from_transports(transports, Arc::new(runtime), self.config)?;
+        client.engine.nodes.connect_lazily();
+        Ok(client)
     }
 
     /// Connects. A single node (or the Cluster, or the Sentinel master) must answer `PING`;

@@ -357,6 +357,10 @@ impl Transport for RedisTransport {
         self.conn.is_connecting_tls().then(super::tls::no_handshake)
     }
 
+    fn refused(&self) -> Option<Error> {
+        self.options.servers.as_ref()?.refusal(&self.label)
+    }
+
     fn subscribe<'a>(&'a self, channel: &'a str) -> BoxFut<'a, Result<Option<Box<dyn Subscription>>>> {
         Box::pin(async move {
             let sub = self.subscriber.subscribe(channel).await.inspect_err(|e| {

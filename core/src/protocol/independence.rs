@@ -24,6 +24,9 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 pub struct QuorumServers {
     run_ids: Mutex<HashMap<String, String>>,
+    /// Nodes whose last claim was refused, with the refusal's message (until a claim of
+    /// theirs succeeds: a restarted server has a new `run_id`).
+    refused: Mutex<HashMap<String, String>>,
 }
 
 impl QuorumServers {
@@ -33,13 +36,24 @@ impl QuorumServers {
     /// `InvalidArgument` when another node reached that server.
     pub fn claim(&self, label: &str, run_id: &str) -> Result<()> {
         let mut run_ids = self.run_ids.lock().unwrap_or_else(|p| p.into_inner());
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((other, _)) = run_ids.iter().find(|(l, id)| *l != label && *id == run_id) {
-            return Err(Error::invalid(format!(
+            let message = format!(
                 "a quorum's nodes must be independent servers: {label} and {other} are the same server (INFO run_id)"
-            )));
+            );
+            refused.insert(label.to_owned(), message.clone());
+            return Err(Error::invalid(message));
         }
+        refused.remove(label);
         run_ids.insert(label.to_owned(), run_id.to_owned());
         Ok(())
+    }
+
+    /// The refusal of node `label`'s last claim, while it stands: a quorum call refuses at
+    /// once with it (`InvalidArgument`) instead of running without that node's vote.
+    pub fn refusal(&self, label: &str) -> Option<Error> {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.get(label).map(|m| Error::invalid(m.clone()))
     }
 }
 

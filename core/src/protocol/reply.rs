@@ -134,6 +134,16 @@ pub enum OwnershipReply {
 }
 
 impl OwnershipReply {
+    /// One node's outcome for a quorum error's per-node list (`Error::nodes`): `Ok` when
+    /// this owner held the lock there, else why not.
+    pub fn node_outcome(self) -> std::result::Result<(), String> {
+        match self {
+            OwnershipReply::Absent => Err("the key is gone".to_owned()),
+            OwnershipReply::Taken => Err("held by another owner".to_owned()),
+            _ => Ok(()),
+        }
+    }
+
     /// `true` when this owner held the lock at the time of the call.
     pub fn was_owned(self) -> bool {
         matches!(

@@ -1,0 +1,90 @@
+//! A quorum's errors list every node with its outcome (`Error::nodes`), whichever call met
+//! them and whether the client connected first or lazily (user trials of stop 41: Python's
+//! lazily connected quorum reported two refused passwords as one node's connection error, and
+//! a failed extend or release listed no node).
+
+mod common;
+use common::*;
+use redlatch::{Client, ErrorKind};
+use std::time::{Duration, Instant};
+
+/// `server`'s URL with a password the server does not have.
+fn wrong_password(server: &redlatch_fleet::RedisServer) -> String {
+    server
+        .admin_url()
+        .replacen("redis://", "redis://:not-the-password@", 1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn most_nodes_refusing_the_password_is_a_quorum_error_at_once() {
+    let nodes = servers(3);
+    let urls = [
+        nodes[0].url(),
+        wrong_password(&nodes[1]),
+        wrong_password(&nodes[2]),
+    ];
+    let client = Client::quorum_builder(&urls).build_lazy().unwrap();
+    for wait in [Some(Duration::ZERO), Some(Duration::from_secs(5)), None] {
+        let started = Instant::now();
+        let err = within(
+            Duration::from_secs(10),
+            client.lock("qe:auth").acquire_with_wait(wait),
+        )
+        .await
+        .expect_err("2 of 3 nodes refuse the password");
+        assert_eq!(err.kind(), ErrorKind::Quorum, "wait {wait:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "at once: {:?}",
+            started.elapsed()
+        );
+        let failed: Vec<bool> = err.nodes().iter().map(|n| n.result.is_err()).collect();
+        assert_eq!(failed, [false, true, true], "each node's outcome: {err}");
+    }
+    // What the one node granted is undone.
+    let mut conn = raw(&nodes[0]).await;
+    let mut left = 1;
+    for _ in 0..100 {
+        left = cmd::<i64>(&mut conn, &["EXISTS", "qe:auth"]).await;
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(left, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_extend_or_release_lists_every_node() {
+    let nodes = servers(3);
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    let client = Client::quorum_builder(&urls)
+        .node_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    let guard = client
+        .lock("qe:hold")
+        .lease(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
+    nodes[1].pause().unwrap();
+    nodes[2].pause().unwrap();
+    let extend = within(Duration::from_secs(10), guard.extend(Duration::from_secs(20)))
+        .await
+        .unwrap_err();
+    let release = within(Duration::from_secs(10), guard.release())
+        .await
+        .unwrap_err();
+    for s in &nodes[1..] {
+        s.resume().unwrap();
+    }
+    for (what, err) in [("extend", extend), ("release", release)] {
+        assert_eq!(err.kind(), ErrorKind::Quorum, "{what}: {err}");
+        let failed: Vec<bool> = err.nodes().iter().map(|n| n.result.is_err()).collect();
+        assert_eq!(failed, [false, true, true], "{what}: each node's outcome: {err}");
+    }
+    // Still held: released once the nodes are back.
+    within(Duration::from_secs(10), guard.release()).await.unwrap();
+}
