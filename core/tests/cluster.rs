@@ -397,3 +397,32 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
     until_promoted(&cluster, slot, old_port).await;
     common::release_to_the_waiter(&held, waiter, BOUND).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_follows_the_promotion_of_a_paused_master() {
+    // A user trial of stop 41: with the slot's master paused (SIGSTOP: a frozen VM, a long
+    // stall) and its replica promoted, a client made before the pause kept sending to the
+    // frozen node (its connection there was open, only silent) until it was resumed; a new
+    // client worked at once. A killed master was followed (a refused connection).
+    let cluster = Arc::new(RedisCluster::start().unwrap());
+    let client = cluster_client(&cluster).await;
+    let name = "{paused}:held";
+    let slot = cluster.slot_of(name).unwrap();
+    let held = within(BOUND, client.lock(name).lease(Duration::from_secs(120)).acquire())
+        .await
+        .unwrap();
+    let old = cluster.master_of(slot).unwrap();
+    cluster.until_replicated(old).unwrap();
+    let old_port = old.port();
+    old.pause().unwrap();
+    until_promoted(&cluster, slot, old_port).await;
+    let other = client
+        .lock("{paused}:other")
+        .lease(Duration::from_secs(5))
+        .wait(Duration::from_secs(30));
+    let acquired = within(Duration::from_secs(40), other.acquire()).await;
+    let released = within(Duration::from_secs(40), held.release()).await;
+    old.resume().unwrap();
+    acquired.expect("a lock of the promoted replica's slot, through the client made before the pause");
+    released.expect("the hold, replicated to the promoted node, is released there");
+}

@@ -31,7 +31,11 @@ use redis::cluster_routing::{
 };
 use redis::{TlsMode, Value};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use tokio::sync::OnceCell;
+
+/// One cluster connection and what it learned, made on first use.
+type ConnectionCell = OnceCell<(ClusterConnection, ClusterFacts)>;
 
 /// What the cluster supports, learned on the first connection.
 #[derive(Debug, Clone, Copy)]
@@ -44,7 +48,9 @@ struct ClusterFacts {
 pub struct ClusterTransport {
     label: String,
     client: ClusterClient,
-    conn: OnceCell<(ClusterConnection, ClusterFacts)>,
+    /// The cluster connection, made on first use; replaced by a new one (a new topology from
+    /// the seeds) after a call that got no answer ([`Unanswered`]).
+    conn: Mutex<Arc<ConnectionCell>>,
     subscriber: ClusterSubscriber,
     options: TransportOptions,
     sharded_override: Option<bool>,
@@ -114,16 +120,58 @@ impl ClusterTransport {
         Ok(ClusterTransport {
             client: cluster_client(&seeds, tls, &options, None)?,
             subscriber: ClusterSubscriber::new(&seeds, tls, &options)?,
-            conn: OnceCell::new(),
+            conn: Mutex::default(),
             label,
             options,
             sharded_override,
         })
     }
 
+    /// The current connection's cell.
+    fn cell(&self) -> Arc<ConnectionCell> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces `cell`'s connection if it is still the current one by a new one, made from
+    /// the seeds (a new topology). redis-rs' cluster connection re-reads the slots after a refused
+    /// connection or a redirect, but keeps sending to a node that accepts and never answers
+    /// (a paused master whose replica was promoted: a user trial of stop 41 saw a client made
+    /// before the pause fail until the old master was resumed).
+    ///
+    /// The new connection is made in a task of its own, which the calls meanwhile wait for:
+    /// made by a call, it would be dropped with that call at its timeout, and redis-rs may
+    /// take that long to give up on the frozen node among the seeds.
+    fn forget(&self, cell: &Arc<ConnectionCell>) {
+        let Some(&(_, facts)) = cell.get() else {
+            return; // still connecting: that connection is new already
+        };
+        let mut current = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if !Arc::ptr_eq(&current, cell) {
+            return;
+        }
+        tracing::debug!(cluster = %self.label, "a call got no answer: connecting to the cluster again");
+        let fresh: Arc<ConnectionCell> = Arc::default();
+        *current = fresh.clone();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return; // the next call connects
+        };
+        let client = self.client.clone();
+        runtime.spawn(async move {
+            // The cluster's facts do not change with the connection.
+            let _ = fresh
+                .get_or_try_init(
+                    || async move { client.get_async_connection().await.map(|conn| (conn, facts)) },
+                )
+                .await;
+        });
+    }
+
     async fn connection(&self) -> Result<(ClusterConnection, ClusterFacts)> {
-        let (conn, facts) = self
-            .conn
+        self.connection_in(&self.cell()).await
+    }
+
+    async fn connection_in(&self, cell: &ConnectionCell) -> Result<(ClusterConnection, ClusterFacts)> {
+        let (conn, facts) = cell
             .get_or_try_init(|| async {
                 // A connection error (redis-rs says "Failed to create initial connections");
                 // the caller names the transport.
@@ -298,21 +346,59 @@ fn cross_slot(request: &Request) -> Error {
     ))
 }
 
+impl ClusterTransport {
+    /// `request` through the connection in `cell`.
+    async fn eval_in(&self, cell: &ConnectionCell, request: &Request) -> Result<Reply> {
+        let (mut conn, facts) = self.connection_in(cell).await?;
+        let sharded;
+        let request = if facts.sharded && request.args.iter().any(|a| a == PUBLISH) {
+            sharded = request.clone().with_publish_command("spublish");
+            &sharded
+        } else {
+            request
+        };
+        if std::ptr::eq(request.script, &scripts::RENEW_BATCH) {
+            return self.renew_by_slot(&conn, facts, request).await;
+        }
+        self.run_one(&mut conn, facts, request).await
+    }
+}
+
+/// Armed while a call runs: a call dropped before its answer (the driver's timeout) or
+/// ended by a connection-class error has its connection replaced
+/// ([`ClusterTransport::forget`]).
+struct Unanswered<'a> {
+    transport: &'a ClusterTransport,
+    cell: Option<Arc<ConnectionCell>>,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if let Some(cell) = self.cell.take() {
+            self.transport.forget(&cell);
+        }
+    }
+}
+
 impl Transport for ClusterTransport {
     fn eval<'a>(&'a self, request: &'a Request) -> BoxFut<'a, Result<Reply>> {
         Box::pin(async move {
-            let (mut conn, facts) = self.connection().await?;
-            let sharded;
-            let request = if facts.sharded && request.args.iter().any(|a| a == PUBLISH) {
-                sharded = request.clone().with_publish_command("spublish");
-                &sharded
-            } else {
-                request
+            let mut unanswered = Unanswered {
+                transport: self,
+                cell: Some(self.cell()),
             };
-            if std::ptr::eq(request.script, &scripts::RENEW_BATCH) {
-                return self.renew_by_slot(&conn, facts, request).await;
+            let cell = unanswered.cell.clone().expect("set above");
+            let result = self.eval_in(&cell, request).await;
+            // No answer (redis-rs' response timeout, or the driver dropping this call at its
+            // own), or another connection-class failure (CLUSTERDOWN, TRYAGAIN, a redirect
+            // given up, a broken connection): later calls use a new connection.
+            if !result
+                .as_ref()
+                .is_err_and(|e| e.kind() == ErrorKind::Connection && !e.is_permanent())
+            {
+                unanswered.cell = None;
             }
-            self.run_one(&mut conn, facts, request).await
+            result
         })
     }
 
