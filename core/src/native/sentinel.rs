@@ -249,6 +249,10 @@ impl SentinelSource {
             (_, true) => Error::refused_credentials(format!(
                 "Sentinel: the sentinels of {master:?} refused the sentinel user name or password (the client's sentinel user name and password options: Rust `sentinel_auth`, Python `sentinel_username` / `sentinel_password`, Node `sentinelUsername` / `sentinelPassword`, C `sentinel_username` / `sentinel_password`)"
             )),
+            // The URL gave no password: the data nodes asked for one (NOAUTH).
+            (_, false) if refused.message().contains("NOAUTH") => Error::refused_credentials(format!(
+                "the master {master:?} (via Sentinel) requires a password (NOAUTH): give the data nodes' user name and password in the URL (redis+sentinel://user:password@host:port,.../{master})"
+            )),
             (_, false) => Error::refused_credentials(format!(
                 "the master {master:?} (via Sentinel) refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)"
             )),
