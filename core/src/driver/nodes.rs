@@ -71,6 +71,7 @@ impl Nodes {
     /// first broadcast waits for every node's answer, not only a majority's, so a node that
     /// its connection finds to be another node's server (`Transport::refused`) refuses that
     /// call, as `connect` refuses such a quorum, instead of being noticed only later.
+    #[cfg(feature = "native")]
     pub(crate) fn connect_lazily(&self) {
         self.verified.store(false, Ordering::Release);
     }
