@@ -107,14 +107,7 @@ async fn a_multi_lock_member_over_application_data_is_a_key_conflict_at_once() {
                     text.contains(&format!("{data:?}")) && !text.contains("(member"),
                     "{what}: {text}"
                 );
-                let mut left = 1;
-                for _ in 0..100 {
-                    left = cmd::<i64>(&mut conn, &["EXISTS", "m:a"]).await;
-                    if left == 0 {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
+                let left = exists_after_cleanup(&mut conn, "m:a").await;
                 assert_eq!(left, 0, "{what}: the member taken is given back");
             }
         }

@@ -43,14 +43,7 @@ async fn most_nodes_refusing_the_password_is_a_quorum_error_at_once() {
     }
     // What the one node granted is undone.
     let mut conn = raw(&nodes[0]).await;
-    let mut left = 1;
-    for _ in 0..100 {
-        left = cmd::<i64>(&mut conn, &["EXISTS", "qe:auth"]).await;
-        if left == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let left = exists_after_cleanup(&mut conn, "qe:auth").await;
     assert_eq!(left, 0);
 }
 

@@ -46,14 +46,7 @@ async fn a_lazily_connected_alias_refuses_every_acquire() {
     }
     for node in &nodes {
         let mut conn = raw(node).await;
-        let mut left = 1;
-        for _ in 0..100 {
-            left = cmd::<i64>(&mut conn, &["EXISTS", "qi:alias"]).await;
-            if left == 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let left = exists_after_cleanup(&mut conn, "qi:alias").await;
         assert_eq!(left, 0, "a grant on a real node is undone");
     }
 }

@@ -44,6 +44,20 @@ fn origin() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
+/// `EXISTS key` once it reads 0, or after 2 s (100 looks, 20 ms apart): for a key that a
+/// background undo or release deletes soon.
+pub async fn exists_after_cleanup(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
+    let mut left = 1;
+    for _ in 0..100 {
+        left = cmd::<i64>(conn, &["EXISTS", key]).await;
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    left
+}
+
 /// Script calls the server has run so far (`EVALSHA` and `EVAL`, from `INFO commandstats`).
 pub async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
     let info: String = cmd(conn, &["INFO", "commandstats"]).await;
