@@ -216,11 +216,9 @@ impl Nodes {
         let mut out: Vec<Option<(Result<Reply>, bool)>> = (0..self.len()).map(|_| None).collect();
         let mut good_count = 0;
         // A lazily connected quorum's first call hears every node (see `connect_lazily`).
-        let need = if self.verified.swap(true, Ordering::AcqRel) {
-            need
-        } else {
-            usize::MAX
-        };
+        // Read first: the swap (a write on every quorum call) only once, for the first call.
+        let first = !self.verified.load(Ordering::Acquire) && !self.verified.swap(true, Ordering::AcqRel);
+        let need = if first { usize::MAX } else { need };
         while let Some((i, result, retried)) = pending.next().await {
             if result.as_ref().is_ok_and(&good) {
                 good_count += 1;
