@@ -94,11 +94,13 @@ impl Lock {
     }
 }
 
-/// `Ok(None)` when the wait ran out.
-fn not_acquired_is_none(r: redlatch::Result<redlatch::Guard>) -> redlatch::Result<Option<redlatch::Guard>> {
+/// `Ok(None)` when the wait ran out (redis-py's `acquire` returns False then), unless the caller
+/// raises it (`raising`: a `with` block, which then carries the core's reason, such as replicas
+/// that did not confirm a `sync_replicas` acquire).
+pub(crate) fn not_acquired_is_none<T>(r: redlatch::Result<T>, raising: bool) -> redlatch::Result<Option<T>> {
     match r {
         Ok(g) => Ok(Some(g)),
-        Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
+        Err(e) if e.kind() == ErrorKind::NotAcquired && !raising => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -157,19 +159,21 @@ impl Lock {
 
     /// Acquires, blocking with the GIL released (`KeyboardInterrupt` stops the wait and leaves
     /// nothing behind). `blocking`/`timeout` follow `threading.Lock.acquire` (timeout None =
-    /// the lock's wait, -1 = forever, seconds otherwise). Returns None when the wait ran out.
+    /// the lock's wait, -1 = forever, seconds otherwise). Returns None when the wait ran out
+    /// (raises `NotAcquiredError` with the core's reason instead when `raising`).
     /// Raises `RedisConnectionError`, `QuorumError`, `ValueError` for a bad timeout.
-    #[pyo3(signature = (blocking=true, timeout=None, owner=None))]
+    #[pyo3(signature = (blocking=true, timeout=None, owner=None, *, raising=false))]
     fn acquire(
         &self,
         py: Python<'_>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
         owner: Option<u64>,
+        raising: bool,
     ) -> PyResult<Option<Hold>> {
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let (lock, rt) = self.core(owner)?;
-        let fut = async move { not_acquired_is_none(lock.acquire_with_wait(wait).await) };
+        let fut = async move { not_acquired_is_none(lock.acquire_with_wait(wait).await, raising) };
         let guard = if wait == Some(Duration::ZERO) {
             runtime::block(py, &rt, fut)?
         } else {
@@ -180,17 +184,18 @@ impl Lock {
 
     /// Awaitable form of [`Lock::acquire`]; resolves to a Hold or None. Cancelling the
     /// awaiting task drops the attempt; the core then undoes it in the background.
-    #[pyo3(signature = (blocking=true, timeout=None, owner=None))]
+    #[pyo3(signature = (blocking=true, timeout=None, owner=None, *, raising=false))]
     fn acquire_async<'py>(
         &self,
         py: Python<'py>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
         owner: Option<u64>,
+        raising: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let (lock, _) = self.core(owner)?;
-        let acquire = async move { not_acquired_is_none(lock.acquire_with_wait(wait).await) };
+        let acquire = async move { not_acquired_is_none(lock.acquire_with_wait(wait).await, raising) };
         crate::aio::awaitable(py, async move { Ok(acquire.await?.map(Hold::new)) })
     }
 

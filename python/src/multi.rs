@@ -6,10 +6,9 @@
 use crate::args;
 use crate::client::Shared;
 use crate::errors::{not_owned, IntoPy};
-use crate::lock::Lock;
+use crate::lock::{not_acquired_is_none, Lock};
 use crate::runtime::{self, pid};
 use pyo3::prelude::*;
-use redlatch::ErrorKind;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,14 +66,6 @@ impl MultiLock {
     }
 }
 
-fn not_acquired_is_none(r: redlatch::Result<redlatch::MultiGuard>) -> redlatch::Result<Option<MultiHold>> {
-    match r {
-        Ok(g) => Ok(Some(MultiHold::new(g))),
-        Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 #[pymethods]
 impl MultiLock {
     /// The members' names, in the order they are taken (sorted).
@@ -96,18 +87,21 @@ impl MultiLock {
     }
 
     /// Takes every member (GIL released, Ctrl-C stops the wait and undoes what was taken).
-    /// `blocking`/`timeout` as `Lock.acquire`. None when the wait ran out.
-    #[pyo3(signature = (blocking=true, timeout=None, owner=None))]
+    /// `blocking`/`timeout`/`raising` as `Lock.acquire`. None when the wait ran out.
+    #[pyo3(signature = (blocking=true, timeout=None, owner=None, *, raising=false))]
     fn acquire(
         &self,
         py: Python<'_>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
         owner: Option<u64>,
+        raising: bool,
     ) -> PyResult<Option<MultiHold>> {
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let (multi, rt) = self.core(owner)?;
-        let fut = async move { not_acquired_is_none(multi.acquire_with_wait(wait).await) };
+        let fut = async move {
+            not_acquired_is_none(multi.acquire_with_wait(wait).await, raising).map(|g| g.map(MultiHold::new))
+        };
         let hold = if wait == Some(Duration::ZERO) {
             runtime::block(py, &rt, fut)?
         } else {
@@ -117,18 +111,19 @@ impl MultiLock {
     }
 
     /// Awaitable form of [`MultiLock::acquire`]; resolves to a `MultiHold` (call `take()`) or None.
-    #[pyo3(signature = (blocking=true, timeout=None, owner=None))]
+    #[pyo3(signature = (blocking=true, timeout=None, owner=None, *, raising=false))]
     fn acquire_async<'py>(
         &self,
         py: Python<'py>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
         owner: Option<u64>,
+        raising: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let (multi, _) = self.core(owner)?;
         crate::aio::awaitable(py, async move {
-            not_acquired_is_none(multi.acquire_with_wait(wait).await)
+            not_acquired_is_none(multi.acquire_with_wait(wait).await, raising).map(|g| g.map(MultiHold::new))
         })
     }
 

@@ -9,10 +9,10 @@ use crate::args;
 use crate::client::Shared;
 use crate::errors::{not_owned, IntoPy};
 use crate::family::{InitialPermits, PerProcess};
+use crate::lock::not_acquired_is_none;
 use crate::runtime::{self, pid};
 use pyo3::prelude::*;
 use redlatch::protocol::family::permits;
-use redlatch::ErrorKind;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,6 +74,7 @@ impl PermitSemaphore {
         lease: Option<&Bound<'_, PyAny>>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
+        raising: bool,
     ) -> PyResult<(
         impl std::future::Future<Output = redlatch::Result<Option<Permit>>>,
         tokio::runtime::Handle,
@@ -83,11 +84,8 @@ impl PermitSemaphore {
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let name = self.name.clone();
         let (fut, rt) = self.prepared(move |s| async move {
-            match s.acquire_with_wait(lease, wait).await {
-                Ok(p) => Ok(Some(Permit::new(p, name))),
-                Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
-                Err(e) => Err(e),
-            }
+            let permit = not_acquired_is_none(s.acquire_with_wait(lease, wait).await, raising)?;
+            Ok(permit.map(|p| Permit::new(p, name)))
         })?;
         Ok((fut, rt, wait == Some(Duration::ZERO)))
     }
@@ -126,16 +124,18 @@ impl PermitSemaphore {
     }
 
     /// Takes one permit (`lease` seconds, None = watchdog), waiting as `Lock.acquire` does
-    /// (GIL released, Ctrl-C stops it). None when the wait ran out.
-    #[pyo3(signature = (lease=None, blocking=true, timeout=None))]
+    /// (GIL released, Ctrl-C stops it). None when the wait ran out (`raising`: raises
+    /// `NotAcquiredError` with the core's reason instead).
+    #[pyo3(signature = (lease=None, blocking=true, timeout=None, *, raising=false))]
     fn acquire(
         &self,
         py: Python<'_>,
         lease: Option<&Bound<'_, PyAny>>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
+        raising: bool,
     ) -> PyResult<Option<Permit>> {
-        let (fut, rt, once) = self.acquire_future(lease, blocking, timeout)?;
+        let (fut, rt, once) = self.acquire_future(lease, blocking, timeout, raising)?;
         let permit = if once {
             runtime::block(py, &rt, fut)?
         } else {
@@ -146,15 +146,16 @@ impl PermitSemaphore {
 
     /// Awaitable form of [`PermitSemaphore::acquire`]; resolves to a `Permit` (call `take()`)
     /// or None.
-    #[pyo3(signature = (lease=None, blocking=true, timeout=None))]
+    #[pyo3(signature = (lease=None, blocking=true, timeout=None, *, raising=false))]
     fn acquire_async<'py>(
         &self,
         py: Python<'py>,
         lease: Option<&Bound<'_, PyAny>>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
+        raising: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (fut, _, _) = self.acquire_future(lease, blocking, timeout)?;
+        let (fut, _, _) = self.acquire_future(lease, blocking, timeout, raising)?;
         crate::aio::awaitable(py, fut)
     }
 

@@ -10,9 +10,9 @@ use crate::args;
 use crate::client::Shared;
 use crate::errors::IntoPy;
 use crate::family::{InitialPermits, PerProcess};
+use crate::lock::not_acquired_is_none;
 use crate::runtime::{self, pid};
 use pyo3::prelude::*;
-use redlatch::ErrorKind;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -129,16 +129,14 @@ impl Grant {
     }
 }
 
-fn not_acquired_is_none(
+/// A grant of `permits`, or None when the wait ran out (unless `raising`, as `Lock.acquire`).
+fn granted(
     r: redlatch::Result<()>,
     sem: redlatch::Semaphore,
     permits: u64,
+    raising: bool,
 ) -> redlatch::Result<Option<Grant>> {
-    match r {
-        Ok(()) => Ok(Some(Grant::new(sem, permits))),
-        Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
-        Err(e) => Err(e),
-    }
+    not_acquired_is_none(r, raising).map(|taken| taken.map(|()| Grant::new(sem, permits)))
 }
 
 #[pymethods]
@@ -181,20 +179,22 @@ impl Semaphore {
     }
 
     /// Takes `permits` (waits with the GIL released, Ctrl-C stops it). `blocking`/`timeout`
-    /// as `Lock.acquire`. True when taken, False when the wait ran out.
-    #[pyo3(signature = (permits, blocking=true, timeout=None))]
+    /// as `Lock.acquire`. True when taken, False when the wait ran out (`raising`: raises
+    /// `NotAcquiredError` with the core's reason instead).
+    #[pyo3(signature = (permits, blocking=true, timeout=None, *, raising=false))]
     fn acquire(
         &self,
         py: Python<'_>,
         permits: &Bound<'_, PyAny>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
+        raising: bool,
     ) -> PyResult<bool> {
         let n = args::count("permits", permits)?;
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let (fut, rt) = self.prepared(move |s| async move {
             let r = s.acquire_with_wait(n, wait).await;
-            not_acquired_is_none(r, s, n)
+            granted(r, s, n, raising)
         })?;
         let grant = runtime::block_interruptible(py, &rt, fut)?.py()?;
         Ok(grant.map(|g| g.keep()).is_some())
@@ -202,19 +202,20 @@ impl Semaphore {
 
     /// Awaitable form of [`Semaphore::acquire`]; resolves to a `Grant` (call `keep()`) or
     /// None when the wait ran out.
-    #[pyo3(signature = (permits, blocking=true, timeout=None))]
+    #[pyo3(signature = (permits, blocking=true, timeout=None, *, raising=false))]
     fn acquire_async<'py>(
         &self,
         py: Python<'py>,
         permits: &Bound<'_, PyAny>,
         blocking: bool,
         timeout: Option<&Bound<'_, PyAny>>,
+        raising: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let n = args::count("permits", permits)?;
         let wait = args::acquire_wait(blocking, timeout, self.wait)?;
         let (fut, _) = self.prepared(move |s| async move {
             let r = s.acquire_with_wait(n, wait).await;
-            not_acquired_is_none(r, s, n)
+            granted(r, s, n, raising)
         })?;
         crate::aio::awaitable(py, fut)
     }

@@ -37,7 +37,33 @@ def test_lock_wait_applies_to_with(client: redlatch.Client, held: redlatch.Lock,
     assert isinstance(info.value, TimeoutError)
     assert info.value.code == 1
     # The core's words, as Node and C give them (a user trial of stop 41 compared them).
-    assert str(info.value) == f'lock "{name}" is held by another owner; wait ran out (0.2 s)'
+    assert str(info.value) == f'lock "{name}" is held by another owner; wait ran out'
+
+
+def test_a_with_block_carries_the_cores_reason_for_a_refusal(redis_url: str, r: redis.Redis, name: str) -> None:
+    # The test server has no replica, so a sync_replicas acquire is refused by WAIT: acquire()
+    # says False, and a with block raises the core's reason (not "held by another owner"; a
+    # user trial of stop 41 found the reason lost).
+    client = redlatch.Client(redis_url, sync_replicas=1)
+    assert client.lock(name, lease=5.0).acquire(timeout=0) is False
+    for make in (lambda: client.lock(name, lease=5.0, wait=0), lambda: client.multi_lock([name], wait=0)):
+        with pytest.raises(redlatch.NotAcquiredError, match=r"only 0 of 1 replica\(s\) confirmed") as info:
+            with make():
+                pass  # pragma: no cover
+        assert info.value.code == 1
+        assert wait_until(lambda: not r.exists(name))  # rolled back
+
+
+@pytest.mark.asyncio
+async def test_an_async_with_block_carries_the_cores_reason_for_a_refusal(redis_url: str, name: str) -> None:
+    import redlatch.asyncio
+
+    client = redlatch.asyncio.Client(redis_url, sync_replicas=1)
+    assert await client.lock(name, lease=5.0).acquire(timeout=0) is False
+    for make in (lambda: client.lock(name, lease=5.0, wait=0), lambda: client.multi_lock([name], wait=0)):
+        with pytest.raises(redlatch.NotAcquiredError, match=r"only 0 of 1 replica\(s\) confirmed"):
+            async with make():
+                pass  # pragma: no cover
 
 
 def test_one_try(client: redlatch.Client, held: redlatch.Lock, name: str) -> None:

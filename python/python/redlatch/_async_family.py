@@ -11,9 +11,8 @@ from types import TracebackType
 from typing import Any, List, Optional, Type, TypeVar
 
 from . import _native
-from ._common import add_note, already_held, disown, exit_error, forget, live_holds, not_acquired_message, not_held
-from ._errors import LockError, NotAcquiredError
-from ._family import no_permit_message
+from ._common import add_note, already_held, disown, exit_error, forget, live_holds, not_held
+from ._errors import LockError
 from ._tasks import _current, _task, _task_owner
 
 __all__ = ["Semaphore", "PermitSemaphore", "Permit", "CountDownLatch", "MultiLock"]
@@ -86,8 +85,9 @@ class Semaphore:
         return result
 
     async def __aenter__(self) -> "Semaphore":
-        if not await self.acquire():
-            raise NotAcquiredError(no_permit_message(self.name, self._native.wait))
+        grant = await _granted(self._native.acquire_async(1, True, None, raising=True))
+        assert grant is not None  # raising: a refusal raised
+        grant.keep()
         return self
 
     async def __aexit__(
@@ -175,9 +175,8 @@ class PermitSemaphore:
     async def acquire(self, lease: Optional[float] = None, *, timeout: Optional[float] = None) -> Permit:
         """As :meth:`redlatch.PermitSemaphore.acquire` (``NotAcquiredError`` when the wait runs
         out); cancelling the task takes nothing."""
-        native = await _granted(self._native.acquire_async(lease, True, timeout))
-        if native is None:
-            raise NotAcquiredError(no_permit_message(self.name, timeout if timeout is not None else self._native.wait))
+        native = await _granted(self._native.acquire_async(lease, True, timeout, raising=True))
+        assert native is not None  # raising: a refusal raised
         return Permit(native.take())
 
     async def try_acquire(self, lease: Optional[float] = None) -> Optional[Permit]:
@@ -255,12 +254,16 @@ class MultiLock:
 
     async def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """As :meth:`redlatch.MultiLock.acquire`, for the current task."""
+        return await self._acquire(blocking, timeout, raising=False)
+
+    async def _acquire(self, blocking: bool, timeout: Optional[float], raising: bool) -> bool:
+        """``acquire``; ``raising`` as for :class:`redlatch.asyncio.Lock`."""
         task = _task()
         holds = live_holds(self._holds.get(task) or [])
         if holds:
             self._native.check_acquire(bool(blocking), timeout)
             raise already_held(",".join(self.names), "task")
-        hold = await _granted(self._native.acquire_async(bool(blocking), timeout, _task_owner(task)))
+        hold = await _granted(self._native.acquire_async(bool(blocking), timeout, _task_owner(task), raising=raising))
         if hold is None:
             return False
         self._holds.setdefault(task, []).append(hold.take())
@@ -281,8 +284,7 @@ class MultiLock:
             forget(holds, hold)
 
     async def __aenter__(self) -> "MultiLock":
-        if not await self.acquire():
-            raise NotAcquiredError(not_acquired_message(",".join(self.names), self._native.wait))
+        await self._acquire(True, None, raising=True)
         return self
 
     async def __aexit__(

@@ -181,14 +181,6 @@ def quoted(name: str) -> str:
     return json.dumps(name, ensure_ascii=False)
 
 
-def not_acquired_message(name: str, wait: Optional[float]) -> str:
-    """The message of a ``with`` block whose acquire returned False, in the core's words for a
-    wait that ran out (the same text as Node's ``NotAcquiredError`` and C's)."""
-    if wait is None:
-        return f"lock {quoted(name)} was not acquired"
-    return f"lock {quoted(name)} is held by another owner; wait ran out ({wait:g} s)"
-
-
 def add_note(exc: BaseException, note: str) -> None:
     """``exc.add_note(note)``, also on Python < 3.11 (where tracebacks do not show it)."""
     adder = getattr(exc, "add_note", None)

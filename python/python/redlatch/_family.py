@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, Type, TypeVar, Union
 
 from . import _native
-from ._common import quoted
 
 #: ``rw_lock(...).read()`` / ``.write()`` arguments left out: the ``rw_lock``'s own apply.
 _UNSET: Any = object()
@@ -83,13 +82,6 @@ class RwLockBase(Generic[_L]):
 
     def __repr__(self) -> str:
         return f"<redlatch.RwLock {self._name!r}>"
-
-
-def no_permit_message(name: str, wait: Optional[float]) -> str:
-    """A ``with`` block's NotAcquiredError when no permit came, in the core's words."""
-    if wait is None or wait < 0:
-        return f"semaphore {quoted(name)}: no permit was acquired"
-    return f"semaphore {quoted(name)} has no permit available; wait ran out ({wait:g} s)"
 
 
 def name(name: str) -> str:

@@ -99,10 +99,20 @@ class Lock:
     def fenced(self) -> bool: ...
     def check_acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> None: ...
     def acquire(
-        self, blocking: bool = True, timeout: Optional[float] = None, owner: Optional[int] = None
+        self,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+        owner: Optional[int] = None,
+        *,
+        raising: bool = False,
     ) -> Optional[Hold]: ...
     def acquire_async(
-        self, blocking: bool = True, timeout: Optional[float] = None, owner: Optional[int] = None
+        self,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+        owner: Optional[int] = None,
+        *,
+        raising: bool = False,
     ) -> asyncio.Future[Optional[Hold]]: ...
     def locked(self) -> bool: ...
     def locked_async(self) -> Awaitable[bool]: ...
@@ -142,9 +152,11 @@ class Semaphore:
     def held(self) -> int: ...
     def try_set_permits(self, permits: int) -> bool: ...
     def try_set_permits_async(self, permits: int) -> Awaitable[bool]: ...
-    def acquire(self, permits: int, blocking: bool = True, timeout: Optional[float] = None) -> bool: ...
+    def acquire(
+        self, permits: int, blocking: bool = True, timeout: Optional[float] = None, *, raising: bool = False
+    ) -> bool: ...
     def acquire_async(
-        self, permits: int, blocking: bool = True, timeout: Optional[float] = None
+        self, permits: int, blocking: bool = True, timeout: Optional[float] = None, *, raising: bool = False
     ) -> asyncio.Future[Optional[Grant]]: ...
     def release(self, permits: Optional[int] = None) -> None: ...
     def release_async(self, permits: Optional[int] = None) -> Awaitable[None]: ...
@@ -167,10 +179,20 @@ class PermitSemaphore:
     def try_set_permits(self, permits: int) -> bool: ...
     def try_set_permits_async(self, permits: int) -> Awaitable[bool]: ...
     def acquire(
-        self, lease: Optional[float] = None, blocking: bool = True, timeout: Optional[float] = None
+        self,
+        lease: Optional[float] = None,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+        *,
+        raising: bool = False,
     ) -> Optional[Permit]: ...
     def acquire_async(
-        self, lease: Optional[float] = None, blocking: bool = True, timeout: Optional[float] = None
+        self,
+        lease: Optional[float] = None,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+        *,
+        raising: bool = False,
     ) -> asyncio.Future[Optional[Permit]]: ...
     def release(self, permit_id: str) -> None: ...
     def release_async(self, permit_id: str) -> Awaitable[None]: ...
@@ -212,10 +234,20 @@ class MultiLock:
     def wait(self) -> Optional[float]: ...
     def check_acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> None: ...
     def acquire(
-        self, blocking: bool = True, timeout: Optional[float] = None, owner: Optional[int] = None
+        self,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+        owner: Optional[int] = None,
+        *,
+        raising: bool = False,
     ) -> Optional[MultiHold]: ...
     def acquire_async(
-        self, blocking: bool = True, timeout: Optional[float] = None, owner: Optional[int] = None
+        self,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+        owner: Optional[int] = None,
+        *,
+        raising: bool = False,
     ) -> asyncio.Future[Optional[MultiHold]]: ...
 
 @final

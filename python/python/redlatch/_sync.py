@@ -21,10 +21,9 @@ from ._common import (
     forget,
     live_holds,
     native_lock,
-    not_acquired_message,
     not_held,
 )
-from ._errors import LockError, NotAcquiredError
+from ._errors import LockError
 from ._family import RwLockBase, members as _members, name as _name
 from ._sync_family import CountDownLatch, MultiLock, Permit, PermitSemaphore, Semaphore
 
@@ -308,11 +307,16 @@ class Lock:
 
         Blocks with the GIL released; Ctrl-C interrupts the wait and leaves nothing behind.
         """
+        return self._acquire(blocking, timeout, raising=False)
+
+    def _acquire(self, blocking: bool, timeout: Optional[float], raising: bool) -> bool:
+        """``acquire``; ``raising``: a refusal raises ``NotAcquiredError`` with the core's reason
+        (a ``with`` block) instead of returning False."""
         holds = live_holds(self._holds())
         if holds and not self._native.reentrant:
             self._native.check_acquire(bool(blocking), timeout)  # bad arguments first
             raise already_held(self._native.name, _WHO)
-        hold = self._native.acquire(bool(blocking), timeout)
+        hold = self._native.acquire(bool(blocking), timeout, raising=raising)
         if hold is None:
             return False
         holds.append(hold)
@@ -391,8 +395,7 @@ class Lock:
         return any(h.lost for h in self._holds())
 
     def __enter__(self) -> "Lock":
-        if not self.acquire():
-            raise NotAcquiredError(not_acquired_message(self._native.name, self._native.wait))
+        self._acquire(True, None, raising=True)
         return self
 
     def __exit__(

@@ -15,11 +15,9 @@ from ._common import (
     exit_error,
     forget,
     live_holds,
-    not_acquired_message,
     not_held,
 )
-from ._family import no_permit_message
-from ._errors import LockError, NotAcquiredError
+from ._errors import LockError
 
 __all__ = ["Semaphore", "PermitSemaphore", "Permit", "CountDownLatch", "MultiLock"]
 
@@ -91,8 +89,7 @@ class Semaphore:
         return self._native.available()
 
     def __enter__(self) -> "Semaphore":
-        if not self.acquire():
-            raise NotAcquiredError(no_permit_message(self.name, self._native.wait))
+        self._native.acquire(1, True, None, raising=True)
         return self
 
     def __exit__(
@@ -204,9 +201,8 @@ class PermitSemaphore:
             timeout when the wait is forever); no call takes longer than its wait plus one
             network timeout
         """
-        native = self._native.acquire(lease, True, timeout)
-        if native is None:
-            raise NotAcquiredError(no_permit_message(self.name, timeout if timeout is not None else self._native.wait))
+        native = self._native.acquire(lease, True, timeout, raising=True)
+        assert native is not None  # raising: a refusal raised
         return Permit(native)
 
     def try_acquire(self, lease: Optional[float] = None) -> Optional[Permit]:
@@ -303,11 +299,15 @@ class MultiLock:
         """Takes every member, like ``threading.Lock.acquire`` (``timeout`` None = the
         multi-lock's ``wait``, -1 = forever). Returns False when the wait ran out (nothing
         held). Errors as for :meth:`redlatch.Lock.acquire`."""
+        return self._acquire(blocking, timeout, raising=False)
+
+    def _acquire(self, blocking: bool, timeout: Optional[float], raising: bool) -> bool:
+        """``acquire``; ``raising`` as for :class:`redlatch.Lock`."""
         holds = live_holds(self._store.mine())
         if holds:
             self._native.check_acquire(bool(blocking), timeout)
             raise already_held(",".join(self.names), "thread")
-        hold = self._native.acquire(bool(blocking), timeout)
+        hold = self._native.acquire(bool(blocking), timeout, raising=raising)
         if hold is None:
             return False
         holds.append(hold)
@@ -325,8 +325,7 @@ class MultiLock:
             forget(holds, hold)
 
     def __enter__(self) -> "MultiLock":
-        if not self.acquire():
-            raise NotAcquiredError(not_acquired_message(",".join(self.names), self._native.wait))
+        self._acquire(True, None, raising=True)
         return self
 
     def __exit__(

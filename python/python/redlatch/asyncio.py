@@ -29,10 +29,9 @@ from ._common import (
     forget,
     live_holds,
     native_lock,
-    not_acquired_message,
     not_held,
 )
-from ._errors import LockError, NotAcquiredError
+from ._errors import LockError
 from ._tasks import _current, _task, _task_owner
 from ._async_family import CountDownLatch, MultiLock, Permit, PermitSemaphore, Semaphore
 from ._family import RwLockBase, members as _members, name as _name
@@ -242,6 +241,11 @@ class Lock:
 
         Cancelling the awaiting task leaves nothing behind (no key, no subscription).
         """
+        return await self._acquire(blocking, timeout, raising=False)
+
+    async def _acquire(self, blocking: bool, timeout: Optional[float], raising: bool) -> bool:
+        """``acquire``; ``raising``: a refusal raises ``NotAcquiredError`` with the core's reason
+        (an ``async with`` block) instead of returning False."""
         task = _task()
         holds = self._holds.get(task)
         if holds:
@@ -251,7 +255,7 @@ class Lock:
             self._native.check_acquire(bool(blocking), timeout)  # bad arguments first
             raise already_held(self._native.name, _WHO)
         owner = _task_owner(task) if reentrant else None
-        granted = self._native.acquire_async(bool(blocking), timeout, owner)
+        granted = self._native.acquire_async(bool(blocking), timeout, owner, raising=raising)
         try:
             resolved = await granted
         except _asyncio.CancelledError:
@@ -343,8 +347,7 @@ class Lock:
         return any(h.lost for h in self._mine())
 
     async def __aenter__(self) -> "Lock":
-        if not await self.acquire():
-            raise NotAcquiredError(not_acquired_message(self._native.name, self._native.wait))
+        await self._acquire(True, None, raising=True)
         return self
 
     async def __aexit__(
