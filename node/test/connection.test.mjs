@@ -11,7 +11,7 @@ import net from 'node:net'
 import { promisify } from 'node:util'
 import Redis from 'ioredis'
 import { Client, NotAcquiredError, RedisConnectionError, LockError, InvalidArgumentError } from 'redlatch'
-import { key, sleep } from './helpers.mjs'
+import { key, onEngine, sleep } from './helpers.mjs'
 import { startServer, tlsFiles } from './server.mjs'
 
 const run = promisify(execFile)
@@ -132,7 +132,7 @@ test('a quorum naming one server twice (localhost and 127.0.0.1) is InvalidArgum
   }
 })
 
-test('TLS: the server certificate is verified against the CA store; #insecure skips it', async (t) => {
+test('TLS: the server certificate is verified against the CA store; the insecure option skips it', async (t) => {
   const files = tlsFiles()
   if (files === null) return t.skip('openssl is not installed')
   let server
@@ -146,8 +146,16 @@ test('TLS: the server certificate is verified against the CA store; #insecure sk
     const url = `rediss://localhost:${server.port}`
     // Not signed by a CA this process trusts: refused.
     await assert.rejects(Client.connect(url, { networkTimeoutMs: 2000 }), RedisConnectionError)
-    // #insecure: TLS without verification (redis-rs' URL fragment).
-    const insecure = await Client.connect(`${url}/#insecure`)
+    // `#insecure` in the URL is refused on both engines (the local engine took it until stop
+    // 42, the tokio engine did not); the explicit option turns verification off.
+    for (const engine of ['local', 'tokio']) {
+      await assert.rejects(
+        onEngine(engine, () => Client.connect(`${url}/#insecure`)),
+        (e) => e instanceof InvalidArgumentError && /TLS insecure option/.test(e.message),
+        engine,
+      )
+    }
+    const insecure = await Client.connect(url, { tls: { insecure: true } })
     try {
       await works(insecure)
     } finally {

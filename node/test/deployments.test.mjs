@@ -4,11 +4,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
-import { inspect } from 'node:util'
+import { inspect, promisify } from 'node:util'
+import { execFile } from 'node:child_process'
 import { Client, InvalidArgumentError, LockError, RedisConnectionError, NotAcquiredError } from 'redlatch'
 import { key, onEngine } from './helpers.mjs'
 
 const env = process.env
+const run = promisify(execFile)
 const deployments = env.REDLATCH_TEST_TLS_URL ? {} : { skip: 'run under redlatch-fleet --deployments' }
 
 const tls = () => ({ caFile: env.REDLATCH_TEST_TLS_CA, certFile: env.REDLATCH_TEST_TLS_CERT, keyFile: env.REDLATCH_TEST_TLS_KEY })
@@ -63,6 +65,45 @@ test('TLS failures fail closed and say which', deployments, async () => {
   )
   await assert.rejects(Client.connect(url, { tls: { insecure: 'yes' } }), InvalidArgumentError)
   await assert.rejects(Client.connect(url, { tls: { caFiles: 'x' } }), /unknown option "caFiles"/)
+})
+
+test('a TLS and plain-text mismatch says which, on both engines', deployments, async () => {
+  // A user trial of stop 41: the local engine said "read ECONNRESET", "the connection was
+  // closed" or "no connection within 3000 ms" where the tokio engine named the cause.
+  const tlsPort = env.REDLATCH_TEST_TLS_URL.replace('rediss://', '')
+  const plainPort = env.REDLATCH_TEST_URL.replace(/^redis:\/\/(.*@)?/, '')
+  const cases = [
+    [`rediss://${tlsPort}`, /TLS: .*client certificate/],
+    [`redis://${tlsPort}`, /closed the connection as it was made .*is this a TLS port/],
+    [`rediss://${plainPort}`, /TLS: .*is this a plain-text port/],
+  ]
+  // The fleet's CA is in neither engine's roots: a child process trusts it through
+  // NODE_EXTRA_CA_CERTS (read at start), so the local engine gets past the certificate check
+  // to the server's client-certificate demand.
+  const script = `import { Client } from 'redlatch'
+const failures = []
+for (const engine of ['local', 'tokio']) {
+  if (engine === 'tokio') process.env.REDLATCH_NODE_IO = 'tokio'
+  for (const url of ${JSON.stringify(cases.map(([url]) => url))}) {
+    try {
+      await (await Client.connect(url, { networkTimeoutMs: 500, tls: engine === 'tokio' && url.startsWith('rediss') ? { caFile: process.env.REDLATCH_TEST_TLS_CA } : undefined })).close()
+      failures.push([engine, url, 'connected'])
+    } catch (e) {
+      failures.push([engine, url, e.name + ': ' + e.message])
+    }
+  }
+}
+console.log(JSON.stringify(failures))
+`
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: env.REDLATCH_TEST_TLS_CA },
+  })
+  const failures = JSON.parse(stdout)
+  assert.equal(failures.length, 2 * cases.length)
+  for (const [engine, url, said] of failures) {
+    const expected = cases.find(([u]) => u === url)[1]
+    assert.ok(said.startsWith('RedisConnectionError: ') && expected.test(said), `${engine} ${url}: ${said}`)
+  }
 })
 
 test('a plain client of one Cluster node is refused at once for a key of another node, on both engines', deployments, async () => {

@@ -241,10 +241,23 @@ const NO_HANDSHAKE: &str = "no answer to the TLS handshake within the network ti
 pub(crate) fn describe_plain_failure(e: &redis::RedisError) -> Option<String> {
     use std::io::ErrorKind as K;
     match io_kind(e) {
-        Some(K::ConnectionReset | K::UnexpectedEof | K::BrokenPipe) => Some(format!(
-            "the server closed the connection as it was made ({e}): is this a TLS port (use rediss:// there)?"
-        )),
+        Some(K::ConnectionReset | K::UnexpectedEof | K::BrokenPipe) => Some(closed_as_made(&e, false)),
         _ => None,
+    }
+}
+
+/// TLS 1.3 servers check a client certificate after the client's side of the handshake is
+/// done: a refusal then shows as the connection closing.
+const CLOSED_IN_HANDSHAKE: &str = "the server closed the connection during the handshake: it may require a client certificate (mutual TLS) or refuse the one given";
+
+/// What a connection that the server closed while it was being made says (`detail`: the
+/// socket's own error): on a plain connection, that the port may be a TLS one; on a TLS
+/// connection, that the server may require a client certificate.
+pub(crate) fn closed_as_made(detail: &dyn std::fmt::Display, tls: bool) -> String {
+    if tls {
+        format!("TLS: {CLOSED_IN_HANDSHAKE}")
+    } else {
+        format!("the server closed the connection as it was made ({detail}): is this a TLS port (use rediss:// there)?")
     }
 }
 
@@ -258,13 +271,9 @@ pub(crate) fn no_handshake() -> String {
 pub(crate) fn describe_failure(e: &redis::RedisError, host: &str) -> Option<String> {
     use rustls::{AlertDescription as A, CertificateError as C, Error as R};
     let Some(tls_error) = rustls_error(e) else {
-        // TLS 1.3 servers check a client certificate after the client's side of the
-        // handshake is done: a refusal then shows as the connection closing.
         use std::io::ErrorKind as K;
         let why = match io_kind(e) {
-            Some(K::BrokenPipe | K::ConnectionReset | K::UnexpectedEof) => {
-                "the server closed the connection during the handshake: it may require a client certificate (mutual TLS) or refuse the one given"
-            }
+            Some(K::BrokenPipe | K::ConnectionReset | K::UnexpectedEof) => CLOSED_IN_HANDSHAKE,
             // Also what a refused client certificate can look like: redis-rs can miss the
             // close that follows it (its request raced the close; see connection.rs), and
             // then its first command waits out the timeout.

@@ -455,6 +455,20 @@ impl RedisTransport {
     pub fn error_from(e: redis::RedisError) -> Error {
         map_error(&e, &[])
     }
+
+    /// What a binding's own connection (the Node addon's sockets) says when the server closed
+    /// it while it was being made, in this transport's words: a plain one may have reached a
+    /// TLS port; a TLS one, a server that requires a client certificate (TLS 1.3 checks it
+    /// after the client's side of the handshake). `detail`: the socket's own error.
+    pub fn closed_while_connecting(detail: &str, tls: bool) -> String {
+        super::tls::closed_as_made(&detail, tls)
+    }
+
+    /// What a binding's own TLS connection not made within the network timeout says, in this
+    /// transport's words (a plain-text port, or a client certificate the server wants).
+    pub fn tls_not_made_in_time() -> String {
+        super::tls::no_handshake()
+    }
 }
 
 async fn invoke<C: ConnectionLike + Send>(

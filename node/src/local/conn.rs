@@ -326,6 +326,11 @@ impl Conn {
         self.shared().state().ended.is_none()
     }
 
+    /// Why the socket ended (its error, or that it was closed); `None` while it is open.
+    pub(crate) fn ended_with(&self) -> Option<String> {
+        self.shared().state().ended.clone()
+    }
+
     /// Closes the connection now: waiting commands fail, and its socket is destroyed.
     pub(crate) fn close(&self) {
         let shared = self.shared();

@@ -13,7 +13,7 @@
 //! - `0, call, kind, a, b, c`: settle call `call` (kinds: ../calls.rs `kind`; an error's
 //!   JSON is the text at `a`, length `b`);
 //! - `1, socket, port, flags, at, len`: open a socket to the host (or Unix path: flag 4) in
-//!   the text; flag 1 = TLS, 2 = without certificate verification;
+//!   the text; flag 1 = TLS (verified: Node's CA store);
 //! - `2, socket, at, len`: write the text's bytes (Latin-1);
 //! - `3, socket`: close the socket;
 //! - `4, ms`: call `localTimer()` after `ms` (replacing the timer set before);
@@ -37,8 +37,6 @@ pub(crate) struct SocketSpec {
     pub(crate) path: Option<String>,
     /// TLS (`rediss://`).
     pub(crate) tls: bool,
-    /// TLS without certificate verification (`rediss://...#insecure`).
-    pub(crate) insecure: bool,
 }
 
 /// The `Float64Array` JavaScript passes to every entry for its records (module docs).
@@ -164,9 +162,7 @@ impl Records<'_> {
                 self.put(&[0.0, f64::from(id), kind, a, b, c]);
             }
             Out::Connect(id, spec) => {
-                let flags = u8::from(spec.tls)
-                    | (u8::from(spec.insecure) << 1)
-                    | (u8::from(spec.path.is_some()) << 2);
+                let flags = u8::from(spec.tls) | (u8::from(spec.path.is_some()) << 2);
                 let target = spec.path.as_deref().or(spec.host.as_deref()).unwrap_or_default();
                 let (at, len) = self.utf16(target);
                 let port = spec.port.map_or(0.0, f64::from);

@@ -6,7 +6,8 @@
 //!   database (`SELECT`) and protocol (`HELLO 3` for `?protocol=resp3`), sent before any
 //!   command; a refusal is a Connection error naming the node, never the password.
 //! - TLS: `rediss://` opens a `tls.TLSSocket` (Node's TLS, its CA store and
-//!   `NODE_EXTRA_CA_CERTS`; `#insecure` skips verification, as in redis-rs).
+//!   `NODE_EXTRA_CA_CERTS`). `#insecure` in the URL is refused as the tokio engine refuses
+//!   it; clients with TLS options (`insecure` among them) run on the tokio engine.
 //! - Timeouts: opening, TLS handshake and authentication included, is bounded by the network
 //!   timeout, so a node that never answers is given up on and its socket closed.
 
@@ -21,7 +22,7 @@ use std::time::Duration;
 /// One Redis node: where it is and how to log in.
 pub(crate) struct Node {
     info: ConnectionInfo,
-    tls: Option<Tls>,
+    tls: bool,
     pub(crate) label: String,
     pub(crate) connect_timeout: Duration,
     pub(crate) runtime: Arc<LocalRuntime>,
@@ -34,11 +35,6 @@ pub(crate) struct Node {
     servers: Option<Arc<QuorumServers>>,
 }
 
-#[derive(Clone, Copy)]
-struct Tls {
-    insecure: bool,
-}
-
 impl Node {
     /// Checks `url` as the native transport does (bad URLs are `InvalidArgument`, without
     /// the password in the message).
@@ -48,7 +44,7 @@ impl Node {
         runtime: Arc<LocalRuntime>,
         servers: Option<Arc<QuorumServers>>,
     ) -> Result<Node> {
-        let (plain_url, tls) = split_tls(url)?;
+        let (plain_url, tls) = split_tls(url);
         // Parsed as the native transport parses it (the same errors, redacted; the label
         // has no credentials).
         let label = RedisTransport::new(&plain_url, connect_timeout)?
@@ -71,7 +67,14 @@ impl Node {
         let timeout = self.runtime.sleep(self.connect_timeout);
         match select(Box::pin(self.open_unbounded()), timeout).await {
             Either::Left((result, _)) => result,
-            // Dropping the attempt closes its socket.
+            // Dropping the attempt closes its socket. A TLS one is worded as the tokio engine
+            // words it (a plain-text port, or a client certificate the server wants: a user
+            // trial of stop 41 found this engine's "no connection" saying neither).
+            Either::Right(_) if self.tls => Err(Error::connection(format!(
+                "{}: {}",
+                self.label,
+                RedisTransport::tls_not_made_in_time()
+            ))),
             Either::Right(_) => Err(Error::connection(format!(
                 "{}: no connection within {} ms",
                 self.label,
@@ -84,22 +87,42 @@ impl Node {
         let mut conn = Conn::open(socket_spec(self.info.addr(), self.tls))
             .await
             .map_err(|e| Error::connection(format!("{}: {e}", self.label)))?;
-        self.handshake(&mut conn).await?;
+        match self.set_up(&mut conn).await {
+            Ok(()) => Ok(conn),
+            // The server closed the connection as it was made: a TLS port reached by a plain
+            // URL, or a TLS server that requires a client certificate. Said as the tokio
+            // engine says it, with the socket's own error.
+            Err(e) if e.kind() == redlatch::ErrorKind::Connection => match conn.ended_with() {
+                // The failure is the socket's end (not, say, "max number of clients" before it).
+                Some(why) if e.message().contains(&why) => Err(Error::connection(format!(
+                    "{}: {}",
+                    self.label,
+                    RedisTransport::closed_while_connecting(&why, self.tls)
+                ))),
+                _ => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Logs in, and learns what the server offers (`SET IFEQ`) and which server it is.
+    async fn set_up(&self, conn: &mut Conn) -> Result<()> {
+        self.handshake(conn).await?;
         if self.ifeq.get().is_none() {
-            let ifeq = RedisTransport::supports_ifeq(&mut conn, &self.label)
+            let ifeq = RedisTransport::supports_ifeq(conn, &self.label)
                 .await
                 .map_err(|e| Error::connection(format!("{}: {}", self.label, e.message())))?;
             let _ = self.ifeq.set(ifeq);
         }
         if let Some(servers) = &self.servers {
-            let run_id = RedisTransport::server_run_id(&mut conn, &self.label)
+            let run_id = RedisTransport::server_run_id(conn, &self.label)
                 .await
                 .map_err(|e| Error::connection(format!("{}: {}", self.label, e.message())))?;
             if let Some(run_id) = run_id {
                 servers.claim(&self.label, &run_id)?;
             }
         }
-        Ok(conn)
+        Ok(())
     }
 
     /// `true` when the server has `SET IFEQ` / `DELIFEQ` (known once a connection opened).
@@ -121,37 +144,27 @@ impl Node {
     }
 }
 
-/// `rediss://` (or `valkeys://`) as the same URL in plain form plus the TLS setting: the
-/// socket's TLS is Node's, so redis-rs only parses the rest.
-fn split_tls(url: &str) -> Result<(String, Option<Tls>)> {
+/// `rediss://` (or `valkeys://`) as the same URL in plain form and whether it is TLS: the
+/// socket's TLS is Node's, so redis-rs only parses the rest (and refuses a fragment, such as
+/// `#insecure`, in the tokio engine's words).
+fn split_tls(url: &str) -> (String, bool) {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return Ok((url.to_owned(), None));
+        return (url.to_owned(), false);
     };
-    let plain_scheme = match scheme {
-        "rediss" => "redis",
-        "valkeys" => "valkey",
-        _ => return Ok((url.to_owned(), None)),
-    };
-    let (rest, insecure) = match rest.split_once('#') {
-        Some((rest, "insecure")) => (rest, true),
-        Some(_) => {
-            return Err(Error::invalid(
-                "bad Redis URL: only #insecure is supported as URL fragment",
-            ))
-        }
-        None => (rest, false),
-    };
-    Ok((format!("{plain_scheme}://{rest}"), Some(Tls { insecure })))
+    match scheme {
+        "rediss" => (format!("redis://{rest}"), true),
+        "valkeys" => (format!("valkey://{rest}"), true),
+        _ => (url.to_owned(), false),
+    }
 }
 
 /// How JavaScript opens a socket to `addr`.
-fn socket_spec(addr: &ConnectionAddr, tls: Option<Tls>) -> SocketSpec {
+fn socket_spec(addr: &ConnectionAddr, tls: bool) -> SocketSpec {
     match addr {
         ConnectionAddr::Tcp(host, port) => SocketSpec {
             host: Some(host.clone()),
             port: Some(u32::from(*port)),
-            tls: tls.is_some(),
-            insecure: tls.is_some_and(|t| t.insecure),
+            tls,
             ..SocketSpec::default()
         },
         ConnectionAddr::Unix(path) => SocketSpec {
