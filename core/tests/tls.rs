@@ -196,6 +196,19 @@ async fn plain_text_and_tls_mixed_up_are_connection_errors() {
     .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     assert!(e.message().contains("is this a TLS port (use rediss://"), "{e}");
+    // A paused TLS server: the hint names a server that does not answer as well (a user trial
+    // of stop 41 got only "plain-text port?" and "client certificate?").
+    let tls_url = format!("rediss://127.0.0.1:{}", server.tls_port().unwrap());
+    server.pause().unwrap();
+    let paused = Client::builder(&tls_url)
+        .tls(TlsOptions::new().ca_file(&pki.ca))
+        .network_timeout(Duration::from_secs(1))
+        .connect();
+    let paused = within(BOUND, paused).await;
+    server.resume().unwrap();
+    let e = paused.err().expect("no connection to a paused server");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("not answering at all (paused"), "{e}");
     // TLS options on a redis:// URL are refused before connecting.
     let e = Client::builder(&server.url())
         .tls(TlsOptions::new().ca_file(&pki.ca))

@@ -233,7 +233,7 @@ fn io_kind(e: &redis::RedisError) -> Option<std::io::ErrorKind> {
 
 /// Why a TLS connection got no answer within the network timeout (redis-rs' connection
 /// timeout covers the TCP connect and the handshake).
-const NO_HANDSHAKE: &str = "no answer to the TLS handshake within the network timeout: is this a plain-text port (use redis:// there), or does the server require a client certificate (mutual TLS) that was not given or not trusted?";
+const NO_HANDSHAKE: &str = "no answer to the TLS handshake within the network timeout: is this a plain-text port (use redis:// there), does the server require a client certificate (mutual TLS) that was not given or not trusted, or is it not answering at all (paused, overloaded)?";
 
 /// A message for a plain (`redis://`) connection that the server closed while it was being
 /// made, as a TLS port does with bytes that are not a TLS handshake, or `None` for other
