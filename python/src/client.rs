@@ -29,6 +29,7 @@ struct Live {
 pub(crate) struct Shared {
     builder: ClientBuilder,
     node_count: usize,
+    node_labels: Vec<String>,
     watchdog_timeout: Duration,
     live: Mutex<Option<Live>>,
 }
@@ -195,10 +196,11 @@ impl Client {
             sync_replicas_timeout: args::opt_seconds("sync_replicas_timeout", sync_replicas_timeout, false)?,
         };
         let builder = deployment.apply(builder).py()?.on_warning(warn);
-        builder.check().py()?;
+        let node_labels = builder.node_labels().py()?; // checks the URLs and settings
         Ok(Client {
             shared: Arc::new(Shared {
                 node_count: builder.node_count(),
+                node_labels,
                 watchdog_timeout: watchdog,
                 builder,
                 live: Mutex::new(None),
@@ -210,6 +212,13 @@ impl Client {
     #[getter]
     fn node_count(&self) -> usize {
         self.shared.node_count
+    }
+
+    /// Each node as errors name it (`"host:port"`, `"cluster (seed host:port)"`, `"<master> via
+    /// Sentinel"`; one per quorum node), without credentials.
+    #[getter]
+    fn node_labels(&self) -> Vec<String> {
+        self.shared.node_labels.clone()
     }
 
     /// The watchdog timeout in seconds (lease of locks acquired without one).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -155,7 +156,9 @@ def test_properties_and_repr(client: redlatch.Client, name: str) -> None:
     assert not lock.reentrant
     assert client.rlock(name).reentrant
     assert name in repr(lock)
-    assert "Client" in repr(client)
+    host_port = client.node_labels[0]
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", host_port)
+    assert repr(client) == f"<redlatch.Client {host_port}>"
     assert client.node_count == 1
     assert len(client.id) == 36
     assert isinstance(redlatch.__version__, str)

@@ -73,6 +73,8 @@ def cluster_urls() -> List[str]:
 def test_cluster_client_and_url(name: str) -> None:
     client = redlatch.Client.cluster(cluster_urls())
     assert client.node_count == 1
+    # Said what it is (a user trial of stop 41 read "nodes=1"), with no login.
+    assert re.fullmatch(r"<redlatch.Client cluster \(seed 127\.0\.0\.1:\d+\)>", repr(client)), repr(client)
     # redis+cluster://[user:password@]h1:p1,h2:p2 (the seeds may carry the ACL user's login).
     seeds = [urllib.parse.urlsplit(u) for u in cluster_urls()]
     login = seeds[0].netloc.rpartition("@")[0]

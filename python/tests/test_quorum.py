@@ -36,6 +36,9 @@ def dead_urls(n: int) -> List[str]:
 def test_quorum_lock_on_every_node(quorum_urls: List[str], name: str) -> None:
     client = redlatch.Client.quorum(quorum_urls)
     assert client.node_count == 3
+    labels = [u.rpartition("@")[2].removeprefix("redis://") for u in quorum_urls]  # no login
+    assert client.node_labels == labels
+    assert repr(client) == f"<redlatch.Client quorum of 3: {', '.join(labels)}>"
     nodes = [redis.Redis.from_url(admin(u)) for u in quorum_urls]
     lock = client.lock(name, lease=10.0)
     with lock:

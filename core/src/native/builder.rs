@@ -315,6 +315,17 @@ impl ClientBuilder {
         self.transports().map(drop)
     }
 
+    /// What errors will call each of the client's nodes, without connecting: `host:port`, a
+    /// Cluster's `"cluster (seed host:port)"`, Sentinel's `"<master> via Sentinel"`; one per
+    /// quorum node. Never a credential.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad URLs or settings (as [`check`](Self::check)).
+    pub fn node_labels(&self) -> Result<Vec<String>> {
+        self.validate()?;
+        Ok(self.transports()?.iter().map(|t| t.label().to_owned()).collect())
+    }
+
     /// The number of transports the client will have: 1 for a single node, a Cluster or
     /// Sentinel; N for a quorum of N nodes.
     pub fn node_count(&self) -> usize {

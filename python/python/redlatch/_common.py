@@ -389,8 +389,21 @@ class ClientBase:
 
     @property
     def node_count(self) -> int:
-        """Number of Redis nodes (1 = single node, more = quorum)."""
+        """Number of Redis nodes (1 = single node, a Cluster or Sentinel; more = quorum)."""
         return self._native.node_count
+
+    @property
+    def node_labels(self) -> List[str]:
+        """Each node as errors name it: ``"host:port"``, ``"cluster (seed host:port)"``,
+        ``"<master> via Sentinel"``; one per quorum node. Never a credential."""
+        return self._native.node_labels
+
+    def _describe(self) -> str:
+        """The deployment, for ``repr``: its node, or the quorum's nodes."""
+        labels = self._native.node_labels
+        if len(labels) == 1:
+            return labels[0]
+        return f"quorum of {len(labels)}: {', '.join(labels)}"
 
     @property
     def id(self) -> str:

@@ -250,7 +250,7 @@ class Client(ClientBase):
         return self._native.force_unlock(name)
 
     def __repr__(self) -> str:
-        return f"<redlatch.Client nodes={self.node_count}>"
+        return f"<redlatch.Client {self._describe()}>"
 
 
 #: Each thread's holds of one lock (see ``ThreadHolds``).

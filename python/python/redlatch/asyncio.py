@@ -178,7 +178,7 @@ class Client(ClientBase):
         return result
 
     def __repr__(self) -> str:
-        return f"<redlatch.asyncio.Client nodes={self.node_count}>"
+        return f"<redlatch.asyncio.Client {self._describe()}>"
 
 
 class _TaskHolds:
