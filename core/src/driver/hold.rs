@@ -216,7 +216,12 @@ impl Hold {
                 Some(e) if !engine.is_quorum() => e,
                 _ => Error::new(
                     ErrorKind::Quorum,
-                    format!("extend of {:?}: no majority answered", self.name()),
+                    // A node that did not answer may still apply it (seen: the new lease on
+                    // nodes resumed after the error; a user trial of stop 41).
+                    format!(
+                        "extend of {:?}: no majority answered; outcome unknown (the new lease may still apply on the nodes that did not answer)",
+                        self.name()
+                    ),
                 )
                 .with_nodes(engine.nodes.outcomes(reasons)),
             }),
