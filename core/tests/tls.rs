@@ -206,7 +206,7 @@ async fn plain_text_and_tls_mixed_up_are_connection_errors() {
         .connect();
     let paused = within(BOUND, paused).await;
     server.resume().unwrap();
-    let e = paused.err().expect("no connection to a paused server");
+    let e = paused.expect_err("no connection to a paused server");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     assert!(e.message().contains("not answering at all (paused"), "{e}");
     // TLS options on a redis:// URL are refused before connecting.

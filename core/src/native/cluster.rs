@@ -15,8 +15,9 @@
 use super::cluster_pubsub::ClusterSubscriber;
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
+use super::redis_calls::{eval_script, map_error, run_plain, wrapped_refusal};
 use super::replication;
-use super::transport::{eval_script, map_error, run_plain, wrapped_refusal, TransportOptions};
+use super::transport::TransportOptions;
 use super::warnings::Warning;
 use super::{ifeq, tls::TlsOptions};
 use crate::driver::{BoxFut, Subscription, Transport};

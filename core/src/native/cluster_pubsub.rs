@@ -5,8 +5,9 @@
 
 use super::node::NodeSpec;
 use super::pubsub::{ChannelWaker, Channels, Unsubscriber};
+use super::redis_calls::map_error;
 use super::tls::TlsOptions;
-use super::transport::{map_error, TransportOptions};
+use super::transport::TransportOptions;
 use crate::error::{Error, Result};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;

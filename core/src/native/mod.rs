@@ -16,6 +16,7 @@ mod options;
 mod probe;
 mod pubsub;
 mod redact;
+mod redis_calls;
 mod replication;
 pub mod resp;
 mod runtime;
@@ -39,7 +40,7 @@ pub use tls::TlsOptions;
 pub use transport::RedisTransport;
 pub use warnings::{Warning, WarningHandler};
 
-pub(crate) use transport::map_error;
+pub(crate) use redis_calls::map_error;
 
 use crate::client::Client;
 use crate::error::Result;

@@ -14,7 +14,7 @@
 //! is shared with the Cluster subscriber, whose connection resubscribes by itself.
 
 use super::connection::{Reconnecting, Settings, Source};
-use super::transport::map_error;
+use super::redis_calls::map_error;
 use crate::driver::{BoxFut, Subscription};
 use crate::error::Result;
 use redis::{PushInfo, PushKind, Value};

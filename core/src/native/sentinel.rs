@@ -11,8 +11,8 @@
 
 use super::node::NodeSpec;
 use super::redact;
+use super::redis_calls::wrapped_refusal;
 use super::tls::TlsOptions;
-use super::transport::wrapped_refusal;
 use crate::error::{Error, ErrorKind, Result};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{ConnectionAddr, IntoConnectionInfo, TlsMode};

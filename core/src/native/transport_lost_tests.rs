@@ -4,6 +4,7 @@
 //! in flight.
 
 use super::*;
+use crate::error::ErrorKind;
 use crate::protocol::request::Holder;
 use redlatch_fleet::{HoldingProxy, RedisServer};
 use std::time::Instant;

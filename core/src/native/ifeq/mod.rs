@@ -35,8 +35,8 @@
 mod lease;
 mod multi;
 
+use super::redis_calls::{eval_script, map_error};
 use super::scripts_run::ScriptsRun;
-use super::transport::{eval_script, map_error};
 use crate::error::ErrorKind;
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;

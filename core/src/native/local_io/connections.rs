@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::super::connection::{linger_after_close, LINGER, MAX_LINGERING};
+use super::super::redis_calls::{answered, convert, plain_command, PlainCommand};
 use super::super::scripts_run::ScriptsRun;
-use super::super::transport::{answered, convert, plain_command, PlainCommand};
 
 /// Idle connections kept beyond this many are closed (one per calling thread is typical).
 const MAX_IDLE: usize = 8;

@@ -42,7 +42,7 @@ pub(crate) use open::handshake_commands;
 pub use socket::LoopSocket;
 
 use super::ifeq;
-use super::transport::{eval_script, run_plain};
+use super::redis_calls::{eval_script, run_plain};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::{AttemptMark, Request};
 use socket::Socket;
