@@ -227,8 +227,9 @@ pub(crate) async fn acquire(
 /// One `multi_acquire` on every node, in its plain form (each member's `SET NX PX`, for lease
 /// members only) on a `first_attempt`. A grant disarms `armed`; anything else that
 /// may have applied somewhere is undone: in the background, except the members a plain
-/// attempt took on a node that refused others, which are undone before this returns (a
-/// caller told "busy" finds nothing of its own left).
+/// attempt took on a node that refused others, and a grant refused for too few replicas
+/// (`sync_replicas`), which are undone before this returns (a caller told "busy" or "not
+/// acquired" finds nothing of its own left).
 async fn attempt(
     engine: &Arc<Engine>,
     specs: &[LockSpec],
@@ -301,7 +302,12 @@ async fn attempt(
                 )));
             }
             Err(e) => {
-                touched.push(i);
+                // Refused after it applied (too few replicas confirmed): the node answers.
+                if e.kind() == ErrorKind::NotAcquired {
+                    partly_taken.push(i);
+                } else {
+                    touched.push(i);
+                }
                 reasons.push(Err(e.to_string()));
                 first_error = first_error.or(Some(e));
             }

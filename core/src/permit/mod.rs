@@ -77,27 +77,37 @@ impl Drop for UndoOnDrop {
             std::mem::take(&mut self.name),
             std::mem::take(&mut self.id),
         );
-        crate::driver::cleanup::spawn(
-            &*self.engine.runtime,
-            Box::pin(async move {
-                let undo = permits::undo(&name, &id, engine.runtime.wall_clock_ms(), PUBLISH);
-                let given_back = match undo {
-                    Ok(undo) => waiting::call(&engine, &undo)
-                        .await
-                        .and_then(|r| permits::decode_release(&r)),
-                    Err(e) => Err(e),
-                };
-                match given_back {
-                    Ok(ReleaseReply::Unknown) => {} // the acquire never applied
-                    Ok(_) => {
-                        tracing::debug!(semaphore = %name, "gave back the permit of an abandoned acquire")
-                    }
-                    Err(e) => {
-                        tracing::warn!(semaphore = %name, error = %e, "giving back the permit of an abandoned acquire failed")
-                    }
-                }
-            }),
-        );
+        crate::driver::cleanup::spawn(&*self.engine.runtime, Box::pin(give_back(engine, name, id)));
+    }
+}
+
+impl UndoOnDrop {
+    /// Gives back now what `drop` would in the background (an acquire refused after it
+    /// applied: too few replicas confirmed it). Stays armed while it runs: dropped midway,
+    /// the undo is sent again in the background (it may be repeated).
+    async fn give_back_now(&mut self) {
+        give_back(self.engine.clone(), self.name.clone(), self.id.clone()).await;
+        self.armed = false;
+    }
+}
+
+/// Gives back permit `id` of semaphore `name` (nothing if its acquire never applied).
+async fn give_back(engine: Arc<Engine>, name: String, id: String) {
+    let undo = permits::undo(&name, &id, engine.runtime.wall_clock_ms(), PUBLISH);
+    let given_back = match undo {
+        Ok(undo) => waiting::call(&engine, &undo)
+            .await
+            .and_then(|r| permits::decode_release(&r)),
+        Err(e) => Err(e),
+    };
+    match given_back {
+        Ok(ReleaseReply::Unknown) => {} // the acquire never applied
+        Ok(_) => {
+            tracing::debug!(semaphore = %name, "gave back the permit of an abandoned acquire")
+        }
+        Err(e) => {
+            tracing::warn!(semaphore = %name, error = %e, "giving back the permit of an abandoned acquire failed")
+        }
     }
 }
 
@@ -240,7 +250,17 @@ impl PermitSemaphore {
                         ));
                     }
                 }
-                Err(e) => waiter.failed(e, started).await?,
+                Err(e) => {
+                    // Refused after it applied (too few replicas confirmed): the node
+                    // answers, so the permit goes back before the caller hears of it.
+                    let refused = e.kind() == ErrorKind::NotAcquired;
+                    if let Err(end) = waiter.failed(e, started).await {
+                        if refused {
+                            undo.give_back_now().await;
+                        }
+                        return Err(end);
+                    }
+                }
             }
         }
     }

@@ -92,26 +92,39 @@ impl Drop for UndoOnDrop {
         if !self.armed {
             return;
         }
-        let engine = self.engine.clone();
-        let request = semaphore::undo(&self.name, &self.request_id, PUBLISH);
-        let name = std::mem::take(&mut self.name);
+        let (engine, name) = (self.engine.clone(), std::mem::take(&mut self.name));
+        let request_id = std::mem::take(&mut self.request_id);
         crate::driver::cleanup::spawn(
             &*self.engine.runtime,
-            Box::pin(async move {
-                match waiting::call(&engine, &request)
-                    .await
-                    .and_then(|r| semaphore::decode_undo(&r))
-                {
-                    Ok(0) => {}
-                    Ok(n) => {
-                        tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire")
-                    }
-                    Err(e) => {
-                        tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed")
-                    }
-                }
-            }),
+            Box::pin(give_back(engine, name, request_id)),
         );
+    }
+}
+
+impl UndoOnDrop {
+    /// Gives back now what `drop` would in the background (an acquire refused after it
+    /// applied: too few replicas confirmed it). Stays armed while it runs: dropped midway,
+    /// the undo is sent again in the background (it may be repeated).
+    async fn give_back_now(&mut self) {
+        give_back(self.engine.clone(), self.name.clone(), self.request_id.clone()).await;
+        self.armed = false;
+    }
+}
+
+/// Undoes acquire `request_id` of semaphore `name` (nothing if it never applied).
+async fn give_back(engine: Arc<Engine>, name: String, request_id: String) {
+    let request = semaphore::undo(&name, &request_id, PUBLISH);
+    match waiting::call(&engine, &request)
+        .await
+        .and_then(|r| semaphore::decode_undo(&r))
+    {
+        Ok(0) => {}
+        Ok(n) => {
+            tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire")
+        }
+        Err(e) => {
+            tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed")
+        }
     }
 }
 
@@ -248,7 +261,17 @@ impl Semaphore {
                         ));
                     }
                 }
-                Err(e) => waiter.failed(e, started).await?,
+                Err(e) => {
+                    // Refused after it applied (too few replicas confirmed): the node
+                    // answers, so the permits go back before the caller hears of it.
+                    let refused = e.kind() == ErrorKind::NotAcquired;
+                    if let Err(end) = waiter.failed(e, started).await {
+                        if refused {
+                            undo.give_back_now().await;
+                        }
+                        return Err(end);
+                    }
+                }
             }
         }
     }
