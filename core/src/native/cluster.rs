@@ -15,7 +15,7 @@
 use super::cluster_pubsub::ClusterSubscriber;
 use super::node::NodeSpec;
 use super::probe::{self, Facts};
-use super::redis_calls::{eval_script, map_error, run_plain, wrapped_refusal};
+use super::redis_calls::{cluster_error, eval_script, map_error, run_plain, wrapped_refusal};
 use super::replication;
 use super::transport::TransportOptions;
 use super::warnings::Warning;
@@ -325,17 +325,6 @@ impl ClusterTransport {
             }
         }
         Ok(Reply::Array(flags))
-    }
-}
-
-/// `e` mapped as on a single node ([`map_error`]), except the refusals redis-rs reports
-/// wrapped while it (re)connects or refreshes the slots ([`wrapped_refusal`]): a refused
-/// password or a missing permission (`NOPERM` for `CLUSTER SLOTS`) is permanent here too.
-fn cluster_error(e: &redis::RedisError, args: &[String]) -> Error {
-    let mapped = map_error(e, args);
-    match mapped.kind() {
-        ErrorKind::Connection if !mapped.is_permanent() => wrapped_refusal(e).unwrap_or(mapped),
-        _ => mapped,
     }
 }
 

@@ -142,6 +142,27 @@ pub(crate) fn wrapped_refusal(e: &redis::RedisError) -> Option<Error> {
     ))
 }
 
+/// `e` from a Cluster, mapped as on a single node ([`map_error`]), except the refusals redis-rs
+/// reports wrapped while it (re)connects or refreshes the slots ([`wrapped_refusal`]: a refused
+/// password or a missing permission, `NOPERM` for `CLUSTER SLOTS`, is permanent here too), and
+/// a redirect or refusal it could not follow within its own retries, which says why: a
+/// failover or a slot migration under way (a user trial of stop 41 got a bare `MOVED` right
+/// after a master was killed, and `TRYAGAIN` during a migration). Both stay `Connection`
+/// errors, retried within the caller's wait.
+pub(crate) fn cluster_error(e: &redis::RedisError, args: &[String]) -> Error {
+    let mapped = map_error(e, args);
+    if matches!(e.code(), Some("MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN")) {
+        return Error::connection(format!(
+            "the Cluster is changing (a failover or a slot migration under way): {}",
+            mapped.message()
+        ));
+    }
+    match mapped.kind() {
+        ErrorKind::Connection if !mapped.is_permanent() => wrapped_refusal(e).unwrap_or(mapped),
+        _ => mapped,
+    }
+}
+
 /// A request's plain commands as redis-rs sends them: one command as itself, several as one
 /// pipeline (not a transaction; [`run_plain`] answers with the array of their replies).
 pub(crate) fn plain_command(plain: &[Vec<String>]) -> PlainCommand {
@@ -189,5 +210,32 @@ pub(crate) fn convert(value: redis::Value) -> Reply {
         V::Boolean(b) => Reply::Int(i64::from(b)),
         V::Array(items) | V::Set(items) => Reply::Array(items.into_iter().map(convert).collect()),
         other => Reply::Bytes(format!("{other:?}").into_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::{ErrorKind as K, ServerErrorKind as S};
+
+    #[test]
+    fn a_cluster_redirect_not_followed_says_the_cluster_is_changing() {
+        for (kind, detail) in [
+            (S::Moved, "3999 127.0.0.1:7001"),
+            (S::TryAgain, "Multiple keys request during rehashing of slot"),
+        ] {
+            let e = redis::RedisError::from((K::Server(kind), "redirect", detail.to_owned()));
+            let mapped = cluster_error(&e, &[]);
+            assert_eq!(mapped.kind(), ErrorKind::Connection, "{mapped}");
+            assert!(!mapped.is_permanent(), "{mapped}");
+            assert!(
+                mapped.message().starts_with("the Cluster is changing"),
+                "{mapped}"
+            );
+            assert!(mapped.message().contains(detail), "{mapped}");
+        }
+        // Other server errors are mapped as on a single node.
+        let oom = redis::RedisError::from((K::Server(S::ResponseError), "oom", "OOM no memory".to_owned()));
+        assert!(!cluster_error(&oom, &[]).message().contains("Cluster is changing"));
     }
 }
