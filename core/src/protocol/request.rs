@@ -61,12 +61,13 @@ impl Request {
     /// Whether this is the undo of an acquire attempt ([`Holder::abort`], the semaphores'
     /// undos: sent by source, and a latch-less lease release, a permit's release by id, or a
     /// request naming the attempt's acquire latch: the undos of reentrant, fair, read and
-    /// write acquires and of a semaphore's; no other by-source request names one, a release
-    /// retry names its own release latch). It must reach Redis after the attempt it undoes,
-    /// so transports send it on the attempt's connection (see `native/connection.rs`).
-    /// (Until stop 33 only the lease and reentrant undos were recognized: a fair or read/write
-    /// undo could overtake its attempt and find nothing to undo; until stop 35 the
-    /// semaphores' undos were not either.)
+    /// write acquires, of a semaphore's and of a multi-lock's (`multi_abort`); no other
+    /// by-source request names one, a release retry names its own release latch). It must
+    /// reach Redis after the attempt it undoes, so transports send it on the attempt's
+    /// connection (see `native/connection.rs`). (Until stop 33 only the lease and reentrant
+    /// undos were recognized: a fair or read/write undo could overtake its attempt and find
+    /// nothing to undo; until stop 35 the semaphores' undos were not either; until stop 42 the
+    /// multi-lock's.)
     pub fn is_undo(&self) -> bool {
         let lease_undo = std::ptr::eq(self.script, &scripts::LEASE_RELEASE)
             && self.args.get(3).is_some_and(|ttl| ttl == "0");

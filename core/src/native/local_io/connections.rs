@@ -292,11 +292,12 @@ fn forget_if_foreign(local: Local) {
 /// first time on this connection: `scripts_run.rs`), or `EVALSHA` repeated as `EVAL` after a
 /// `NOSCRIPT` (as the multiplexed path does).
 fn run(conn: &mut redis::Connection, scripts: &ScriptsRun, request: &Request) -> redis::RedisResult<Value> {
-    if let Some(plain) = &request.plain {
-        return match plain_command(plain) {
-            PlainCommand::One(cmd) => cmd.query(conn),
-            PlainCommand::Pipeline(pipe) => pipe.query(conn),
-        };
+    // One plain command only. A pipeline (a multi-lock's `SET NX PX` per member) goes as its
+    // script here: redis-rs reads every reply of a pipeline even after one timed out, each
+    // read waiting a whole read timeout again, so a 2-member multi-lock on a stalled Redis
+    // took two network timeouts (a user trial of stop 42); the script is one reply.
+    if let Some(PlainCommand::One(cmd)) = request.plain.as_deref().map(plain_command) {
+        return cmd.query(conn);
     }
     let script = request.script;
     let invoke = |conn: &mut redis::Connection, command: &str, body: &str| {

@@ -41,6 +41,7 @@ mod socket;
 pub(crate) use open::handshake_commands;
 pub use socket::LoopSocket;
 
+use super::connection::{LINGER, MAX_LINGERING};
 use super::ifeq;
 use super::redis_calls::{eval_script, run_plain};
 use crate::protocol::reply::Reply;
@@ -303,10 +304,10 @@ pub(crate) struct LoopNode {
     info: redis::ConnectionInfo,
     network_timeout: Duration,
     homes: Mutex<Vec<Weak<EventLoop>>>,
-    /// The connections of the requests abandoned before their replies within the last network
-    /// timeout, for those attempts' undos ([`LoopNode::suspect_for`]): one per request, since
-    /// many calls in flight on one connection time out together (the loop's thread was
-    /// blocked, the node stalled).
+    /// The connections of the requests abandoned before their replies, kept for those
+    /// attempts' undos ([`LoopNode::suspects_for`]) while they linger (`connection::LINGER`,
+    /// at most `MAX_LINGERING`): one per request, since many calls in flight on one
+    /// connection time out together (the loop's thread was blocked, the node stalled).
     suspects: Mutex<Vec<Suspect>>,
 }
 
@@ -341,25 +342,28 @@ impl LoopNode {
         }
     }
 
-    /// The connection the timed-out attempt `request` undoes was left queued on, when sent
-    /// within a network timeout of the suspicion.
-    fn suspect_for(&self, request: &Request) -> Option<Arc<Socket>> {
+    /// Every connection a try of the attempt `request` undoes was left queued on and that is
+    /// still open, however long ago: an acquire retried within its wait leaves one try per
+    /// timeout, each on a connection of its own (the loop opens a new one after a suspicion),
+    /// and each may still apply when a stalled Redis runs again. (A user trial of stop 41: the
+    /// undo followed only one, and the other try's grant stayed for the whole lease; the
+    /// multiplexed and calling-thread paths follow every try since stop 38.)
+    fn suspects_for(&self, request: &Request) -> Vec<Arc<Socket>> {
         if !request.is_undo() {
-            return None;
+            return Vec::new();
         }
-        let suspects = locked(&self.suspects);
+        let mut suspects = locked(&self.suspects);
+        Self::keep_lingering(&mut suspects);
         suspects
             .iter()
-            .find(|s| {
-                request.undoes(s.attempt.as_ref())
-                    && s.since.elapsed() < self.network_timeout
-                    && !s.socket.ended()
-            })
+            .filter(|s| request.undoes(s.attempt.as_ref()))
             .map(|s| s.socket.clone())
+            .collect()
     }
 
-    /// Sends `request` on the calling loop's connection, or on the suspect connection its
-    /// undo must follow (see the module docs); `None` sends it on the multiplexed path.
+    /// Sends `request` on the calling loop's connection, or, for an undo, behind every try of
+    /// its attempt left on a suspect connection (see the module docs: answered by a reply that
+    /// came, else an error); `None` sends it on the multiplexed path.
     /// `ifeq`: the multiplexed connection's checks found Valkey's `SET IFEQ` / `DELIFEQ`, which
     /// lease-lock requests then use here too, as there.
     pub(crate) async fn eval(
@@ -367,25 +371,46 @@ impl LoopNode {
         request: &Request,
         ifeq: bool,
     ) -> Option<redis::RedisResult<Reply>> {
-        let socket = match self.suspect_for(request) {
-            Some(socket) => socket,
-            None => current()?.connection(self)?,
-        };
+        let suspects = self.suspects_for(request);
+        if suspects.is_empty() {
+            let socket = current()?.connection(self)?;
+            return Some(self.run_on(&socket, request, ifeq).await);
+        }
+        let replies = futures::future::join_all(suspects.iter().map(|s| self.run_on(s, request, ifeq))).await;
+        let mut replies = replies.into_iter();
+        let first = replies.next()?;
+        Some(replies.fold(first, |kept, next| if kept.is_ok() { kept } else { next }))
+    }
+
+    async fn run_on(
+        self: &Arc<Self>,
+        socket: &Arc<Socket>,
+        request: &Request,
+        ifeq: bool,
+    ) -> redis::RedisResult<Reply> {
         let mut call = socket.call(self, request);
         let scripts = Some(&socket.scripts);
-        Some(if ifeq && ifeq::handles(request) {
+        if ifeq && ifeq::handles(request) {
             ifeq::run(&mut call, request, scripts).await
         } else if let Some(plain) = &request.plain {
             run_plain(&mut call, plain).await
         } else {
             eval_script(&mut call, request, scripts).await
-        })
+        }
+    }
+
+    /// Drops the suspects that no longer linger: ended, older than `LINGER`, or beyond the
+    /// newest `MAX_LINGERING` (as on the multiplexed path, `connection.rs`).
+    fn keep_lingering(suspects: &mut Vec<Suspect>) {
+        suspects.retain(|s| s.since.elapsed() < LINGER && !s.socket.ended());
+        let excess = suspects.len().saturating_sub(MAX_LINGERING);
+        suspects.drain(..excess);
     }
 
     /// Called by a call dropped before its reply: the connection is suspect.
     fn suspected(&self, socket: &Arc<Socket>, attempt: Option<AttemptMark>) {
         let mut suspects = locked(&self.suspects);
-        suspects.retain(|s| s.since.elapsed() < self.network_timeout && !s.socket.ended());
+        Self::keep_lingering(&mut suspects);
         suspects.push(Suspect {
             socket: socket.clone(),
             attempt,

@@ -151,7 +151,13 @@ pub fn abort(members: &[&Member], request_id: &str, publish: &str) -> Result<Req
         args.push(holder.spec());
         args.push(keys::lock_channel(name));
     }
-    Ok(request(&scripts::MULTI_ABORT, keys, args))
+    // Marked as an undo (`Request::is_undo`): a transport then sends it behind every try of its
+    // attempt left on a stalled connection, so it cannot run before a grant it undoes. (Until
+    // stop 42 it was not: after a paused Redis a multi-lock's late grant stayed for its whole
+    // lease, found by a user trial.)
+    let mut abort = request(&scripts::MULTI_ABORT, keys, args);
+    abort.by_source = true;
+    Ok(abort)
 }
 
 /// Decodes the reply of [`abort`]: `true` when a grant was undone.
@@ -314,6 +320,19 @@ mod tests {
         assert_eq!(hash_slot("foo{}{bar}"), hash_slot("foo{}{bar}"));
         assert_ne!(hash_slot("foo{}{bar}"), hash_slot("bar"));
         assert_eq!(hash_slot("foo{{bar}}zap"), hash_slot("{bar"));
+    }
+
+    #[cfg(feature = "native")]
+    #[test]
+    fn the_abort_is_the_undo_of_its_own_attempt_only() {
+        let ms = [lease("{acct}:1"), lease("{acct}:2")];
+        let refs: Vec<&Member> = ms.iter().collect();
+        let attempt = acquire(&refs, 30_000, "r1", 6_000).unwrap();
+        let abort_it = abort(&refs, "r1", "0").unwrap();
+        assert!(abort_it.is_undo());
+        assert!(abort_it.undoes(attempt.attempt_mark().as_ref()));
+        let other = acquire(&refs, 30_000, "r2", 6_000).unwrap();
+        assert!(!abort_it.undoes(other.attempt_mark().as_ref()));
     }
 
     #[test]
