@@ -103,3 +103,52 @@ async fn a_refused_lock_grant_is_given_back_before_the_refusal_returns() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_refused_for_too_few_replicas_is_not_acquired() {
+    // A user trial of stop 42: on a quorum the default node timeout (at most 250 ms) was below
+    // the WAIT timeout (1 s), so every node was reported as not answering, and a majority
+    // refusing for its replicas was a QuorumError where a single node says NotAcquired.
+    let nodes = servers(3);
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    let client = Client::quorum_builder(&urls)
+        .sync_replicas(1)
+        .sync_replicas_timeout(Duration::from_millis(400))
+        .connect()
+        .await
+        .unwrap();
+    let e = within(
+        Duration::from_secs(10),
+        client
+            .lock("sync:quorum")
+            .lease(Duration::from_secs(30))
+            .acquire_with_wait(Some(Duration::ZERO)),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}");
+    assert!(e.message().contains("3 refused it for too few replicas"), "{e}");
+    assert_eq!(e.nodes().len(), 3, "{e}");
+    for node in e.nodes() {
+        let why = node.result.as_ref().unwrap_err();
+        assert!(why.contains("replica(s) confirmed"), "{why}");
+    }
+    for s in &nodes {
+        let mut conn = raw(s).await;
+        assert_eq!(
+            cmd::<i64>(&mut conn, &["EXISTS", "sync:quorum"]).await,
+            0,
+            "given back"
+        );
+    }
+    // A node timeout of its own must leave room for the WAIT.
+    let e = Client::quorum_builder(&urls)
+        .sync_replicas(1)
+        .sync_replicas_timeout(Duration::from_millis(400))
+        .node_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("node timeout"), "{e}");
+}

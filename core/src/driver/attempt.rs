@@ -82,6 +82,9 @@ pub(super) async fn attempt(
     let mut misconfigured = None;
     // Nodes whose connection this client's settings cannot make (a refused password).
     let mut refusing = 0;
+    // Nodes that granted and took it back because too few of their replicas confirmed it
+    // (`sync_replicas`): they answered, as a busy node does.
+    let mut replicas_refused = 0;
     for (i, r) in replies.into_iter().enumerate() {
         let Some((r, _)) = r else {
             // Not asked (its clean-up of an earlier attempt still runs), or not awaited: the
@@ -117,6 +120,7 @@ pub(super) async fn attempt(
                         misconfigured = Some(e.message().to_owned());
                     }
                     refusing += usize::from(e.kind() == ErrorKind::Connection && e.is_permanent());
+                    replicas_refused += usize::from(e.kind() == ErrorKind::NotAcquired);
                 }
                 first_error = first_error.or(Some(e));
             }
@@ -184,6 +188,20 @@ pub(super) async fn attempt(
             pttl: if min_pttl == i64::MAX { -1 } else { min_pttl },
         },
         (_, Some(e)) if n == 1 => Attempt::Failed(e),
+        // Every node answered, and those that did not grant or find it busy refused for too few
+        // replicas: not acquired, as on a single node (a user trial of stop 42 got a
+        // QuorumError, and `acquire()` raised instead of returning False).
+        (Tally::Undecided, _) if replicas_refused > 0 && granted + busy + replicas_refused == n => Attempt::Failed(
+            Error::new(
+                ErrorKind::NotAcquired,
+                format!(
+                    "lock {:?}: {granted} of {n} nodes granted, {replicas_refused} refused it for too few replicas (sync_replicas) and {busy} found it held; a majority is {}",
+                    spec.name,
+                    quorum::majority(n)
+                ),
+            )
+            .with_nodes(engine.nodes.outcomes(reasons)),
+        ),
         // One node answered after the lease had ended: too slow for this lease, as a reply
         // that never came (retried within the wait; the grant was undone). Never a quorum
         // error from a single node (a user trial of stop 38: `lease=0.001` on a new client

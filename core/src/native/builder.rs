@@ -114,7 +114,10 @@ impl ClientBuilder {
         self
     }
 
-    /// Quorum mode: per-node timeout. Default `min(lease / 20, 250 ms)`.
+    /// Quorum mode: per-node timeout. Default `min(lease / 20, 250 ms)`; with
+    /// [`sync_replicas`](Self::sync_replicas), the `WAIT` timeout plus 250 ms (at most the
+    /// network timeout), since each node waits for its replicas before it answers. Must then
+    /// be above the `WAIT` timeout.
     pub fn node_timeout(mut self, timeout: Duration) -> Self {
         self.config.node_timeout = Some(timeout);
         self
@@ -212,8 +215,37 @@ impl ClientBuilder {
                     self.config.network_timeout.as_millis()
                 )));
             }
+            // A node answers once its replicas confirmed (or the WAIT ran out): a node timeout
+            // below that reports every node as not answering (a user trial of stop 42).
+            match self.config.node_timeout {
+                Some(t) if self.is_quorum() && s.replicas > 0 && t <= s.timeout => {
+                    return Err(Error::invalid(format!(
+                        "a quorum's node timeout ({} ms) must be above its sync_replicas timeout ({} ms): each node waits for its replicas before it answers",
+                        t.as_millis(),
+                        s.timeout.as_millis()
+                    )));
+                }
+                _ => {}
+            }
         }
         Ok(())
+    }
+
+    fn is_quorum(&self) -> bool {
+        !self.cluster && self.urls.len() > 1
+    }
+
+    /// The driver's settings: a quorum with `sync_replicas` and no node timeout of its own
+    /// waits for each node's `WAIT` (see [`node_timeout`](Self::node_timeout)).
+    fn client_config(&self) -> Config {
+        let mut config = self.config.clone();
+        if let Some(s) = self.sync_replicas.filter(|s| s.replicas > 0 && self.is_quorum()) {
+            let margin = Duration::from_millis(250);
+            config.node_timeout = config
+                .node_timeout
+                .or(Some((s.timeout + margin).min(config.network_timeout)));
+        }
+        config
     }
 
     fn transport_options(&self) -> TransportOptions {
@@ -222,7 +254,7 @@ impl ClientBuilder {
             sync_replicas: self.sync_replicas.filter(|s| s.replicas > 0),
             warnings: Arc::new(Warnings::new(self.on_warning.clone())),
             // A quorum's nodes must reach servers of their own (`independence.rs`).
-            servers: (!self.cluster && self.urls.len() > 1).then(Arc::default),
+            servers: self.is_quorum().then(Arc::default),
         }
     }
 
@@ -346,7 +378,7 @@ impl ClientBuilder {
         let runtime = self.runtime_handle()?;
         let _entered = self.runtime.as_ref().map(|h| h.enter());
         let transports = self.transports()?.into_iter().map(Native::erase).collect();
-        let client = Client::from_transports(transports, Arc::new(runtime), self.config)?;
+        let client = Client::from_transports(transports, Arc::new(runtime), self.client_config())?;
         client.engine.nodes.connect_lazily();
         Ok(client)
     }
@@ -374,11 +406,12 @@ impl ClientBuilder {
         .await;
         let labels: Vec<&str> = transports.iter().map(|t| t.label()).collect();
         quorum::enough_answered(&labels, pings)?;
+        let config = self.client_config();
         let runtime = match self.runtime {
             Some(h) => TokioRuntime::with_handle(h),
             None => TokioRuntime::current(),
         };
         let transports = transports.into_iter().map(Native::erase).collect();
-        Client::from_transports(transports, Arc::new(runtime), self.config)
+        Client::from_transports(transports, Arc::new(runtime), config)
     }
 }
