@@ -145,6 +145,26 @@ async fn a_server_that_is_not_redis_is_a_connection_error() {
     assert!(!err.message().contains('\n'), "one line: {err:?}");
 }
 
+/// A server that does not answer (paused) while the connection is made: the error says what
+/// that may mean, not only redis-rs' "timed out" (a user trial of stop 42).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_not_made_in_time_says_the_server_did_not_answer() {
+    let s = server();
+    s.pause().unwrap();
+    let connected = within(
+        Duration::from_secs(10),
+        Client::builder(&s.url())
+            .network_timeout(Duration::from_millis(500))
+            .connect(),
+    )
+    .await;
+    s.resume().unwrap();
+    let err = connected.expect_err("no connection to a paused server");
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.message().contains("no connection within 500 ms"), "{err}");
+    assert!(err.message().contains("paused or overloaded"), "{err}");
+}
+
 #[test]
 fn a_client_whose_runtime_was_shut_down_fails_calls_at_once_instead_of_panicking() {
     // The shape of a `static` client shared by #[tokio::test]s, each with its own runtime:

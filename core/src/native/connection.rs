@@ -426,7 +426,7 @@ impl Reconnecting {
             let _ = self.runtime.set(runtime);
         }
         let connected = client.get_multiplexed_async_connection_with_config(&config).await;
-        let conn = connected.map_err(|e| connect_error(&e, &spec))?;
+        let conn = connected.map_err(|e| connect_error(&e, &spec, s.connect_timeout))?;
         let mut probing = conn.clone();
         let facts = match &s.checks {
             // The checks are the new connection's first calls, alone on it: a server that
@@ -434,7 +434,7 @@ impl Reconnecting {
             Some(warnings) => tokio::select! {
                 biased;
                 facts = probe::probe(&mut probing, &spec.label, warnings) => {
-                    facts.map_err(|e| connect_error(&e, &spec))?
+                    facts.map_err(|e| connect_error(&e, &spec, s.connect_timeout))?
                 }
                 () = until_task_ended(&conn) => return Err(map_error(&lost_error(), &[])),
             },
@@ -444,7 +444,7 @@ impl Reconnecting {
             // A quorum node: the server it reached must be no other node's.
             let run_id = tokio::select! {
                 biased;
-                id = probe::run_id(&mut probing, &spec.label) => id.map_err(|e| connect_error(&e, &spec))?,
+                id = probe::run_id(&mut probing, &spec.label) => id.map_err(|e| connect_error(&e, &spec, s.connect_timeout))?,
                 () = until_task_ended(&conn) => return Err(map_error(&lost_error(), &[])),
             };
             if let Some(run_id) = run_id {
@@ -543,16 +543,27 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// A connect failure, naming the TLS cause when it was one.
-fn connect_error(e: &redis::RedisError, spec: &NodeSpec) -> Error {
+/// A connect failure, naming the TLS cause when it was one, and what a connect timeout may
+/// mean (redis-rs says only "timed out"; a user trial of stop 42).
+fn connect_error(e: &redis::RedisError, spec: &NodeSpec, timeout: Duration) -> Error {
     if let Some(name) = spec.tls_name() {
         if let Some(why) = tls::describe_failure(e, name) {
             return Error::connection(why);
         }
     } else if let Some(why) = tls::describe_plain_failure(e) {
         return Error::connection(why);
+    } else if e.is_timeout() {
+        return Error::connection(no_connection_within(timeout));
     }
     map_error(e, &[])
+}
+
+/// What a plain connection not made within `timeout` says.
+pub(crate) fn no_connection_within(timeout: Duration) -> String {
+    format!(
+        "no connection within {} ms: is the server running and answering (not paused or overloaded)?",
+        timeout.as_millis()
+    )
 }
 
 /// `Arc<ServerNameResolver>` as the owned resolver redis-rs takes.

@@ -411,6 +411,12 @@ impl RedisTransport {
         super::tls::closed_as_made(&detail, tls)
     }
 
+    /// What a binding's own plain connection not made within `timeout` says, in this
+    /// transport's words.
+    pub fn no_connection_within(timeout: Duration) -> String {
+        super::connection::no_connection_within(timeout)
+    }
+
     /// What a binding's own TLS connection not made within the network timeout says, in this
     /// transport's words (a plain-text port, or a client certificate the server wants).
     pub fn tls_not_made_in_time() -> String {

@@ -76,9 +76,9 @@ impl Node {
                 RedisTransport::tls_not_made_in_time()
             ))),
             Either::Right(_) => Err(Error::connection(format!(
-                "{}: no connection within {} ms",
+                "{}: {}",
                 self.label,
-                self.connect_timeout.as_millis()
+                RedisTransport::no_connection_within(self.connect_timeout)
             ))),
         }
     }
