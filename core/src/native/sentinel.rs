@@ -70,6 +70,9 @@ pub(crate) struct SentinelSource {
     master: String,
     /// One client per sentinel, for the `+switch-master` watcher.
     sentinels: Vec<redis::Client>,
+    /// Whether the sentinel user name and password options were given (for what a refusal
+    /// by the sentinels says).
+    sentinel_credentials: bool,
     /// Bumped on every `+switch-master` of this master, and when the watcher reconnects and
     /// the sentinel it reached names another master than the one last resolved (a switch it
     /// may have missed).
@@ -165,6 +168,7 @@ impl SentinelSource {
             client: tokio::sync::Mutex::new(b.build().map_err(bad)?),
             master: spec.master.clone(),
             sentinels,
+            sentinel_credentials: auth.is_some(),
             generation: AtomicU64::new(0),
             resolved: std::sync::Mutex::new(None),
             watching: std::sync::Once::new(),
@@ -246,6 +250,11 @@ impl SentinelSource {
                 ErrorKind::NoPermission,
                 format!("Sentinel master {master:?}: {} (the data nodes' ACL user needs ROLE; docs/deployments.md)", refused.message()),
             ),
+            // No sentinel password given: the sentinels want one (a user trial of stop 42 read
+            // "refused the sentinel user name or password" with none given).
+            (_, true) if !self.sentinel_credentials => Error::refused_credentials(format!(
+                "Sentinel: the sentinels of {master:?} require a password and none was given (the client's sentinel password option: Rust `sentinel_auth`, Python `sentinel_password`, Node `sentinelPassword`, C `sentinel_password`)"
+            )),
             (_, true) => Error::refused_credentials(format!(
                 "Sentinel: the sentinels of {master:?} refused the sentinel user name or password (the client's sentinel user name and password options: Rust `sentinel_auth`, Python `sentinel_username` / `sentinel_password`, Node `sentinelUsername` / `sentinelPassword`, C `sentinel_username` / `sentinel_password`)"
             )),
