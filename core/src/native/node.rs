@@ -53,6 +53,16 @@ impl AsyncDNSResolver for ServerNameResolver {
     }
 }
 
+/// `host:port` as errors name a node, an IPv6 address in brackets (`[::1]:6379`).
+fn label_of(addr: &ConnectionAddr) -> String {
+    match addr {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } if host.contains(':') => {
+            format!("[{host}]:{port}")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Parses `url` (`redis://`, `rediss://`, `unix://`) with `tls` applied.
 ///
 /// # Errors
@@ -72,7 +82,15 @@ pub(crate) fn node_spec(url: &str, tls: &TlsOptions) -> Result<NodeSpec> {
     };
     let url = &*super::url_query::normalized(url)?;
     let info = url.into_connection_info().map_err(bad)?;
-    let label = info.addr().to_string();
+    let login = info.redis_settings();
+    if login.username().is_some() && login.password().is_none() {
+        // redis-rs sends no AUTH then, so the connection would be the default user's (a user
+        // trial of stop 42 found it silently so).
+        return Err(Error::invalid(
+            "a Redis URL with a user name needs its password too (redis://user:password@host:port; an ACL user with nopass takes any password): without one no AUTH is sent and the connection is the default user's",
+        ));
+    }
+    let label = label_of(info.addr());
     // redlatch's own connections skip CLIENT SETINFO: one command fewer for the ACL recipe.
     let info = {
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
@@ -142,6 +160,18 @@ mod tests {
         let spec = node_spec("redis://user:hunter2@127.0.0.1:6390/0", &TlsOptions::new()).unwrap();
         assert_eq!(spec.label, "127.0.0.1:6390");
         assert!(!format!("{spec:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn ipv6_labels_are_bracketed_and_a_user_needs_a_password() {
+        // A user trial of stop 42: "::1:46115", and a user name alone connected as default.
+        let spec = node_spec("redis://[::1]:6390", &TlsOptions::new()).unwrap();
+        assert_eq!(spec.label, "[::1]:6390");
+        let e = node_spec("redis://alice@127.0.0.1:6390", &TlsOptions::new()).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(e.message().contains("needs its password too"), "{e}");
+        assert!(node_spec("redis://alice:pw@127.0.0.1:6390", &TlsOptions::new()).is_ok());
+        assert!(node_spec("redis://:pw@127.0.0.1:6390", &TlsOptions::new()).is_ok());
     }
 
     #[test]
