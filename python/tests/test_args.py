@@ -141,6 +141,9 @@ def test_long_name_within_limit(client: redlatch.Client, name: str) -> None:
         ({"network_timeout": 0}, ValueError),
         ({"poll_interval": math.inf}, ValueError),
         ({"poll_interval": "fast"}, TypeError),
+        ({"sync_replicas": -1}, ValueError),
+        ({"sync_replicas": 1.5}, TypeError),  # a user trial of stop 42 got ValueError
+        ({"sync_replicas": True}, TypeError),
     ],
 )
 def test_bad_client_settings(redis_url: str, kwargs: dict, exc: type) -> None:
@@ -165,6 +168,8 @@ def test_bad_urls() -> None:
         redlatch.Client.quorum(["redis://127.0.0.1:1", 2])  # type: ignore[list-item]
     with pytest.raises(ValueError):
         redlatch.Client.quorum(["redis://127.0.0.1:1", "nope://x"])
+    with pytest.raises(ValueError, match="needs its password too"):
+        redlatch.Client("redis://alice@127.0.0.1:1")  # no AUTH would be sent (stop 42)
 
 
 def test_redis_py_db_parameter_selects_the_same_database(redis_url: str, name: str) -> None:

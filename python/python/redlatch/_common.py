@@ -55,7 +55,9 @@ def native_client(
     """Checks the URL list and builds the native client (no connection is made yet)."""
     if isinstance(urls, (str, bytes)) or not all(isinstance(u, str) for u in urls):
         raise TypeError("urls must be a sequence of str, e.g. ['redis://h1:6379', ...]")
-    if isinstance(sync_replicas, bool) or not isinstance(sync_replicas, int) or sync_replicas < 0:
+    if isinstance(sync_replicas, bool) or not isinstance(sync_replicas, int):
+        raise TypeError(f"sync_replicas must be an int, not {type(sync_replicas).__name__}")
+    if sync_replicas < 0:
         raise ValueError(f"sync_replicas must be a non-negative int, not {sync_replicas!r}")
     for what, flag in (("tls_insecure", tls_insecure), ("cluster", cluster)):
         if not isinstance(flag, bool):
