@@ -10,15 +10,21 @@
 -- decremented and still held, -1 not held by this writer, -2 lock absent ('1' is still
 -- published, as Redisson does), 3 undo with nothing to undo.
 local lock, writer = KEYS[1], ARGV[2]
-local replay = redis.call('GET', KEYS[2])
-if replay then
-  return tonumber(replay)
+local undo = KEYS[3]
+-- An undo's repeat is told by the acquire latch it deletes, not by this release latch: written
+-- by an undo that ran before a late try of the same attempt (a stalled connection), the latch
+-- made that try's own undo replay instead of undoing it, and its grant stayed for the whole
+-- lease (a user trial of stop 42). So an undo neither reads nor writes it.
+if not undo then
+  local replay = redis.call('GET', KEYS[2])
+  if replay then
+    return tonumber(replay)
+  end
 end
 -- Read the lock first: a lock key holding data of another type fails here, with nothing
 -- written. Decided first, written after the PUBLISH: an ACL user refused the channel gets
 -- NoPermission with nothing written (subscribers see the message only after the script).
 local mode = redis.call('HGET', lock, 'mode')
-local undo = KEYS[3]
 if undo and redis.call('EXISTS', undo) == 0 then
   return 3
 end
@@ -49,5 +55,7 @@ else
   redis.call('HDEL', lock, writer)
   redis.call('HSET', lock, 'mode', 'read')
 end
-redis.call('SET', KEYS[2], result, 'PX', ARGV[5])
+if not undo then
+  redis.call('SET', KEYS[2], result, 'PX', ARGV[5])
+end
 return result
