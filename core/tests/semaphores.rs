@@ -566,3 +566,45 @@ async fn close_during_a_pause_still_gives_the_permits_back() {
         "the permits given back at close applied when the pause ended"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_retried_after_its_latch_expired_never_gives_permits_back_twice() {
+    // A user trial of stop 42: release(1) timed out on a paused Redis (it applied when Redis
+    // ran again), and a retry 3 s later, past the latch, gave the permit back a second time:
+    // a semaphore of 3 had 4. A retry while the latch lives stays exact.
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    for (name, retry_after) in [
+        ("sem:retry:soon", Duration::ZERO),
+        ("sem:retry:late", Duration::from_millis(1500)),
+    ] {
+        let sem = client.semaphore(name);
+        assert!(sem.try_set_permits(3).await.unwrap());
+        sem.acquire_with_wait(1, Some(Duration::ZERO)).await.unwrap();
+        s.pause().unwrap();
+        let first = within(Duration::from_secs(10), sem.release(1)).await.unwrap_err();
+        s.resume().unwrap();
+        assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+        tokio::time::sleep(retry_after).await;
+        let retry = within(Duration::from_secs(10), sem.release(1)).await;
+        if retry_after.is_zero() {
+            retry.expect("a retry while the latch lives is exact");
+        } else {
+            let e = retry.expect_err("a retry past the latch is not sent");
+            assert_eq!(e.kind(), ErrorKind::NotOwned, "{e}");
+            assert_eq!(e.reason(), Some(Reason::Expired), "{e}");
+            assert!(e.message().contains("latch has expired"), "{e}");
+        }
+        assert_eq!(
+            get(&mut conn, name).await.as_deref(),
+            Some("3"),
+            "{name}: given back once"
+        );
+        assert_eq!(sem.held(), 0, "{name}");
+    }
+}

@@ -44,6 +44,9 @@ pub struct Semaphore {
     _at_close: Arc<GiveBackAtClose>,
 }
 
+/// How many releases of unknown outcome a handle remembers.
+const MAX_UNSETTLED: usize = 64;
+
 /// A release that failed with a connection error (it may have applied): its request id, which
 /// the next release of the same count sends again, so that its latch decides.
 struct UnsettledRelease {
@@ -282,12 +285,15 @@ impl Semaphore {
     /// network timeout, at least 1 s), so the transport's repeat after a lost reply adds
     /// nothing twice. A release that failed with `Connection` may have applied: the handle
     /// keeps its request id, and the next release of the same count (a caller's retry) sends
-    /// that id again, so it is exact while the latch lives; after that Redis cannot tell, and
-    /// a retry whose first attempt did apply adds the permits twice.
+    /// that id again, so it is exact while the latch lives (from the first send); after that
+    /// Redis cannot tell, so the retry is not sent: it fails with `NotOwned` (reason
+    /// `expired`) and the permits leave this handle's count (they were given back once, or
+    /// not at all; never twice).
     ///
     /// # Errors
     /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held),
-    /// nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
+    /// nothing sent; `NotOwned` (reason `expired`) for the retry of a release of unknown outcome
+    /// whose latch has expired (see above), nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
     /// `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails (the permits then
     /// still count as held by this handle, so the release can be retried).
     pub async fn release(&self, permits: u64) -> Result<()> {
@@ -308,7 +314,21 @@ impl Semaphore {
         }
         let engine = &self.engine;
         let (request_id, sent) = match self.take_unsettled(permits) {
-            Some(earlier) => (earlier.request_id, earlier.sent),
+            Some(earlier) if self.latch_may_tell(&earlier) => (earlier.request_id, earlier.sent),
+            // Its latch is gone: Redis can no longer tell whether it applied, and sending it
+            // again would give the permits back twice if it did (a user trial of stop 42: a
+            // retry 3 s later took a semaphore of 3 to 4). The permits leave this handle.
+            Some(_) => {
+                return Err(Error::not_owned(
+                    false,
+                    Reason::Expired,
+                    format!(
+                        "semaphore {:?}: an earlier release of {permits} permit{}, whose outcome was unknown, may have given them back, but its idempotency latch has expired, so that cannot be told; not sent again (that could give them back twice), and this handle no longer counts them",
+                        self.name,
+                        if permits == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
             None => (token::new_token()?, engine.now()),
         };
         match send_release(engine, &self.name, permits, &request_id, false).await {
@@ -317,6 +337,10 @@ impl Semaphore {
                 self.held.fetch_add(permits, Ordering::AcqRel);
                 if e.kind() == ErrorKind::Connection {
                     if let Ok(mut unsettled) = self.unsettled.lock() {
+                        // Bounded: the oldest go (a handle retrying none of them).
+                        if unsettled.len() >= MAX_UNSETTLED {
+                            unsettled.remove(0);
+                        }
                         unsettled.push(UnsettledRelease {
                             permits,
                             request_id,
@@ -385,16 +409,21 @@ impl Semaphore {
         );
     }
 
-    /// The earliest unsettled release of `permits` (forgetting those whose latch is long
-    /// gone: sending their id again could no longer tell anything).
+    /// The earliest unsettled release of `permits`, however old (see
+    /// [`latch_may_tell`](Self::latch_may_tell)).
     fn take_unsettled(&self, permits: u64) -> Option<UnsettledRelease> {
-        let engine = &self.engine;
-        let now = engine.now();
-        let useful = Duration::from_millis(engine.latch_ttl_ms()) + engine.config.network_timeout * 2;
         let mut unsettled = self.unsettled.lock().ok()?;
-        unsettled.retain(|u| now.saturating_sub(u.sent) < useful);
         let i = unsettled.iter().position(|u| u.permits == permits)?;
         Some(unsettled.remove(i))
+    }
+
+    /// Whether the latch of `earlier`, if it applied, is still there when its id is sent again
+    /// now: the latch lives `latch_ttl_ms` from when the release applied, which was no earlier
+    /// than its first send (50 ms are kept back for the trip).
+    fn latch_may_tell(&self, earlier: &UnsettledRelease) -> bool {
+        let engine = &self.engine;
+        let lives = Duration::from_millis(engine.latch_ttl_ms());
+        engine.now().saturating_sub(earlier.sent) + Duration::from_millis(50) < lives
     }
 
     /// Permits available now: 0 when the semaphore was never set, and 0 when its count is
