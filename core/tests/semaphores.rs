@@ -608,3 +608,32 @@ async fn a_release_retried_after_its_latch_expired_never_gives_permits_back_twic
         assert_eq!(sem.held(), 0, "{name}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_release_retried_after_an_unknown_outcome_is_ok() {
+    // A user trial of stop 42: release() timed out on a paused Redis and applied when it ran
+    // again; the caller's retry said the permit was never held.
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let permits = client.permit_semaphore("permit:retry");
+    assert!(permits.try_set_permits(2).await.unwrap());
+    let permit = permits
+        .acquire_with_wait(Some(Duration::from_secs(30)), Some(Duration::ZERO))
+        .await
+        .unwrap();
+    s.pause().unwrap();
+    let first = within(Duration::from_secs(10), permit.release())
+        .await
+        .unwrap_err();
+    s.resume().unwrap();
+    assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    within(Duration::from_secs(10), permit.release())
+        .await
+        .expect("the earlier release gave it back");
+    assert_eq!(permits.available().await.unwrap(), 2);
+}

@@ -106,9 +106,20 @@ impl PermitState {
             ));
         }
         self.stop.notify(usize::MAX);
-        let result = release_id(&self.engine, &self.name, &self.id)
-            .await
-            .map_err(|e| self.why_gone(e));
+        let result = match release_id(&self.engine, &self.name, &self.id).await {
+            // Gone after a release of this handle whose outcome stayed unknown, while its lease
+            // runs: that release removed it (permit ids are random, as for the driver's own
+            // retry in `release_id`). Before stop 42 the caller's retry said `never_held` (a
+            // user trial).
+            Err(e)
+                if e.reason() == Some(Reason::NeverHeld)
+                    && self.maybe_released.load(Ordering::Acquire)
+                    && !self.lease_ended() =>
+            {
+                Ok(())
+            }
+            other => other.map_err(|e| self.why_gone(e)),
+        };
         let retryable = result
             .as_ref()
             .is_err_and(|e| matches!(e.kind(), ErrorKind::Connection) || e.reason().is_none());
@@ -126,6 +137,11 @@ impl PermitState {
 }
 
 impl PermitState {
+    /// A fixed lease that has run out (never, for a permit the watchdog renews).
+    fn lease_ended(&self) -> bool {
+        !self.renewed && self.engine.now() >= self.granted + self.lease
+    }
+
     /// Redis knowing no such permit (`never_held` from [`release_id`], which serves any id)
     /// means, for one this handle holds, that its entry went: reclaimed after its lease ended
     /// (`expired`), or deleted (`deleted`: a restart without persistence, its id released by
@@ -137,7 +153,7 @@ impl PermitState {
     /// late: `LockLost` (`expired`), whether Redis still had its entry or had reclaimed it (a
     /// user trial of stop 38 found `NotOwned` against the errors table).
     fn why_gone(&self, e: Error) -> Error {
-        let expired = !self.renewed && self.engine.now() >= self.granted + self.lease;
+        let expired = self.lease_ended();
         if e.reason() == Some(Reason::Expired) && expired {
             return Error::not_owned(true, Reason::Expired, e.message());
         }
