@@ -232,7 +232,8 @@ impl MultiLock {
 /// Rolls back: releases `guards` concurrently (a release that fails goes on in the background,
 /// as for a scope's end).
 async fn release_all(guards: &[Guard]) {
-    for result in join_all(guards.iter().filter(|g| g.is_held()).map(Guard::release_final)).await {
+    let releases = join_all(guards.iter().filter(|g| g.is_held()).map(Guard::release_final));
+    for result in driver::concurrently(releases).await {
         if let Err(e) = result {
             tracing::debug!(error = %e, "multi-lock rollback: a member's release failed");
         }
@@ -300,7 +301,7 @@ impl MultiGuard {
                 None => Vec::new(),
             }
         } else {
-            join_all(members.map(Guard::release)).await
+            driver::concurrently(join_all(members.map(Guard::release))).await
         };
         results.into_iter().find(|r| r.is_err()).unwrap_or(Ok(()))
     }

@@ -350,6 +350,35 @@ def test_a_multi_lock_on_a_stalled_redis_fails_within_one_network_timeout(
         proxy.close()
 
 
+def test_a_mixed_multi_lock_released_on_a_stalled_redis_fails_within_one_network_timeout(
+    redis_url: str, r: redis.Redis, name: str
+) -> None:
+    # A multi-lock with a fair or read/write member is released member by member, concurrently;
+    # on the calling thread each member's release blocked in turn for a whole network timeout
+    # (a user trial of stop 42: 2.02 s for 2 members, network timeout 1 s).
+    proxy = StallingProxy(_port(redis_url))
+    try:
+        client = redlatch.Client(f"redis://127.0.0.1:{proxy.port}", network_timeout=0.5)
+        fair, rw = client.fair_lock(f"{name}:fair"), client.rw_lock(f"{name}:rw")
+        multi = client.multi_lock([fair, rw.write(), f"{name}:a", f"{name}:b"], lease=30.0)
+        for _ in range(3):  # the calling thread's connection is made and used
+            assert multi.acquire(timeout=0)
+            multi.release()
+        assert multi.acquire(timeout=0)
+        proxy.stalled.update(range(1, 200))
+        started = time.monotonic()
+        with pytest.raises(redlatch.RedisConnectionError):
+            multi.release()
+        elapsed = time.monotonic() - started
+        proxy.stalled.clear()
+        assert elapsed < 0.5 + 0.4, f"took {elapsed:.2f} s: more than one network timeout"
+        multi.release()  # the retry is exact (the stalled releases applied meanwhile)
+        locks = [f"{name}:{k}" for k in ("fair", "rw", "a", "b")]
+        assert not any(r.exists(k) for k in locks)
+    finally:
+        proxy.close()
+
+
 def test_each_event_loop_gets_its_own_connection_and_closes_it(redis_url: str, r: redis.Redis, name: str) -> None:
     # One client used from several loops in turn (asyncio.run each time, as scripts and
     # some test runners do): each loop gets a connection of its own, and a closed loop's

@@ -45,6 +45,16 @@ use std::sync::{Arc, Weak};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+/// Awaits `fut`, whose requests go out together (several members' releases), with
+/// the calling thread's blocking I/O off (see `native::local_io::concurrently`): they share
+/// one network timeout instead of taking one each, one after another.
+pub(crate) async fn concurrently<F: std::future::Future>(fut: F) -> F::Output {
+    #[cfg(feature = "native")]
+    return crate::native::concurrently(fut).await;
+    #[cfg(not(feature = "native"))]
+    fut.await
+}
+
 /// A node's outcome in a quorum error when its answer was not awaited (the call ended first).
 pub(crate) const NOT_AWAITED: &str = "no answer awaited: the call ended before it came";
 

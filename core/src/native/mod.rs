@@ -29,6 +29,7 @@ mod warnings;
 
 pub use builder::{ClientBuilder, DEFAULT_SYNC_TIMEOUT};
 pub use cluster::ClusterTransport;
+pub(crate) use local_io::concurrently;
 pub use local_io::poll_here;
 pub use loop_io::{poll_on_loop, EventLoop, LoopSocket, LoopWatcher};
 pub use options::DeploymentOptions;
