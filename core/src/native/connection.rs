@@ -21,44 +21,21 @@
 //! stall, a long reply delay) it runs after the grant it undoes; on a new connection it
 //! could run first and leave the grant for its whole lease.
 //!
-//! A call that finds its connection dropped (a broken pipe, a reset) marks it lost
-//! ([`Live::mark_lost`]), and every other call still waiting on it ends at once with a
-//! connection error ([`Live::unless_lost`]) instead of waiting out its reply timeout:
-//! redis-rs 1.8 can lose a request handed to a connection while the connection dies (seen
-//! under `CLIENT KILL`: two calls failed with a broken pipe while a third, sent between
-//! them, waited its whole response timeout), and that wait would use up the budget in
-//! which the driver retries the call on a new connection.
-//!
-//! A call alone on a connection has no other call to find it dropped, and redis-rs can lose
-//! it too: when the server closes the connection, redis-rs's task ends and drops the
-//! receiving end of its request channel; a request whose send raced that drop (its permit
-//! taken before the channel closed, its message pushed after the receiver drained the
-//! channel) stays in the channel, so its reply sender is never dropped and the call waits
-//! its whole response timeout (tokio's `mpsc` does not promise delivery to a receiver
-//! dropped meanwhile). Seen as ~0.3 % of calls right after a `CLIENT KILL`
-//! (tests/faults, `lone_calls_after_killed_connections_never_wait_out_their_timeout`).
-//! So a waiting call checks now and then that the task still runs
-//! ([`Live::unless_lost`]); once it has ended, the call ends with a connection error at
-//! once (the request was never sent: the task took nothing more) and is sent again on a
-//! new connection. The connect checks ([`probe`]), a new connection's first calls and alone
-//! on it, wait the same way (tests/faults, `calls_through_a_kill_storm_end_soon`).
+//! A call that finds its connection dropped, or its connection's redis-rs task ended, ends
+//! at once with a connection error instead of waiting out its reply timeout: see [`Live`].
 
+pub(crate) use super::live::Live;
 use super::node::NodeSpec;
-use super::probe::{self, Facts};
-use super::scripts_run::ScriptsRun;
+use super::probe::Facts;
 use super::sentinel::SentinelSource;
 use super::warnings::Warnings;
-use super::{map_error, tls};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::protocol::independence::QuorumServers;
 use crate::protocol::request::{AttemptMark, Request};
-use futures::FutureExt;
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, PushInfo};
+use redis::PushInfo;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 
 /// Where the node is: a fixed address, or the master a Sentinel deployment names.
 #[derive(Clone)]
@@ -87,94 +64,6 @@ impl Source {
 /// Called with every push message of connection `id` (subscriber connections only).
 pub(crate) type PushHandler = Arc<dyn Fn(u64, PushInfo) + Send + Sync>;
 
-/// A live connection and what was learned when it was made.
-#[derive(Clone)]
-pub(crate) struct Live {
-    pub(crate) conn: MultiplexedConnection,
-    /// Distinguishes connections, so a stale failure does not drop a newer one.
-    pub(crate) id: u64,
-    pub(crate) facts: Facts,
-    /// The node actually connected to (`host:port`; for Sentinel, the current master).
-    pub(crate) node: Arc<str>,
-    /// The source's generation when the node was resolved.
-    generation: u64,
-    /// Set once a call found the connection dropped (see the module docs).
-    lost: Arc<watch::Sender<bool>>,
-    /// The scripts run on this connection (the first of each goes by source).
-    pub(crate) scripts: Arc<ScriptsRun>,
-}
-
-impl Live {
-    /// Records that a call found this connection dropped: the calls waiting on it end (see
-    /// the module docs).
-    pub(crate) fn mark_lost(&self) {
-        self.lost.send_replace(true);
-    }
-
-    /// Whether a call found this connection dropped.
-    fn is_lost(&self) -> bool {
-        *self.lost.borrow()
-    }
-
-    /// `call` (a request on this connection), ended early with a connection error when
-    /// another call finds the connection dropped first, or when the connection's task has
-    /// ended while the call waits (see the module docs).
-    ///
-    /// # Errors
-    /// `call`'s own, or an I/O error (`BrokenPipe`) when the connection was lost.
-    pub(crate) async fn unless_lost<T>(
-        &self,
-        call: impl std::future::Future<Output = redis::RedisResult<T>>,
-    ) -> redis::RedisResult<T> {
-        let mut lost = self.lost.subscribe();
-        tokio::select! {
-            biased;
-            reply = call => reply,
-            _ = lost.wait_for(|lost| *lost) => Err(lost_error()),
-            () = self.until_task_ended() => {
-                self.mark_lost();
-                Err(lost_error())
-            }
-        }
-    }
-
-    async fn until_task_ended(&self) {
-        until_task_ended(&self.conn).await
-    }
-}
-
-/// Returns once `conn`'s redis-rs task is found ended, checked at growing intervals while a
-/// call waits (see the module docs). The check is a `PING` polled once and dropped: on an
-/// ended task it fails at that first poll (its channel is closed); on a live one it is
-/// queued and then skipped unsent, since redis-rs sends nothing whose caller has gone.
-async fn until_task_ended(conn: &MultiplexedConnection) {
-    let mut every = FIRST_TASK_CHECK;
-    loop {
-        tokio::time::sleep(every).await;
-        let mut conn = conn.clone();
-        let ping = redis::cmd("PING").query_async::<()>(&mut conn).now_or_never();
-        if let Some(Err(e)) = ping {
-            if e.is_connection_dropped() {
-                return;
-            }
-        }
-        every = (every * 2).min(LAST_TASK_CHECK);
-    }
-}
-
-/// When a waiting call first checks that its connection's task still runs, and the longest
-/// interval between checks: far above a reply's usual time (0.1-1 ms on a LAN), so a call
-/// that is only slow costs a few channel sends, and short against a network timeout.
-const FIRST_TASK_CHECK: Duration = Duration::from_millis(20);
-const LAST_TASK_CHECK: Duration = Duration::from_millis(320);
-
-fn lost_error() -> redis::RedisError {
-    redis::RedisError::from(std::io::Error::new(
-        std::io::ErrorKind::BrokenPipe,
-        "the connection was lost before this call's reply came",
-    ))
-}
-
 /// Settings of a [`Reconnecting`].
 #[derive(Clone)]
 pub(crate) struct Settings {
@@ -184,7 +73,7 @@ pub(crate) struct Settings {
     pub(crate) response_timeout: Option<Duration>,
     /// RESP3 push messages go here (the subscriber); `None` for command connections.
     pub(crate) push: Option<PushHandler>,
-    /// Run the connect checks ([`probe`]) and report warnings here (command connections).
+    /// Run the connect checks ([`super::probe`]) and report warnings here (command connections).
     pub(crate) checks: Option<Arc<Warnings>>,
     /// A quorum's nodes: the server reached must be no other node's (`independence.rs`).
     pub(crate) servers: Option<Arc<QuorumServers>>,
@@ -245,7 +134,7 @@ impl Reconnecting {
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         if live
             .as_ref()
-            .is_some_and(|l| l.generation != self.source.generation() || l.is_lost())
+            .is_some_and(|l| l.generation() != self.source.generation() || l.is_lost())
         {
             *live = None;
         }
@@ -392,74 +281,17 @@ impl Reconnecting {
     pub(crate) fn existing_facts(&self) -> Option<Facts> {
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         let live = live.as_ref()?;
-        (live.generation == self.source.generation() && !live.is_lost()).then_some(live.facts)
+        (live.generation() == self.source.generation() && !live.is_lost()).then_some(live.facts)
     }
 
     async fn connect(&self) -> Result<Live> {
-        let s = &self.settings;
         let generation = self.source.generation();
-        let spec = self.source.resolve(s.connect_timeout).await?;
-        let mut info = spec.info.clone();
-        if s.push.is_some() {
-            let settings = info
-                .redis_settings()
-                .clone()
-                .set_protocol(redis::ProtocolVersion::RESP3);
-            info = info.set_redis_settings(settings);
-        }
-        let client = redis::Client::open(info).map_err(|e| Error::invalid(e.to_string()))?;
-        let mut config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(s.connect_timeout))
-            .set_response_timeout(s.response_timeout);
-        if let Some(resolver) = &spec.resolver {
-            config = config.set_dns_resolver(SharedResolver(resolver.clone()));
-        }
+        let spec = self.source.resolve(self.settings.connect_timeout).await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if let Some(push) = &s.push {
-            let push = push.clone();
-            config = config.set_push_sender(move |info: PushInfo| {
-                push(id, info);
-                Ok::<(), std::convert::Infallible>(())
-            });
-        }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let _ = self.runtime.set(runtime);
         }
-        let connected = client.get_multiplexed_async_connection_with_config(&config).await;
-        let conn = connected.map_err(|e| connect_error(&e, &spec, s.connect_timeout))?;
-        let mut probing = conn.clone();
-        let facts = match &s.checks {
-            // The checks are the new connection's first calls, alone on it: a server that
-            // closes it meanwhile can strand one as it strands any lone call (module docs).
-            Some(warnings) => tokio::select! {
-                biased;
-                facts = probe::probe(&mut probing, &spec.label, warnings) => {
-                    facts.map_err(|e| connect_error(&e, &spec, s.connect_timeout))?
-                }
-                () = until_task_ended(&conn) => return Err(map_error(&lost_error(), &[])),
-            },
-            None => Facts::default(),
-        };
-        if let Some(servers) = &s.servers {
-            // A quorum node: the server it reached must be no other node's.
-            let run_id = tokio::select! {
-                biased;
-                id = probe::run_id(&mut probing, &spec.label) => id.map_err(|e| connect_error(&e, &spec, s.connect_timeout))?,
-                () = until_task_ended(&conn) => return Err(map_error(&lost_error(), &[])),
-            };
-            if let Some(run_id) = run_id {
-                servers.claim(&spec.label, &run_id)?;
-            }
-        }
-        Ok(Live {
-            conn,
-            id,
-            facts,
-            node: spec.label.as_str().into(),
-            generation,
-            lost: Arc::new(watch::channel(false).0),
-            scripts: Arc::new(ScriptsRun::new()),
-        })
+        Live::connect(&spec, &self.settings, id, generation).await
     }
 }
 
@@ -540,41 +372,5 @@ impl Drop for InFlight<'_> {
             tracing::debug!("a call was abandoned before its reply: its connection is suspect");
             self.conn.suspect(self.live, self.request);
         }
-    }
-}
-
-/// A connect failure, naming the TLS cause when it was one, and what a connect timeout may
-/// mean (redis-rs says only "timed out"; a user trial of stop 42).
-fn connect_error(e: &redis::RedisError, spec: &NodeSpec, timeout: Duration) -> Error {
-    if let Some(name) = spec.tls_name() {
-        if let Some(why) = tls::describe_failure(e, name) {
-            return Error::connection(why);
-        }
-    } else if let Some(why) = tls::describe_plain_failure(e) {
-        return Error::connection(why);
-    } else if e.is_timeout() {
-        return Error::connection(no_connection_within(timeout));
-    }
-    map_error(e, &[])
-}
-
-/// What a plain connection not made within `timeout` says.
-pub(crate) fn no_connection_within(timeout: Duration) -> String {
-    format!(
-        "no connection within {} ms: is the server running and answering (not paused or overloaded)?",
-        timeout.as_millis()
-    )
-}
-
-/// `Arc<ServerNameResolver>` as the owned resolver redis-rs takes.
-struct SharedResolver(Arc<super::node::ServerNameResolver>);
-
-impl redis::io::AsyncDNSResolver for SharedResolver {
-    fn resolve<'a, 'b: 'a>(
-        &'a self,
-        host: &'b str,
-        port: u16,
-    ) -> redis::RedisFuture<'a, Box<dyn Iterator<Item = std::net::SocketAddr> + Send + 'a>> {
-        self.0.resolve(host, port)
     }
 }

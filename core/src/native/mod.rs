@@ -9,6 +9,7 @@ mod cluster_pubsub;
 mod connection;
 mod deployment;
 mod ifeq;
+mod live;
 mod local_io;
 mod loop_io;
 mod node;

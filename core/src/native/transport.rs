@@ -414,7 +414,7 @@ impl RedisTransport {
     /// What a binding's own plain connection not made within `timeout` says, in this
     /// transport's words.
     pub fn no_connection_within(timeout: Duration) -> String {
-        super::connection::no_connection_within(timeout)
+        super::live::no_connection_within(timeout)
     }
 
     /// What a binding's own TLS connection not made within the network timeout says, in this
