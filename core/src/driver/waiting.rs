@@ -11,8 +11,8 @@
 
 use super::transport::random_unit;
 use super::waker::Waker;
-use super::Engine;
-use crate::error::{Error, Result};
+use super::{BoxFut, Engine};
+use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
 use crate::protocol::timing;
@@ -123,6 +123,78 @@ impl Waiter {
             .sleep(remaining.map_or(backoff, |r| backoff.min(r)))
             .await;
         Ok(())
+    }
+}
+
+/// Gives back what one semaphore acquire request took: `(engine, semaphore name, request or
+/// permit id)`; nothing when that request never applied.
+pub(crate) type GiveBack = fn(Arc<Engine>, String, String) -> BoxFut<'static, ()>;
+
+/// Gives back, in the background, what an acquire request of a semaphore took if its caller
+/// never saw the grant (cancelled, or the reply lost): armed while an attempt's outcome is
+/// unknown.
+pub(crate) struct GiveBackOnDrop {
+    engine: Arc<Engine>,
+    name: String,
+    id: String,
+    give_back: GiveBack,
+    pub(crate) armed: bool,
+}
+
+impl GiveBackOnDrop {
+    /// Disarmed; `give_back` undoes request `id` of semaphore `name`.
+    pub(crate) fn new(engine: &Arc<Engine>, name: &str, id: String, give_back: GiveBack) -> Self {
+        let (engine, name) = (engine.clone(), name.to_owned());
+        GiveBackOnDrop {
+            engine,
+            name,
+            id,
+            give_back,
+            armed: false,
+        }
+    }
+
+    /// The request (or permit) id whose grant this gives back.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Gives back now what `drop` would in the background. Stays armed while it runs: dropped
+    /// midway, it is sent again in the background (it may be repeated).
+    async fn give_back_now(&mut self) {
+        (self.give_back)(self.engine.clone(), self.name.clone(), self.id.clone()).await;
+        self.armed = false;
+    }
+}
+
+impl Drop for GiveBackOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (name, id) = (std::mem::take(&mut self.name), std::mem::take(&mut self.id));
+        let give_back = (self.give_back)(self.engine.clone(), name, id);
+        super::cleanup::spawn(&*self.engine.runtime, give_back);
+    }
+}
+
+impl Waiter {
+    /// [`failed`](Self::failed) for a semaphore acquire whose `undo` is armed: when the wait
+    /// ends on an acquire refused after it applied (`NotAcquired`: too few replicas confirmed
+    /// it, `sync_replicas`), the node answered, so what it took goes back before the caller
+    /// hears of the refusal, not in the background after it.
+    pub(crate) async fn failed_giving_back(
+        &mut self,
+        error: Error,
+        started: Duration,
+        undo: &mut GiveBackOnDrop,
+    ) -> Result<()> {
+        let refused = error.kind() == ErrorKind::NotAcquired;
+        let end = self.failed(error, started).await;
+        if end.is_err() && refused {
+            undo.give_back_now().await;
+        }
+        end
     }
 }
 

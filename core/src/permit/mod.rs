@@ -2,8 +2,8 @@
 //! have ids and leases and come back by themselves when a lease ends.
 
 use crate::client::Client;
-use crate::driver::waiting::{self, Waiter};
-use crate::driver::{Engine, CLOSED};
+use crate::driver::waiting::{self, GiveBackOnDrop, Waiter};
+use crate::driver::{BoxFut, Engine, CLOSED};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::family::permits::{self, AcquireReply, ReleaseReply};
 use crate::protocol::family::{keys as family_keys, semaphore, validate_count, PUBLISH};
@@ -59,40 +59,12 @@ impl Client {
     }
 }
 
-/// Gives back, in the background, a permit whose grant its caller never saw.
-struct UndoOnDrop {
-    engine: Arc<Engine>,
-    name: String,
-    id: String,
-    armed: bool,
-}
-
-impl Drop for UndoOnDrop {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (engine, name, id) = (
-            self.engine.clone(),
-            std::mem::take(&mut self.name),
-            std::mem::take(&mut self.id),
-        );
-        crate::driver::cleanup::spawn(&*self.engine.runtime, Box::pin(give_back(engine, name, id)));
-    }
-}
-
-impl UndoOnDrop {
-    /// Gives back now what `drop` would in the background (an acquire refused after it
-    /// applied: too few replicas confirmed it). Stays armed while it runs: dropped midway,
-    /// the undo is sent again in the background (it may be repeated).
-    async fn give_back_now(&mut self) {
-        give_back(self.engine.clone(), self.name.clone(), self.id.clone()).await;
-        self.armed = false;
-    }
-}
-
 /// Gives back permit `id` of semaphore `name` (nothing if its acquire never applied).
-async fn give_back(engine: Arc<Engine>, name: String, id: String) {
+fn give_back(engine: Arc<Engine>, name: String, id: String) -> BoxFut<'static, ()> {
+    Box::pin(give_back_now(engine, name, id))
+}
+
+async fn give_back_now(engine: Arc<Engine>, name: String, id: String) {
     let undo = permits::undo(&name, &id, engine.runtime.wall_clock_ms(), PUBLISH);
     let given_back = match undo {
         Ok(undo) => waiting::call(&engine, &undo)
@@ -214,12 +186,7 @@ impl PermitSemaphore {
         let renewed = lease_ms.is_none();
         let lease_ms = lease_ms.unwrap_or(engine.config.watchdog_timeout.as_millis() as u64);
         let id = permits::new_permit_ids(1)?.remove(0);
-        let mut undo = UndoOnDrop {
-            engine: engine.clone(),
-            name: self.name.clone(),
-            id: id.clone(),
-            armed: false,
-        };
+        let mut undo = GiveBackOnDrop::new(engine, &self.name, id.clone(), give_back);
         let mut waiter = Waiter::new(engine, family_keys::semaphore_channel(&self.name), wait);
         loop {
             let started = waiter.attempt_starts();
@@ -250,17 +217,7 @@ impl PermitSemaphore {
                         ));
                     }
                 }
-                Err(e) => {
-                    // Refused after it applied (too few replicas confirmed): the node
-                    // answers, so the permit goes back before the caller hears of it.
-                    let refused = e.kind() == ErrorKind::NotAcquired;
-                    if let Err(end) = waiter.failed(e, started).await {
-                        if refused {
-                            undo.give_back_now().await;
-                        }
-                        return Err(end);
-                    }
-                }
+                Err(e) => waiter.failed_giving_back(e, started, &mut undo).await?,
             }
         }
     }

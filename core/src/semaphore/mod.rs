@@ -3,8 +3,8 @@
 mod at_close;
 
 use crate::client::Client;
-use crate::driver::waiting::{self, Waiter};
-use crate::driver::{Engine, CLOSED};
+use crate::driver::waiting::{self, GiveBackOnDrop, Waiter};
+use crate::driver::{BoxFut, Engine, CLOSED};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::protocol::family::{self, keys as family_keys, semaphore, PUBLISH};
 use crate::protocol::{keys, timing, token};
@@ -81,41 +81,12 @@ impl Client {
     }
 }
 
-/// Gives back, in the background, what an acquire request took if its caller never saw the
-/// grant (cancelled, or the reply lost): armed while an attempt's outcome is unknown.
-struct UndoOnDrop {
-    engine: Arc<Engine>,
-    name: String,
-    request_id: String,
-    armed: bool,
-}
-
-impl Drop for UndoOnDrop {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (engine, name) = (self.engine.clone(), std::mem::take(&mut self.name));
-        let request_id = std::mem::take(&mut self.request_id);
-        crate::driver::cleanup::spawn(
-            &*self.engine.runtime,
-            Box::pin(give_back(engine, name, request_id)),
-        );
-    }
-}
-
-impl UndoOnDrop {
-    /// Gives back now what `drop` would in the background (an acquire refused after it
-    /// applied: too few replicas confirmed it). Stays armed while it runs: dropped midway,
-    /// the undo is sent again in the background (it may be repeated).
-    async fn give_back_now(&mut self) {
-        give_back(self.engine.clone(), self.name.clone(), self.request_id.clone()).await;
-        self.armed = false;
-    }
-}
-
 /// Undoes acquire `request_id` of semaphore `name` (nothing if it never applied).
-async fn give_back(engine: Arc<Engine>, name: String, request_id: String) {
+fn give_back(engine: Arc<Engine>, name: String, request_id: String) -> BoxFut<'static, ()> {
+    Box::pin(give_back_now(engine, name, request_id))
+}
+
+async fn give_back_now(engine: Arc<Engine>, name: String, request_id: String) {
     let request = semaphore::undo(&name, &request_id, PUBLISH);
     match waiting::call(&engine, &request)
         .await
@@ -231,13 +202,8 @@ impl Semaphore {
 
     async fn acquire_loop(&self, permits: u64, wait: Option<Duration>) -> Result<()> {
         let engine = &self.engine;
-        let mut undo = UndoOnDrop {
-            engine: engine.clone(),
-            name: self.name.clone(),
-            request_id: token::new_token()?,
-            armed: false,
-        };
-        let request = semaphore::acquire_once(&self.name, permits, &undo.request_id, engine.latch_ttl_ms())?;
+        let mut undo = GiveBackOnDrop::new(engine, &self.name, token::new_token()?, give_back);
+        let request = semaphore::acquire_once(&self.name, permits, undo.id(), engine.latch_ttl_ms())?;
         let mut waiter = Waiter::new(engine, family_keys::semaphore_channel(&self.name), wait);
         loop {
             let started = waiter.attempt_starts();
@@ -264,17 +230,7 @@ impl Semaphore {
                         ));
                     }
                 }
-                Err(e) => {
-                    // Refused after it applied (too few replicas confirmed): the node
-                    // answers, so the permits go back before the caller hears of it.
-                    let refused = e.kind() == ErrorKind::NotAcquired;
-                    if let Err(end) = waiter.failed(e, started).await {
-                        if refused {
-                            undo.give_back_now().await;
-                        }
-                        return Err(end);
-                    }
-                }
+                Err(e) => waiter.failed_giving_back(e, started, &mut undo).await?,
             }
         }
     }
