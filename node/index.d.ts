@@ -277,6 +277,12 @@ export interface ClientOptions {
   syncReplicas?: number
   /** How long each `WAIT` may block, below `networkTimeoutMs`. Default 1000 ms. */
   syncReplicasTimeoutMs?: number
+  /**
+   * Set by the facade, not a user option: the CA certificates Node's TLS trusts (its
+   * bundled roots and NODE_EXTRA_CA_CERTS) as PEM text, given only when
+   * NODE_EXTRA_CA_CERTS is set and every URL is a TLS one (lib/deployment.mjs).
+   */
+  nodeTrustedCa?: string
 }
 
 /** One deployment warning, as the facade's callback receives it. */

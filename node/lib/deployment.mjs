@@ -5,6 +5,8 @@
 // them: its host's client owns the connection.
 
 import { Buffer } from 'node:buffer'
+import { readFileSync } from 'node:fs'
+import { rootCertificates } from 'node:tls'
 import { millis } from './facade/args.mjs'
 import { InvalidArgumentError } from './facade/errors.mjs'
 
@@ -85,6 +87,30 @@ export function deploymentOptions(options, out) {
     any = true
   }
   return any
+}
+
+// Node reads NODE_EXTRA_CA_CERTS once, at start: so does this module.
+const EXTRA_CA_FILE = globalThis.process?.env?.NODE_EXTRA_CA_CERTS
+let nodeRoots
+
+/**
+ * The CA certificates this process's TLS trusts (Node's bundled roots and the file
+ * NODE_EXTRA_CA_CERTS names) as PEM text, when NODE_EXTRA_CA_CERTS is set and every URL is a
+ * TLS one; else undefined. The addon's redis-rs connections (the tokio engine, and the local
+ * engine's renewals) then trust what Node's own do, where they would otherwise read the
+ * system's roots, which do not hold that CA. A CA option of the client's own wins (the
+ * addon's choice). An unreadable file is ignored, as Node ignores it (with its own warning).
+ */
+export function nodeTrustedCa(urls) {
+  if (!EXTRA_CA_FILE || !urls.every((u) => u.startsWith('rediss'))) return undefined
+  if (nodeRoots === undefined) {
+    try {
+      nodeRoots = [...rootCertificates, readFileSync(EXTRA_CA_FILE, 'latin1')].join('\n')
+    } catch {
+      nodeRoots = null
+    }
+  }
+  return nodeRoots ?? undefined
 }
 
 /**

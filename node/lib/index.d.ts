@@ -16,7 +16,7 @@ export interface ClientOptions {
   nodeTimeoutMs?: number
   /** Longest pause between attempts while waiting (pub/sub usually wakes waiters sooner). Default 50. */
   pollIntervalMs?: number
-  /** TLS settings of `rediss://` URLs. Without them a `rediss://` URL is verified against the system roots. */
+  /** TLS settings of `rediss://` URLs. Without a CA option a `rediss://` URL is verified against the roots Node trusts when `NODE_EXTRA_CA_CERTS` is set (Node's bundled roots and that file), else the system's roots. */
   tls?: TlsOptions
   /** ACL user of the sentinels (`redis+sentinel://` URLs; the URL's own credentials are the data nodes'). */
   sentinelUsername?: string

@@ -11,7 +11,7 @@ import { INTERNAL } from './facade/engine.mjs'
 import * as args from './facade/args.mjs'
 import { useAsyncLocalStorage } from './facade/owner.mjs'
 import { connectEngine } from './engine.mjs'
-import { DEPLOYMENT_OPTIONS, deploymentOptions } from './deployment.mjs'
+import { DEPLOYMENT_OPTIONS, deploymentOptions, nodeTrustedCa } from './deployment.mjs'
 
 useAsyncLocalStorage(AsyncLocalStorage)
 
@@ -28,6 +28,8 @@ async function connect(urls, options, cluster) {
   const opts = args.clientOptions(options, DEPLOYMENT_OPTIONS)
   const deployed = deploymentOptions(options, opts)
   const local = !tokioEngine() && !cluster && !deployed && urls.every(plainUrl)
+  const trusted = nodeTrustedCa(urls)
+  if (trusted !== undefined) opts.nodeTrustedCa = trusted
   return new Client(INTERNAL, await connectEngine(urls, opts, local, cluster))
 }
 

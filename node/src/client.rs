@@ -214,6 +214,7 @@ impl NativeClient {
             urls,
             config,
             deployment: options.deployment(),
+            node_trusted_ca: options.node_trusted_ca.take(),
             cluster,
             on_warning,
         };

@@ -23,6 +23,9 @@ pub(crate) struct Plan {
     pub(crate) urls: Vec<String>,
     pub(crate) config: Config,
     pub(crate) deployment: Deployment,
+    /// The CA certificates Node trusts, for redis-rs connections without a CA option of
+    /// their own (`ClientOptions::node_trusted_ca`).
+    pub(crate) node_trusted_ca: Option<String>,
     pub(crate) cluster: bool,
     pub(crate) on_warning: WarningCallback,
 }
@@ -77,14 +80,14 @@ impl NativeClient {
         let handle = driver.clone();
         // Built now, so bad deployment options throw here.
         let how = match &*handle {
-            Driver::Local(..) => Err((plan.urls, plan.config, plan.on_warning)),
+            Driver::Local(..) => Err((plan.urls, plan.config, plan.node_trusted_ca, plan.on_warning)),
             Driver::Tokio(..) => Ok(tokio_builder(plan)?),
         };
         Ok(driver.call(out, id, async move {
             let client = match how {
-                Err((urls, config, on_warning)) => {
+                Err((urls, config, node_trusted_ca, on_warning)) => {
                     let on_warning = Arc::new(on_warning);
-                    let renewer = renewer(&urls, config.clone(), on_warning.clone());
+                    let renewer = renewer(&urls, config.clone(), node_trusted_ca, on_warning.clone());
                     let local = connect_local(&urls, config, &handle, on_warning.clone());
                     let (local, renewer) = futures::future::join(local, renewer).await;
                     let (client, nodes) = local?;
@@ -115,9 +118,11 @@ fn tokio_builder(plan: Plan) -> napi::Result<redlatch::ClientBuilder> {
         urls,
         config,
         deployment,
+        node_trusted_ca,
         cluster,
         on_warning,
     } = plan;
+    let deployment = deployment.trusting(node_trusted_ca);
     let builder = if cluster {
         redlatch::Client::cluster_builder(&urls)
     } else {
@@ -155,9 +160,13 @@ fn configured(builder: redlatch::ClientBuilder, config: &Config) -> redlatch::Cl
 async fn renewer(
     urls: &[String],
     config: Config,
+    node_trusted_ca: Option<String>,
     on_warning: Arc<WarningCallback>,
 ) -> redlatch::Result<redlatch::Client> {
-    let builder = warn_through(configured(nodes_builder(urls), &config), on_warning);
+    let mut builder = warn_through(configured(nodes_builder(urls), &config), on_warning);
+    if let Some(pem) = node_trusted_ca {
+        builder = builder.tls(redlatch::TlsOptions::new().ca_pem(pem));
+    }
     let tokio = Driver::current(false).map_err(|e| Error::new(ErrorKind::Panic, e.reason))?;
     let (sent, connected) = futures::channel::oneshot::channel();
     tokio.runtime().spawn(Box::pin(async move {
@@ -168,9 +177,9 @@ async fn renewer(
         .unwrap_or_else(|_| Err(Error::new(ErrorKind::Panic, "the renewer's connect was dropped")))
 }
 
-/// The renewer could not be set up (a `rediss://` server whose CA only Node trusts, through
-/// NODE_EXTRA_CA_CERTS, where redis-rs reads the system roots): the client works, its
-/// renewals run on the JavaScript thread, and a `DeploymentWarning` of kind `renewal` says so.
+/// The renewer could not be set up (it could not connect where the local engine did): the
+/// client works, its renewals run on the JavaScript thread, and a `DeploymentWarning` of kind
+/// `renewal` says so.
 fn renewals_stay_here(on_warning: &WarningCallback, nodes: String, failed: &Error) {
     let message = format!(
         "redlatch: watchdog renewals of this client run on the JavaScript thread, so an event \

@@ -77,6 +77,17 @@ impl Deployment {
             && self.sync_replicas_timeout_ms.is_none()
     }
 
+    /// These settings, trusting `node_trusted_ca` (the CA certificates Node trusts, as PEM
+    /// text) unless they name a CA of their own or turn verification off.
+    pub(crate) fn trusting(mut self, node_trusted_ca: Option<String>) -> Self {
+        let tls = self.tls.get_or_insert_with(TlsOptions::default);
+        let own_trust = tls.ca.is_some() || tls.ca_file.is_some() || tls.insecure == Some(true);
+        if !own_trust {
+            tls.ca = node_trusted_ca;
+        }
+        self
+    }
+
     /// Applies these settings and the warning callback to `builder`.
     ///
     /// # Errors

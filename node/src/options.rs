@@ -40,6 +40,10 @@ pub struct ClientOptions {
     pub sync_replicas: Option<f64>,
     /// How long each `WAIT` may block, below `networkTimeoutMs`. Default 1000 ms.
     pub sync_replicas_timeout_ms: Option<f64>,
+    /// Set by the facade, not a user option: the CA certificates Node's TLS trusts (its
+    /// bundled roots and NODE_EXTRA_CA_CERTS) as PEM text, given only when
+    /// NODE_EXTRA_CA_CERTS is set and every URL is a TLS one (lib/deployment.mjs).
+    pub node_trusted_ca: Option<String>,
 }
 
 impl ClientOptions {

@@ -106,6 +106,30 @@ console.log(JSON.stringify(failures))
   }
 })
 
+test('a client certificate without a CA option trusts what Node trusts (NODE_EXTRA_CA_CERTS)', deployments, async () => {
+  // Before stop 43 the addon's redis-rs connections verified against the system's roots only,
+  // so a CA Node trusted through NODE_EXTRA_CA_CERTS was refused ("not signed by a trusted CA").
+  const script = `import { Client } from 'redlatch'
+const c = await Client.connect(process.env.REDLATCH_TEST_TLS_URL, {
+  tls: { certFile: process.env.REDLATCH_TEST_TLS_CERT, keyFile: process.env.REDLATCH_TEST_TLS_KEY },
+})
+await (await c.lock('extra-ca', { leaseMs: 5000 }).acquire({ waitMs: 0 })).release()
+await c.close()
+let other
+try {
+  // A CA option of the client's own wins over Node's roots.
+  await Client.connect(process.env.REDLATCH_TEST_TLS_URL, { tls: { caFile: process.env.REDLATCH_TEST_TLS_OTHER_CA, certFile: process.env.REDLATCH_TEST_TLS_CERT, keyFile: process.env.REDLATCH_TEST_TLS_KEY } })
+} catch (e) {
+  other = e.name
+}
+console.log(JSON.stringify({ ok: true, other }))
+`
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: env.REDLATCH_TEST_TLS_CA },
+  })
+  assert.deepEqual(JSON.parse(stdout.trim().split('\n').pop()), { ok: true, other: 'RedisConnectionError' })
+})
+
 test('a plain client of one Cluster node is refused at once for a key of another node, on both engines', deployments, async () => {
   // A user trial of stop 41: the local engine read the MOVED answer as a connection error and
   // retried it until the wait ran out (for ever without one: a network timeout each try).
