@@ -330,7 +330,8 @@ const char *redlatch_status_name(int status);
 // `REDLATCH_NOT_OWNED` (`NEVER_HELD`: not held by this owner through this handle; `DELETED` /
 // `TAKEN`: Redis found the key gone or another owner's, whose key is left alone);
 // `REDLATCH_LOCK_LOST` (the loss was known before the call: the watchdog or an extend saw it,
-// with its reason, or the lease ran out: `EXPIRED`); `REDLATCH_CONNECTION`,
+// with its reason, or the lease ran out: `EXPIRED`; a lease lock's key that a stalled Redis
+// kept past that is deleted first, by token); `REDLATCH_CONNECTION`,
 // `REDLATCH_QUORUM`, `REDLATCH_REDIS`, `REDLATCH_NO_PERMISSION`, `REDLATCH_OUT_OF_MEMORY`,
 // `REDLATCH_KEY_CONFLICT` (the outcome is unknown or nothing changed: the hold stays with the
 // handle, and calling `redlatch_lock_release` again once Redis is reachable releases it
@@ -375,7 +376,9 @@ enum redlatch_status redlatch_lock_extend(const struct redlatch_lock *lock, uint
 enum redlatch_status redlatch_lock_fencing_token(const struct redlatch_lock *lock, uint64_t *token);
 
 // `*owned` receives whether the calling owner's most recent hold is still its own, asking
-// Redis (false when it holds nothing through this handle, or in a forked child).
+// Redis (false when it holds nothing through this handle, or in a forked child; false without
+// asking once the hold is known lost or released, although its key may linger past a lost
+// validity: see `redlatch_lock_release`).
 //
 // # Safety
 // `lock` NULL or valid; `owned` NULL or writable.

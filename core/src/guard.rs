@@ -227,6 +227,10 @@ impl Guard {
     /// owner's (a majority of nodes, in quorum mode) is the loss itself: the guard is lost from
     /// then on, with that reason (`deleted`, `taken`), as after a refused extend, and its loss
     /// is reported (`lost()`, the bindings' callbacks); a later `release` is then `LockLost`.
+    /// A hold already known lost or released answers `false` without asking: past its validity
+    /// the key may still be in Redis for a while (a grant or renewal that a stalled server
+    /// applied late), but the hold is over (a lease lock's release, or its watchdog at the
+    /// loss, deletes that key).
     ///
     /// # Errors
     /// `Connection`/`Redis` when Redis could not be asked.

@@ -349,3 +349,62 @@ fn renewals_through_another_runtime_keep_holds_while_this_one_is_blocked() {
     assert!(err.to_string().contains("already has a renewer"), "{err}");
     blocked.block_on(client.close());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_applied_after_the_loss_was_reported_leaves_no_key_behind() {
+    // A user trial of stop 43: renewals queued while Redis was paused ran when it resumed, just
+    // before the key would have expired on Redis' clock, after the client had reported the
+    // loss: the key lived on, held by no one, for another whole watchdog timeout.
+    let s = server();
+    let watchdog = Duration::from_millis(6000);
+    let client = Client::builder(&s.url())
+        .watchdog_timeout(watchdog)
+        .network_timeout(Duration::from_millis(1000))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let guard = client.lock("wd:late-renewal").acquire().await.unwrap();
+    s.pause().unwrap();
+    within(Duration::from_secs(15), guard.lost()).await;
+    s.resume().unwrap(); // within the drift allowance: the queued renewals extend the key
+    let started = std::time::Instant::now();
+    let left = exists_after_cleanup(&mut conn, "wd:late-renewal").await;
+    assert_eq!(
+        left, 0,
+        "the key lived on after the loss was reported (its TTL was renewed)"
+    );
+    assert!(started.elapsed() < watchdog / 2, "gone only by expiry");
+    let e = guard.release().await.expect_err("lost");
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_lock_lost_to_its_validity_is_deleted_by_its_release() {
+    // A grant held up by a paused Redis applies later than the client counts its validity
+    // from (the send): the client reports the loss while Redis keeps the key for up to the
+    // pause longer. Its release says LockLost, and deletes the key (it sent nothing before).
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(5000))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let lock = client.lock("wd:late-grant").lease(Duration::from_millis(3000));
+    s.pause().unwrap();
+    let acquire = tokio::spawn(async move { lock.acquire().await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.resume().unwrap();
+    let guard = acquire.await.unwrap().expect("granted when Redis resumed");
+    within(Duration::from_secs(5), guard.lost()).await;
+    let ttl: i64 = cmd(&mut conn, &["PTTL", "wd:late-grant"]).await;
+    assert!(
+        ttl > 500,
+        "the key outlives the reported loss here (PTTL {ttl} ms)"
+    );
+    let e = guard.release().await.expect_err("lost");
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    let left: i64 = cmd(&mut conn, &["EXISTS", "wd:late-grant"]).await;
+    assert_eq!(left, 0, "the release left the key for the rest of its TTL");
+}

@@ -75,15 +75,7 @@ pub(crate) struct Releasing<'a> {
 impl Hold {
     /// Releases the hold on every node (at most once; retryable while the outcome is unknown).
     pub(crate) async fn release(&self) -> Result<()> {
-        let releasing = match self.begin_release().await {
-            Ok(releasing) => releasing,
-            Err(e) => {
-                if e.kind() == ErrorKind::LockLost {
-                    self.clear_minority().await;
-                }
-                return Err(e);
-            }
-        };
+        let releasing = self.begin_release().await?;
         let request = releasing.request();
         let engine = &self.engine;
         let holder = &self.holder;
@@ -105,26 +97,6 @@ impl Hold {
             .map(|reply| reply.map(|(r, _)| r.and_then(|r| holder.decode_release(&r))))
             .collect();
         releasing.settle(outcomes)
-    }
-
-    /// A lease lock's quorum hold known lost (a majority lost its key) may still have its key on
-    /// the other nodes, which would keep them from the next owner for the rest of the lease:
-    /// its release deletes them anyway (compare-and-delete on the token, so never another
-    /// owner's key; no latch, answers ignored) before it reports the loss. One node: the loss
-    /// was that node's key, nothing of this hold is left.
-    async fn clear_minority(&self) {
-        let engine = &self.engine;
-        if !engine.is_quorum() || !matches!(self.holder, Holder::Lease { .. }) {
-            return;
-        }
-        let Ok(request_id) = self.holder.release_id() else {
-            return;
-        };
-        let request = self.release_request(&request_id, 0);
-        let _ = engine
-            .nodes
-            .broadcast(&request, engine.config.network_timeout)
-            .await;
     }
 
     /// This hold's release request named `request_id`, its latch kept `latch_ttl_ms` (0: none).
@@ -155,6 +127,7 @@ impl Hold {
             Err(End::Released) => return Err(self.refused("release", Reason::NeverHeld)),
             Err(End::Lost(reason)) => {
                 self.unwatch();
+                clear_lost(engine, self.name(), &self.holder, reason).await;
                 return Err(self.lost_error(reason));
             }
         }
@@ -206,6 +179,37 @@ impl Hold {
         }
         Ok(releasing)
     }
+}
+
+/// `true` when a hold of `holder` lost for `reason` may have left a key that
+/// [`clear_lost`] deletes.
+pub(super) fn leaves_a_key(engine: &super::Engine, holder: &Holder, reason: Reason) -> bool {
+    matches!(holder, Holder::Lease { .. }) && (reason == Reason::Expired || engine.is_quorum())
+}
+
+/// Deletes what a lease hold known lost may have left in Redis, which would keep every next
+/// owner out for the rest of its TTL (compare-and-delete on its token, so never another
+/// owner's key; no latch, answers ignored; at most one network timeout). Sent when:
+/// - its validity ran out (`Expired`): Redis may hold the key longer than this client counts,
+///   from a grant or renewal that a stalled server applied after it was sent (a renewal queued
+///   during a pause extends the key for a whole lease when the server resumes; a user trial of
+///   stop 43 found such keys kept for 30 s after the loss was reported, and after the release);
+/// - a quorum's majority lost it: the other nodes may keep theirs.
+///
+/// A reentrant hold's counts are left: one owner's re-acquire may meet them, and the orphan
+/// rule (`owner.rs`) removes them then; a count removed here could be that re-acquire's own.
+pub(super) async fn clear_lost(engine: &super::Engine, name: &str, holder: &Holder, reason: Reason) {
+    if !leaves_a_key(engine, holder, reason) {
+        return;
+    }
+    let Ok(request_id) = holder.release_id() else {
+        return;
+    };
+    let request = holder.release(name, 0, &request_id, 0, engine.runtime.wall_clock_ms());
+    let _ = engine
+        .nodes
+        .broadcast(&request, engine.config.network_timeout)
+        .await;
 }
 
 impl Releasing<'_> {

@@ -182,9 +182,17 @@ async fn run(weak: Weak<Engine>) {
                 return;
             }
             // A hold past its validity is lost (this fires its signal): renewing it would keep
-            // a key alive that its holder is told it lost.
-            st.entries
-                .retain(|_, e| !e.signal.is_lost_at(now) && e.signal.is_held());
+            // a key alive that its holder is told it lost; what Redis may still keep of it is
+            // deleted (`clear_lost`).
+            let mut lost = Vec::new();
+            st.entries.retain(|_, e| {
+                let keep = !e.signal.is_lost_at(now) && e.signal.is_held();
+                if let (false, Some(reason)) = (keep, e.signal.lost_reason()) {
+                    lost.push((e.name.clone(), e.holder.clone(), reason));
+                }
+                keep
+            });
+            clear_in_background(&engine, lost);
             let horizon = now + period / 4;
             // Marked in flight (`IN_FLIGHT`): a `renew_by` meanwhile lowers the mark, and the
             // renewal's answer then keeps that earlier due (see `renew_chunk`).
@@ -254,15 +262,33 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
                 }
                 (Tally::Refused, _) => {
                     if let Some(e) = st.entries.remove(id) {
-                        lost.push((e.signal, if taken { Reason::Taken } else { Reason::Deleted }));
+                        let reason = if taken { Reason::Taken } else { Reason::Deleted };
+                        lost.push((e.signal, reason, e.name, e.holder));
                     }
                 }
                 _ => entry.due = entry.due.min(now + retry),
             }
         }
     }
-    for (signal, reason) in lost {
+    let mut clear = Vec::new();
+    for (signal, reason, name, holder) in lost {
         signal.fire(reason, "renewal found it gone or taken");
+        clear.push((name, holder, reason));
+    }
+    clear_in_background(engine, clear);
+}
+
+/// Deletes, in the background, what the lost holds `lost` (name, holder, reason) may have
+/// left in Redis (see `release::clear_lost`: lease holds that expired, or a quorum's).
+fn clear_in_background(engine: &Arc<Engine>, lost: Vec<(String, Holder, Reason)>) {
+    for (name, holder, reason) in lost {
+        if !super::release::leaves_a_key(engine, &holder, reason) {
+            continue;
+        }
+        let runtime = engine.runtime.clone();
+        let engine = engine.clone();
+        let clear = async move { super::release::clear_lost(&engine, &name, &holder, reason).await };
+        super::cleanup::spawn(&*runtime, Box::pin(clear));
     }
 }
 
