@@ -32,6 +32,13 @@ pub(crate) async fn release(engine: &Engine, holds: &[&Hold]) -> Vec<Result<()>>
             Err(e) => results[i] = Err(e),
         }
     }
+    // Members known lost: what they may have left is deleted, all at once (one network
+    // timeout at most, not one per member).
+    let clears = holds.iter().zip(&results).filter_map(|(hold, r)| match r {
+        Err(e) => Some(hold.clear_if_lost(e)),
+        Ok(()) => None,
+    });
+    super::concurrently(futures::future::join_all(clears)).await;
     if let Some((_, first)) = begun.first() {
         let lease_ms = first.hold().lease.as_millis() as u64;
         let members: Vec<Member> = begun

@@ -75,7 +75,13 @@ pub(crate) struct Releasing<'a> {
 impl Hold {
     /// Releases the hold on every node (at most once; retryable while the outcome is unknown).
     pub(crate) async fn release(&self) -> Result<()> {
-        let releasing = self.begin_release().await?;
+        let releasing = match self.begin_release().await {
+            Ok(releasing) => releasing,
+            Err(e) => {
+                self.clear_if_lost(&e).await;
+                return Err(e);
+            }
+        };
         let request = releasing.request();
         let engine = &self.engine;
         let holder = &self.holder;
@@ -97,6 +103,14 @@ impl Hold {
             .map(|reply| reply.map(|(r, _)| r.and_then(|r| holder.decode_release(&r))))
             .collect();
         releasing.settle(outcomes)
+    }
+
+    /// After a release refused with `e`: when the hold was known lost, deletes what it may
+    /// have left in Redis ([`clear_lost`]).
+    pub(crate) async fn clear_if_lost(&self, e: &Error) {
+        if let (ErrorKind::LockLost, Some(reason)) = (e.kind(), self.signal.lost_reason()) {
+            clear_lost(&self.engine, self.name(), &self.holder, reason).await;
+        }
     }
 
     /// This hold's release request named `request_id`, its latch kept `latch_ttl_ms` (0: none).
@@ -127,7 +141,6 @@ impl Hold {
             Err(End::Released) => return Err(self.refused("release", Reason::NeverHeld)),
             Err(End::Lost(reason)) => {
                 self.unwatch();
-                clear_lost(engine, self.name(), &self.holder, reason).await;
                 return Err(self.lost_error(reason));
             }
         }
