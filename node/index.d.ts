@@ -256,8 +256,10 @@ export interface ClientOptions {
   /** Quorum mode: per-node timeout. Default `min(lease / 20, 250 ms)`. */
   nodeTimeoutMs?: number
   /**
-   * Longest pause between two attempts while waiting (pub/sub usually wakes waiters
-   * sooner). Default 50 ms.
+   * Longest pause between two attempts while waiting for a lease or fair lock, or without
+   * pub/sub (release messages usually wake waiters sooner). Default 50 ms. Waiters of
+   * reentrant and read/write locks, semaphores and latches that hear the release messages
+   * poll at most every `max(pollIntervalMs, 1000)`.
    */
   pollIntervalMs?: number
   /** TLS settings of `rediss://` URLs (CA, client certificate, server name, insecure). */

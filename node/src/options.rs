@@ -24,8 +24,10 @@ pub struct ClientOptions {
     pub network_timeout_ms: Option<f64>,
     /// Quorum mode: per-node timeout. Default `min(lease / 20, 250 ms)`.
     pub node_timeout_ms: Option<f64>,
-    /// Longest pause between two attempts while waiting (pub/sub usually wakes waiters
-    /// sooner). Default 50 ms.
+    /// Longest pause between two attempts while waiting for a lease or fair lock, or without
+    /// pub/sub (release messages usually wake waiters sooner). Default 50 ms. Waiters of
+    /// reentrant and read/write locks, semaphores and latches that hear the release messages
+    /// poll at most every `max(pollIntervalMs, 1000)`.
     pub poll_interval_ms: Option<f64>,
     /// TLS settings of `rediss://` URLs (CA, client certificate, server name, insecure).
     pub tls: Option<TlsOptions>,

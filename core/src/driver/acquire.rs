@@ -3,8 +3,11 @@
 //! Waiting: after the first busy attempt the waiter subscribes to the lock's unlock channel on
 //! every node (one shared subscriber connection per node) and attempts again at once, so a
 //! release between the attempt and the subscription is not missed. Afterwards it sleeps until
-//! a release message arrives or `min(holder's PTTL, poll interval)` (jittered) passes, so
-//! releases by clients that do not publish (redis-py) are still seen promptly.
+//! a release message arrives or `min(holder's PTTL, poll)` (jittered) passes: the poll interval
+//! for a lease lock, so releases by clients that do not publish (redis-py) are still seen
+//! promptly, and for a fair lock (its place in the queue lasts as long as its attempts renew
+//! it); reentrant and read/write waiters that hear every node poll at most every
+//! `max(poll interval, timing::LISTENING_POLL)` (Redisson's holders all publish).
 //!
 //! Hand-off: a client that has just released a lock to a listening waiter holds back its own
 //! next acquire of that lock for `Config::handoff_grace` (2 ms). The releaser needs no
@@ -227,7 +230,13 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                     waker = Some(Waker::subscribe(engine, &channel, remaining, line).await);
                     continue;
                 }
-                timing::busy_retry_delay(pttl, engine.config.poll_interval, remaining, random_unit())
+                // A fair waiter keeps the client's poll: its place in the queue lasts only
+                // as long as its attempts renew it.
+                let publishing = matches!(spec.kind, LockKind::Reentrant | LockKind::Read | LockKind::Write);
+                let poll = waker
+                    .as_ref()
+                    .map_or(engine.config.poll_interval, |w| w.poll(engine, publishing));
+                timing::busy_retry_delay(pttl, poll, remaining, random_unit())
             }
             Attempt::Failed(error) => {
                 // Errors persist since the failed attempt *started* (an attempt that timed out

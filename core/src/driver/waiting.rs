@@ -77,7 +77,7 @@ impl Waiter {
     }
 
     /// After a "not yet" answer: `false` when the wait is over; else waits for a message, the
-    /// poll interval (at most `hint`, e.g. until a permit's lease ends) or the deadline, and
+    /// poll (`Waker::poll`: at most `hint`, e.g. until a permit's lease ends) or the deadline, and
     /// returns `true` (the first time: subscribes and returns at once).
     pub(crate) async fn not_yet(&mut self, hint: Option<Duration>) -> bool {
         self.error_since = None;
@@ -92,12 +92,9 @@ impl Waiter {
             return true;
         };
         let hint_ms = hint.map_or(-1, |h| h.as_millis().min(i64::MAX as u128) as i64);
-        let delay = timing::busy_retry_delay(
-            hint_ms,
-            self.engine.config.poll_interval,
-            remaining,
-            random_unit(),
-        );
+        // Semaphores, permits and latches: Redisson's formats, whose every holder publishes.
+        let poll = waker.poll(&self.engine, true);
+        let delay = timing::busy_retry_delay(hint_ms, poll, remaining, random_unit());
         let _ = select(self.engine.runtime.sleep(delay), Box::pin(waker.changed())).await;
         true
     }

@@ -85,6 +85,19 @@ impl Waker {
         }
     }
 
+    /// The longest pause before this waiter's next attempt: the client's poll interval, or
+    /// [`timing::LISTENING_POLL`](crate::protocol::timing::LISTENING_POLL) when it is longer
+    /// and this waiter hears every node of `engine` for a kind whose holders all publish
+    /// (`publishing`: not a lease lock, whose peers redis-py and node-redlock publish nothing).
+    pub(super) fn poll(&self, engine: &Engine, publishing: bool) -> Duration {
+        let poll = engine.config.poll_interval;
+        if publishing && self.subs.len() == engine.nodes.len() {
+            poll.max(crate::protocol::timing::LISTENING_POLL)
+        } else {
+            poll
+        }
+    }
+
     /// `true` when this waiter is first in its line (or in none).
     pub(super) fn is_head(&self) -> bool {
         self.place.as_ref().is_none_or(Place::is_head)

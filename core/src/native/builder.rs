@@ -123,8 +123,10 @@ impl ClientBuilder {
         self
     }
 
-    /// Longest pause between attempts while waiting for a busy lock (pub/sub usually wakes
-    /// waiters sooner). Default 50 ms.
+    /// Longest pause between attempts while waiting for a busy lease or fair lock, or without
+    /// pub/sub (release messages usually wake waiters sooner). Default 50 ms. Waiters of
+    /// Redisson's other kinds that hear every node poll at most every `max(interval, 1 s)`
+    /// (see [`Config::poll_interval`](crate::Config)).
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.config.poll_interval = interval;
         self

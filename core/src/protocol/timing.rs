@@ -21,6 +21,15 @@ pub const DEFAULT_NETWORK_TIMEOUT: Duration = Duration::from_secs(3);
 /// waiter first; the poll catches releases by clients that do not publish (redis-py).
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
 
+/// The longest pause between two attempts of a waiter that hears the release messages of every
+/// node, for a kind whose holders all publish them (Redisson's: reentrant, read/write locks,
+/// semaphores, latches), when the poll interval is shorter. Such a waiter is woken by the
+/// message, by the end of the holder's lease when the busy reply told it, and by its
+/// subscription's interruption (messages may have been missed); this poll only catches a key
+/// deleted without a message (a bare `DEL`). Redisson's waiters do not poll at all; at 50 ms
+/// ten waiters sent ~250 commands a second to a shared Redis (a user trial of stop 43).
+pub const LISTENING_POLL: Duration = Duration::from_secs(1);
+
 /// Converts a duration to whole milliseconds for Redis, rounding positive sub-millisecond
 /// values up to 1 ms (shared/API.md).
 ///

@@ -72,8 +72,10 @@ class Client(ClientBase):
     :param network_timeout: timeout of one command and of each connection attempt; also how
         long errors are retried by a wait without a ``timeout`` (one with a timeout retries
         them until it ends; default 3 s)
-    :param poll_interval: longest pause between attempts while waiting for a busy lock
-        (pub/sub usually wakes waiters sooner; default 0.05 s)
+    :param poll_interval: longest pause between attempts while waiting for a busy lease or
+        fair lock, or without pub/sub (release messages usually wake waiters sooner; default
+        0.05 s); waiters of reentrant and read/write locks, semaphores and latches that hear
+        the release messages poll at most every ``max(poll_interval, 1.0)`` seconds
     :raises ValueError: a malformed URL or a bad duration
     """
 
