@@ -408,3 +408,26 @@ async fn a_lease_lock_lost_to_its_validity_is_deleted_by_its_release() {
     let left: i64 = cmd(&mut conn, &["EXISTS", "wd:late-grant"]).await;
     assert_eq!(left, 0, "the release left the key for the rest of its TTL");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_that_fail_at_once_are_retried_at_their_pace_not_in_a_loop() {
+    // A user trial of stop 43: with Redis answering every renewal with an error at once (a
+    // replica now: READONLY; or down: connection refused), the watchdog sent the retry again
+    // at once, thousands of times a second per hold, until the loss.
+    let s = server();
+    let client = Client::builder(&s.url())
+        .watchdog_timeout(Duration::from_millis(3000))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let guard = client.lock("wd:readonly").acquire().await.unwrap();
+    // A replica of a server that does not exist: writes are refused with READONLY.
+    let _: () = cmd(&mut conn, &["REPLICAOF", "127.0.0.1", "1"]).await;
+    let before = script_calls(&mut conn).await;
+    within(Duration::from_secs(10), guard.lost()).await;
+    let sent = script_calls(&mut conn).await - before;
+    let _: () = cmd(&mut conn, &["REPLICAOF", "NO", "ONE"]).await;
+    // One renewal a second, then one every quarter period (250 ms) until the validity ends.
+    assert!(sent < 40, "{sent} renewals sent while Redis refused them");
+}

@@ -43,6 +43,9 @@ struct Entry {
     name: String,
     holder: Holder,
     due: Duration,
+    /// The last renewal got no answer that counts (an error, no majority): `due` is its retry,
+    /// which waits its turn, not pulled forward with the renewals due soon (see `run`).
+    retrying: bool,
     signal: Arc<HoldSignal>,
 }
 
@@ -87,6 +90,7 @@ impl Watchdog {
                     name: name.to_owned(),
                     holder: holder.clone(),
                     due,
+                    retrying: false,
                     signal,
                 },
             );
@@ -199,7 +203,11 @@ async fn run(weak: Weak<Engine>) {
             let due: Vec<Due> = st
                 .entries
                 .iter_mut()
-                .filter(|(_, e)| e.due <= horizon)
+                // A retry is not sent early with them: a renewal that fails at once (Redis down,
+                // a replica answering READONLY) would otherwise be sent again at once, since its
+                // retry is due within the horizon (a user trial of stop 43: one core busy and
+                // thousands of requests a second per hold until the loss).
+                .filter(|(_, e)| e.due <= if e.retrying { now } else { horizon })
                 .map(|(id, e)| {
                     e.due = IN_FLIGHT;
                     (*id, e.name.clone(), e.holder.clone())
@@ -258,6 +266,7 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
                     // Else a shorter TTL was set meanwhile (see `IN_FLIGHT`): the validity it
                     // set stands, and the renewal brought forward follows at once.
                     entry.due = entry.due.min(now + period);
+                    entry.retrying = false;
                     tracing::trace!(lock = %name, "renewed");
                 }
                 (Tally::Refused, _) => {
@@ -266,7 +275,10 @@ async fn renew_chunk(engine: &Arc<Engine>, chunk: &[Due]) {
                         lost.push((e.signal, reason, e.name, e.holder));
                     }
                 }
-                _ => entry.due = entry.due.min(now + retry),
+                _ => {
+                    entry.due = entry.due.min(now + retry);
+                    entry.retrying = true;
+                }
             }
         }
     }
