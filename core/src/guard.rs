@@ -308,6 +308,10 @@ async fn retry_release(hold: Arc<Hold>) {
         let now = hold.engine.now();
         if hold.signal.is_settled() || error.is_permanent() || now >= hold.signal.deadline() {
             tracing::debug!(lock = %hold.name(), error = %error, "background release of a dropped guard failed");
+            // No one can release it any more: it expires with its lease instead of being
+            // renewed for the life of the process (a release refused for permissions kept the
+            // hold renewed, as it must for a caller who may retry; a user trial of stop 43).
+            hold.stop_renewals();
             return;
         }
         failures += 1;

@@ -289,3 +289,30 @@ async fn a_refused_release_that_took_most_of_a_lease_still_keeps_the_hold_renewe
     within(BOUND, permit.release()).await.unwrap();
     assert_eq!(within(BOUND, permits.available()).await.unwrap(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_guard_whose_release_is_refused_is_not_renewed_for_ever() {
+    // A user trial of stop 43: a watchdog-mode guard dropped by a user denied PUBLISH: its
+    // background release was refused (it gives up on a permission error), but the hold stayed
+    // registered for renewal, which kept the lock for the life of the process.
+    let server = server();
+    let client = user_client(&server).await; // watchdog 600 ms
+    let guard = within(BOUND, client.lock("lock:dropped-refused").acquire())
+        .await
+        .unwrap();
+    let denied = server
+        .cli(&["ACL", "SETUSER", redlatch_fleet::acl::USER, "resetchannels"])
+        .unwrap();
+    assert_eq!(denied, "OK");
+    drop(guard);
+    let mut admin = raw(&server).await;
+    let mut left = 1;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = cmd::<i64>(&mut admin, &["EXISTS", "lock:dropped-refused"]).await;
+        if left == 0 {
+            break;
+        }
+    }
+    assert_eq!(left, 0, "still renewed 4 s (6 watchdog timeouts) after the drop");
+}

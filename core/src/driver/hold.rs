@@ -95,6 +95,12 @@ impl Hold {
         Error::hold_refused(what, self.name(), reason)
     }
 
+    /// Stops the watchdog's renewals of this hold (a dropped guard whose background release
+    /// gave up): its key expires with its lease.
+    pub(crate) fn stop_renewals(&self) {
+        self.unwatch();
+    }
+
     pub(super) fn unwatch(&self) {
         if let Some((renewals, id)) = &self.watch {
             renewals
