@@ -143,3 +143,72 @@ async fn calls_that_publish_are_refused_with_nothing_written() {
     refused(permit.release().await, "permit release");
     assert_eq!(snapshot(&mut admin).await, before, "permit release wrote");
 }
+
+/// A user as the full one but refused `rules` (ACL SETUSER rules), connected.
+async fn user_refused(s: &RedisServer, name: &str, rules: &[&str]) -> Client {
+    let mut admin = raw(s).await;
+    let mut args = vec!["ACL", "SETUSER", name, "on", ">pw", "~*", "&*", "+@all"];
+    args.extend_from_slice(rules);
+    let _: () = cmd(&mut admin, &args).await;
+    let url = format!("redis://{name}:pw@127.0.0.1:{}", s.port());
+    within(BOUND, Client::connect(&url)).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_refused_after_its_first_write_leaves_nothing_behind() {
+    // A user trial of stop 43: the scripts kept the hold they had counted when a later write
+    // was refused (Redis keeps a script's writes made before an error): a user without
+    // PEXPIRE left reentrant, fair and read/write hashes without TTL, which no one could take
+    // or force-unlock; one without the timeout keys' pattern left a read hold for a lease.
+    let s = RedisServer::start_with_options(&ServerOptions {
+        acl_user: Some(false),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let mut admin = raw(&s).await;
+    let no_ttl = user_refused(&s, "nottl", &["-pexpire"]).await;
+    let lease = Duration::from_secs(60);
+    let once = Duration::ZERO;
+    let before = snapshot(&mut admin).await;
+    refused(
+        no_ttl.rlock("acl2:r").lease(lease).wait(once).acquire().await,
+        "rlock",
+    );
+    refused(
+        no_ttl.fair_lock("acl2:f").lease(lease).wait(once).acquire().await,
+        "fair",
+    );
+    let rw = no_ttl.rw_lock("acl2:rw");
+    refused(rw.read().lease(lease).wait(once).acquire().await, "read");
+    refused(rw.write().lease(lease).wait(once).acquire().await, "write");
+    let left: Vec<(String, String)> = snapshot(&mut admin).await;
+    let written: Vec<_> = left.iter().filter(|k| !before.contains(k)).collect();
+    assert!(written.is_empty(), "left behind: {written:?}");
+
+    // The read hold's timeout key lives outside the lock's key pattern.
+    let keys_only = user_refused(
+        &s,
+        "lockonly",
+        &[
+            "resetkeys",
+            "~acl2:*",
+            "~redlatch_acquire_latch:*",
+            "~redisson_unlock_latch:*",
+        ],
+    )
+    .await;
+    let before = snapshot(&mut admin).await;
+    refused(
+        keys_only
+            .rw_lock("acl2:rw2")
+            .read()
+            .lease(lease)
+            .wait(once)
+            .acquire()
+            .await,
+        "read without its timeout key",
+    );
+    let left: Vec<(String, String)> = snapshot(&mut admin).await;
+    let written: Vec<_> = left.iter().filter(|k| !before.contains(k)).collect();
+    assert!(written.is_empty(), "left behind: {written:?}");
+}

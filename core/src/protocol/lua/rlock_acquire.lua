@@ -15,11 +15,12 @@ end
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
   local before = redis.call('PTTL', KEYS[1])
   local count = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  -- The fencing counter and the latch are other keys, which an ACL user may not be allowed
-  -- to write: a refusal there undoes the grant above (exactly: a count of 1 means the key
-  -- was created here; the TTL goes back), so the caller's NoPermission error means "nothing
-  -- changed", never a hold it does not know of. (OOM cannot refuse them: Redis checks
+  -- The TTL, the fencing counter and the latch may be refused to an ACL user (a command or a
+  -- key it may not use), and Redis keeps a script's writes made before an error: a refusal
+  -- undoes the grant above (exactly: a count of 1 means the key was created here; the TTL
+  -- goes back), so the caller's NoPermission error means "nothing changed", never a hold it
+  -- does not know of (a user trial of stop 43: a user without PEXPIRE left a hash without
+  -- TTL, which no one could take or force-unlock). (OOM cannot refuse them: Redis checks
   -- maxmemory only at a script's first write, the HINCRBY.)
   local function undo(err)
     if count == 1 then
@@ -27,10 +28,14 @@ if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2])
     else
       redis.call('HINCRBY', KEYS[1], ARGV[2], -1)
       if before > 0 then
-        redis.call('PEXPIRE', KEYS[1], before)
+        redis.pcall('PEXPIRE', KEYS[1], before)
       end
     end
     return err
+  end
+  local expiring = redis.pcall('PEXPIRE', KEYS[1], ARGV[1])
+  if type(expiring) == 'table' and expiring.err then
+    return undo(expiring)
   end
   local fence = 0
   if ARGV[3] == '1' then

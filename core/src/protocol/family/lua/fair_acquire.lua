@@ -43,16 +43,47 @@ while true do
   end
 end
 
-local function grant(count)
-  redis.call('PEXPIRE', lock, ARGV[1])
+-- The TTL, the fencing counter and the latch may be refused to an ACL user (a command or a
+-- key it may not use), and Redis keeps a script's writes made before an error: a refusal
+-- undoes the hold counted in the hash (`before`: the lock's PTTL before it), so NoPermission
+-- leaves no hold behind (a user trial of stop 43 found a hash left without TTL, which no one
+-- could take or force-unlock). A waiter's own queue entry, popped for the grant, stays gone.
+local function refused(reply)
+  return type(reply) == 'table' and reply.err ~= nil
+end
+local function grant(count, before)
+  local function undo(err)
+    if count == 1 then
+      redis.call('DEL', lock)
+    else
+      redis.call('HINCRBY', lock, owner, -1)
+      if before > 0 then
+        redis.pcall('PEXPIRE', lock, before)
+      end
+    end
+    return err
+  end
+  local expiring = redis.pcall('PEXPIRE', lock, ARGV[1])
+  if refused(expiring) then
+    return undo(expiring)
+  end
   local fence = 0
   if ARGV[6] == '1' then
-    fence = redis.call('INCR', KEYS[4])
+    fence = redis.pcall('INCR', KEYS[4])
+    if refused(fence) then
+      return undo(fence)
+    end
     if ARGV[8] then
-      redis.call('PEXPIRE', KEYS[4], ARGV[8])
+      redis.pcall('PEXPIRE', KEYS[4], ARGV[8])
     end
   end
-  redis.call('SET', KEYS[5], fence .. ':' .. count, 'PX', ARGV[7])
+  local latched = redis.pcall('SET', KEYS[5], fence .. ':' .. count, 'PX', ARGV[7])
+  if refused(latched) then
+    if ARGV[6] == '1' then
+      redis.call('DECR', KEYS[4])
+    end
+    return undo(latched)
+  end
   return {1, fence, count}
 end
 
@@ -67,11 +98,12 @@ if redis.call('EXISTS', lock) == 0 then
       redis.call('ZINCRBY', deadlines, -wait, waiter)
     end
     redis.call('HSET', lock, owner, 1)
-    return grant(1)
+    return grant(1, -2)
   end
 end
 if redis.call('HEXISTS', lock, owner) == 1 then
-  return grant(redis.call('HINCRBY', lock, owner, 1))
+  local before = redis.call('PTTL', lock)
+  return grant(redis.call('HINCRBY', lock, owner, 1), before)
 end
 
 local pttl = redis.call('PTTL', lock)

@@ -19,17 +19,48 @@ if refused then
   return refused
 end
 local count
+local before = redis.call('PTTL', lock)
 if not mode then
   redis.call('HSET', lock, 'mode', 'read', owner, 1)
-  redis.call('PEXPIRE', lock, lease)
   count = 1
 elseif mode == 'read' or redis.call('HEXISTS', lock, ARGV[3]) == 1 then
   count = redis.call('HINCRBY', lock, owner, 1)
-  -- Never shorten the hash: other readers' holds may last longer than this lease.
-  redis.call('PEXPIRE', lock, math.max(redis.call('PTTL', lock), lease))
 else
-  return {0, redis.call('PTTL', lock)}
+  return {0, before}
 end
-redis.call('SET', ARGV[4] .. ':' .. count, 1, 'PX', lease)
-redis.call('SET', KEYS[2], count, 'PX', ARGV[5])
+-- The TTL, the hold's timeout key and the latch may be refused to an ACL user (a command, or
+-- a key pattern: the timeout key is not the lock's), and Redis keeps a script's writes made
+-- before an error: a refusal undoes the hold counted above, so NoPermission means "nothing
+-- changed" (a user trial of stop 43 found read holds left for a whole lease, or without TTL).
+local function undo(err)
+  if not mode then
+    redis.call('DEL', lock)
+  else
+    if redis.call('HINCRBY', lock, owner, -1) <= 0 then
+      redis.call('HDEL', lock, owner)
+    end
+    if before > 0 then
+      redis.pcall('PEXPIRE', lock, before)
+    end
+  end
+  return err
+end
+local function refused(reply)
+  return type(reply) == 'table' and reply.err ~= nil
+end
+-- Never shorten the hash: other readers' holds may last longer than this lease.
+local expiring = redis.pcall('PEXPIRE', lock, math.max(before, lease))
+if refused(expiring) then
+  return undo(expiring)
+end
+local timeout = ARGV[4] .. ':' .. count
+local timed = redis.pcall('SET', timeout, 1, 'PX', lease)
+if refused(timed) then
+  return undo(timed)
+end
+local latched = redis.pcall('SET', KEYS[2], count, 'PX', ARGV[5])
+if refused(latched) then
+  redis.call('DEL', timeout)
+  return undo(latched)
+end
 return {1, 0, count}

@@ -19,25 +19,57 @@ if refused then
   return refused
 end
 local count
+local before = redis.call('PTTL', lock)
+local ttl
 if not mode then
   redis.call('HSET', lock, 'mode', 'write', writer, 1)
-  redis.call('PEXPIRE', lock, lease)
-  count = 1
+  count, ttl = 1, lease
 elseif mode == 'write' and redis.call('HEXISTS', lock, writer) == 1 then
   count = redis.call('HINCRBY', lock, writer, 1)
   -- Redisson adds the lease to what is left on a write re-entry.
-  redis.call('PEXPIRE', lock, math.max(redis.call('PTTL', lock), 0) + lease)
+  ttl = math.max(before, 0) + lease
 elseif mode == 'read' and redis.call('HEXISTS', lock, ARGV[3]) == 1 then
-  return {-1, redis.call('PTTL', lock)}
+  return {-1, before}
 else
-  return {0, redis.call('PTTL', lock)}
+  return {0, before}
+end
+-- The TTL, the fencing counter and the latch may be refused to an ACL user (a command or a
+-- key it may not use), and Redis keeps a script's writes made before an error: a refusal
+-- undoes the hold counted above, so NoPermission means "nothing changed" (a user trial of
+-- stop 43 found holds left without TTL, which no one could take or force-unlock).
+local function undo(err)
+  if not mode then
+    redis.call('DEL', lock)
+  else
+    redis.call('HINCRBY', lock, writer, -1)
+    if before > 0 then
+      redis.pcall('PEXPIRE', lock, before)
+    end
+  end
+  return err
+end
+local function refused(reply)
+  return type(reply) == 'table' and reply.err ~= nil
+end
+local expiring = redis.pcall('PEXPIRE', lock, ttl)
+if refused(expiring) then
+  return undo(expiring)
 end
 local fence = 0
 if ARGV[4] == '1' then
-  fence = redis.call('INCR', KEYS[2])
+  fence = redis.pcall('INCR', KEYS[2])
+  if refused(fence) then
+    return undo(fence)
+  end
   if ARGV[6] then
-    redis.call('PEXPIRE', KEYS[2], ARGV[6])
+    redis.pcall('PEXPIRE', KEYS[2], ARGV[6])
   end
 end
-redis.call('SET', KEYS[3], fence .. ':' .. count, 'PX', ARGV[5])
+local latched = redis.pcall('SET', KEYS[3], fence .. ':' .. count, 'PX', ARGV[5])
+if refused(latched) then
+  if ARGV[4] == '1' then
+    redis.call('DECR', KEYS[2])
+  end
+  return undo(latched)
+end
 return {1, fence, count}
