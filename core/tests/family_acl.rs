@@ -211,4 +211,16 @@ async fn an_acquire_refused_after_its_first_write_leaves_nothing_behind() {
     let left: Vec<(String, String)> = snapshot(&mut admin).await;
     let written: Vec<_> = left.iter().filter(|k| !before.contains(k)).collect();
     assert!(written.is_empty(), "left behind: {written:?}");
+
+    // A multi-lock whose second member (reentrant) is refused: the first (lease) is undone.
+    let no_count = user_refused(&s, "nocount", &["-hincrby"]).await;
+    let multi = no_count
+        .multi_lock(vec![no_count.lock("acl2:m1"), no_count.rlock("acl2:m2")])
+        .unwrap()
+        .lease(lease);
+    let before = snapshot(&mut admin).await;
+    refused(multi.acquire_with_wait(Some(once)).await, "multi-lock");
+    let left: Vec<(String, String)> = snapshot(&mut admin).await;
+    let written: Vec<_> = left.iter().filter(|k| !before.contains(k)).collect();
+    assert!(written.is_empty(), "left behind: {written:?}");
 }

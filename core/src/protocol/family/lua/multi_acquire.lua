@@ -13,6 +13,14 @@
 local n = #KEYS - 1
 local latch = KEYS[n + 1]
 local with_latch = ARGV[2] ~= '0'
+-- A write refused to an ACL user (a command, or a member's key) after others: Redis keeps a
+-- script's writes made before an error, so what this script wrote is undone before the error
+-- is returned, and NoPermission means nothing changed (a user trial of stop 43: a lease
+-- member stayed held for its whole lease when the next, reentrant member's HINCRBY was
+-- refused).
+local function refused(reply)
+  return type(reply) == 'table' and reply.err ~= nil
+end
 local function holds(key, spec)
   local id = string.sub(spec, 2)
   if string.sub(spec, 1, 1) == 'L' then
@@ -26,7 +34,14 @@ if not with_latch then
   -- decide (the script is atomic: nobody saw those keys).
   local taken = 0
   for i = 1, n do
-    if not redis.call('SET', KEYS[i], string.sub(ARGV[2 + i], 2), 'NX', 'PX', ARGV[1]) then
+    local set = redis.pcall('SET', KEYS[i], string.sub(ARGV[2 + i], 2), 'NX', 'PX', ARGV[1])
+    if refused(set) then
+      for j = 1, taken do
+        redis.call('DEL', KEYS[j])
+      end
+      return set
+    end
+    if not set then
       break
     end
     taken = i
@@ -77,17 +92,52 @@ end
 if busy then
   return busy
 end
+-- What this pass wrote, to undo it after a refusal: {key, created, PTTL before, field}.
+local done = {}
+local function undo(err)
+  for j = #done, 1, -1 do
+    local d = done[j]
+    if d.created then
+      redis.call('DEL', d.key)
+    else
+      if d.field then
+        redis.call('HINCRBY', d.key, d.field, -1)
+      end
+      if d.before > 0 then
+        redis.pcall('PEXPIRE', d.key, d.before)
+      end
+    end
+  end
+  return err
+end
 for i = 1, n do
   local key, spec = KEYS[i], ARGV[2 + i]
   local id = string.sub(spec, 2)
+  local before = redis.call('PTTL', key)
+  local entry = {key = key, created = before == -2, before = before}
   if string.sub(spec, 1, 1) == 'L' then
-    redis.call('SET', key, id, 'PX', ARGV[1])
+    local set = redis.pcall('SET', key, id, 'PX', ARGV[1])
+    if refused(set) then
+      return undo(set)
+    end
+    done[#done + 1] = entry
   else
-    redis.call('HINCRBY', key, id, 1)
-    redis.call('PEXPIRE', key, ARGV[1])
+    local counted = redis.pcall('HINCRBY', key, id, 1)
+    if refused(counted) then
+      return undo(counted)
+    end
+    entry.field = id
+    done[#done + 1] = entry
+    local expiring = redis.pcall('PEXPIRE', key, ARGV[1])
+    if refused(expiring) then
+      return undo(expiring)
+    end
   end
 end
 if with_latch then
-  redis.call('SET', latch, 1, 'PX', ARGV[2])
+  local latched = redis.pcall('SET', latch, 1, 'PX', ARGV[2])
+  if refused(latched) then
+    return undo(latched)
+  end
 end
 return {1}
