@@ -393,3 +393,32 @@ async fn the_release_of_a_lost_quorum_hold_deletes_its_key_on_the_minority() {
     assert!(other.owned().await.unwrap());
     other.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minority_key_written_late_is_deleted_by_the_release_after_the_loss() {
+    // A user trial of stop 43 (Node): node 0 paused through the acquire (its SET queued), node
+    // 1 paused until the hold was lost; on resume node 0 ran the SET, with a fresh lease,
+    // after the loss was reported. The release after the loss deletes it.
+    let nodes = servers(3);
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    let client = Client::quorum_builder(&urls)
+        .watchdog_timeout(Duration::from_millis(3000))
+        .network_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    nodes[0].pause().unwrap();
+    let guard = client.lock("q:late").acquire().await.unwrap();
+    nodes[1].pause().unwrap();
+    within(Duration::from_secs(10), guard.lost()).await;
+    nodes[0].resume().unwrap();
+    nodes[1].resume().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // the queued SET runs
+    let e = guard.release().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert_eq!(
+        holders(&nodes, "q:late").await,
+        0,
+        "a node keeps the lost hold's key"
+    );
+}
