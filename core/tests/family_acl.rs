@@ -224,3 +224,41 @@ async fn an_acquire_refused_after_its_first_write_leaves_nothing_behind() {
     let written: Vec<_> = left.iter().filter(|k| !before.contains(k)).collect();
     assert!(written.is_empty(), "left behind: {written:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_denied_scripts_is_refused_at_its_first_lease_acquire() {
+    // A user trial of stop 43: the plain `SET NX PX` of a lease acquire granted a lock to a
+    // user denied EVAL, which it could then neither renew nor release (the hold was reported
+    // lost as "expired"). Plain forms now stand in for scripts only once a script ran.
+    let s = RedisServer::start_with_options(&ServerOptions {
+        acl_user: Some(false),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    if s.is_valkey() {
+        return; // Valkey 9's SET IFEQ / DELIFEQ run lease locks without scripts (documented)
+    }
+    let mut admin = raw(&s).await;
+    let url = {
+        let _ = user_refused(&s, "noeval", &["-eval", "-evalsha"]).await;
+        format!("redis://noeval:pw@127.0.0.1:{}", s.port())
+    };
+    let user = within(BOUND, Client::connect(&url)).await.unwrap();
+    let lock = user.lock("acl3:lease").lease(Duration::from_secs(60));
+    refused(lock.clone().wait(Duration::ZERO).acquire().await, "lease acquire");
+    // The calling thread's connection (blocking calls) too.
+    let url2 = url.clone();
+    let blocking = tokio::task::spawn_blocking(move || {
+        let client = redlatch::blocking::Client::connect(&url2).unwrap();
+        let lock = client.lock("acl3:lease").lease(Duration::from_secs(60));
+        lock.try_acquire().map(|g| g.is_some())
+    })
+    .await
+    .unwrap();
+    refused(blocking, "blocking lease acquire");
+    assert_eq!(
+        cmd::<i64>(&mut admin, &["EXISTS", "acl3:lease"]).await,
+        0,
+        "granted"
+    );
+}

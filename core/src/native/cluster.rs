@@ -32,6 +32,7 @@ use redis::cluster_routing::{
 };
 use redis::{TlsMode, Value};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use tokio::sync::OnceCell;
 
@@ -55,6 +56,9 @@ pub struct ClusterTransport {
     subscriber: ClusterSubscriber,
     options: TransportOptions,
     sharded_override: Option<bool>,
+    /// A script was answered without an error: plain forms may stand in for scripts
+    /// (`ScriptsRun::may_go_plain`).
+    scripts_allowed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for ClusterTransport {
@@ -125,6 +129,7 @@ impl ClusterTransport {
             label,
             options,
             sharded_override,
+            scripts_allowed: Default::default(),
         })
     }
 
@@ -244,10 +249,18 @@ impl ClusterTransport {
         }
         let result = if facts.facts.ifeq && ifeq::handles(request) {
             ifeq::run(conn, request, None).await
-        } else if let Some(plain) = &request.plain {
+        } else if let Some(plain) = request
+            .plain
+            .as_ref()
+            .filter(|_| self.scripts_allowed.load(Relaxed))
+        {
             run_plain(conn, plain).await
         } else {
-            eval_script(conn, request, None).await
+            let reply = eval_script(conn, request, None).await;
+            if reply.is_ok() {
+                self.scripts_allowed.store(true, Relaxed);
+            }
+            reply
         };
         let reply = result.map_err(|e| self.failed(&e, request))?;
         if let Some(sync) = self.options.sync_replicas {

@@ -42,10 +42,13 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
         let reply = invoke(conn, "EVAL", script.source(), request).await;
         if let Some(scripts) = scripts.filter(|_| answered(&reply)) {
             scripts.ran(script);
+            if reply.is_ok() {
+                scripts.answered_ok();
+            }
         }
         return reply.map(convert);
     }
-    match invoke(conn, "EVALSHA", script.sha1(), request).await {
+    let reply = match invoke(conn, "EVALSHA", script.sha1(), request).await {
         // EVAL both runs the script and caches it for the next EVALSHA, atomically, so a
         // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
@@ -53,8 +56,11 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
             invoke(conn, "EVAL", script.source(), request).await
         }
         other => other,
+    };
+    if let (Some(scripts), Ok(_)) = (scripts, &reply) {
+        scripts.answered_ok();
     }
-    .map(convert)
+    reply.map(convert)
 }
 
 /// Whether the node answered (so it compiled the script and has it cached): a reply, or an

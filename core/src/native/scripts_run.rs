@@ -11,12 +11,17 @@
 //! round trip: the connection cannot know.
 
 use crate::protocol::scripts::Script;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// The scripts a connection has run (or sent by source), compared by address: every
 /// [`Script`] is a `static`. A few dozen at most, so a list.
 #[derive(Default, Debug)]
-pub struct ScriptsRun(Mutex<Vec<usize>>);
+pub struct ScriptsRun {
+    seen: Mutex<Vec<usize>>,
+    /// A script was answered without an error here (see [`ScriptsRun::may_go_plain`]).
+    allowed: AtomicBool,
+}
 
 fn address(script: &'static Script) -> usize {
     std::ptr::from_ref(script) as usize
@@ -30,16 +35,32 @@ impl ScriptsRun {
 
     /// Whether `script` has not gone out on this connection yet.
     pub(crate) fn is_new(&self, script: &'static Script) -> bool {
-        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         !seen.contains(&address(script))
     }
 
     /// Records that the node has `script` in its cache (an `EVAL` of it was answered).
     pub(crate) fn ran(&self, script: &'static Script) {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         if !seen.contains(&address(script)) {
             seen.push(address(script));
         }
+    }
+
+    /// Records a script's reply that was no error: this user may run scripts.
+    pub(crate) fn answered_ok(&self) {
+        if !self.allowed.load(Ordering::Relaxed) {
+            self.allowed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a request's plain form (`Request::plain`) may stand in for its script: once a
+    /// script ran here without an error. Until then requests go as scripts, so a user denied
+    /// `EVAL` is refused at its first lease acquire (`NoPermission`), as at every other call,
+    /// instead of taking a lock with a plain `SET NX PX` that it can then neither renew nor
+    /// release (a user trial of stop 43: such a hold was reported lost as "expired").
+    pub(crate) fn may_go_plain(&self) -> bool {
+        self.allowed.load(Ordering::Relaxed)
     }
 }
 

@@ -251,10 +251,10 @@ impl RedisTransport {
         if live.facts.ifeq && ifeq::handles(request) {
             return ifeq::run(conn, request, scripts).await;
         }
-        if let Some(plain) = &request.plain {
-            return run_plain(conn, plain).await;
+        match &request.plain {
+            Some(plain) if live.scripts.may_go_plain() => run_plain(conn, plain).await,
+            _ => eval_script(conn, request, scripts).await,
         }
-        eval_script(conn, request, scripts).await
     }
 }
 
@@ -337,7 +337,7 @@ impl RedisTransport {
     /// on the JavaScript thread): with `ifeq` (the server has Valkey 9's `SET IFEQ` /
     /// `DELIFEQ`: [`Self::supports_ifeq`]) a lease lock's request as those commands, as this
     /// transport runs them (a user denied `EVAL` can then use lease locks); else its plain
-    /// form when it has one, else its script (`EVAL` by source, the first time on `conn`
+    /// form when it has one and a script ran on `conn` (`ScriptsRun::may_go_plain`), else its script (`EVAL` by source, the first time on `conn`
     /// (`scripts`: one per connection, see [`ScriptsRun`]), or `EVALSHA` repeated as `EVAL`
     /// after a `NOSCRIPT`), so what goes on the wire is written once. None of this transport's
     /// other deployment handling (`WAIT`, replica checks) applies.
@@ -356,7 +356,7 @@ impl RedisTransport {
     ) -> Result<Reply> {
         let reply = if ifeq && ifeq::handles(request) {
             ifeq::run(conn, request, Some(scripts)).await
-        } else if let Some(plain) = &request.plain {
+        } else if let Some(plain) = request.plain.as_ref().filter(|_| scripts.may_go_plain()) {
             run_plain(conn, plain).await
         } else {
             eval_script(conn, request, Some(scripts)).await

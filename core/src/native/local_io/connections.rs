@@ -296,7 +296,8 @@ fn run(conn: &mut redis::Connection, scripts: &ScriptsRun, request: &Request) ->
     // script here: redis-rs reads every reply of a pipeline even after one timed out, each
     // read waiting a whole read timeout again, so a 2-member multi-lock on a stalled Redis
     // took two network timeouts (a user trial of stop 42); the script is one reply.
-    if let Some(PlainCommand::One(cmd)) = request.plain.as_deref().map(plain_command) {
+    let plain = request.plain.as_deref().filter(|_| scripts.may_go_plain());
+    if let Some(PlainCommand::One(cmd)) = plain.map(plain_command) {
         return cmd.query(conn);
     }
     let script = request.script;
@@ -308,18 +309,23 @@ fn run(conn: &mut redis::Connection, scripts: &ScriptsRun, request: &Request) ->
             .arg(&request.args)
             .query(conn)
     };
-    if request.by_source || scripts.is_new(script) {
+    let reply = if request.by_source || scripts.is_new(script) {
         let reply = invoke(conn, "EVAL", script.source());
         if answered(&reply) {
             scripts.ran(script);
         }
-        return reply;
-    }
-    match invoke(conn, "EVALSHA", script.sha1()) {
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-            tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
-            invoke(conn, "EVAL", script.source())
+        reply
+    } else {
+        match invoke(conn, "EVALSHA", script.sha1()) {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
+                invoke(conn, "EVAL", script.source())
+            }
+            other => other,
         }
-        other => other,
+    };
+    if reply.is_ok() {
+        scripts.answered_ok();
     }
+    reply
 }

@@ -392,7 +392,7 @@ impl LoopNode {
         let scripts = Some(&socket.scripts);
         if ifeq && ifeq::handles(request) {
             ifeq::run(&mut call, request, scripts).await
-        } else if let Some(plain) = &request.plain {
+        } else if let Some(plain) = request.plain.as_ref().filter(|_| socket.scripts.may_go_plain()) {
             run_plain(&mut call, plain).await
         } else {
             eval_script(&mut call, request, scripts).await
