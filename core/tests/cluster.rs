@@ -426,3 +426,23 @@ async fn a_client_follows_the_promotion_of_a_paused_master() {
     acquired.expect("a lock of the promoted replica's slot, through the client made before the pause");
     released.expect("the hold, replicated to the promoted node, is released there");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_client_on_a_single_node_fails_at_once_saying_so() {
+    // A user trial of stop 43: redis+cluster:// to a node without cluster support retried
+    // "ERR This instance has cluster support disabled" until the wait ran out.
+    let single = common::server();
+    let url = format!("redis+cluster://127.0.0.1:{}", single.port());
+    let client = Client::builder(&url)
+        .network_timeout(Duration::from_secs(20))
+        .build_lazy()
+        .unwrap();
+    let e = within(
+        Duration::from_secs(10),
+        client.lock("single").wait(Duration::from_secs(60)).acquire(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("not a Redis Cluster node"), "{e}");
+}

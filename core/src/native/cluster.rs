@@ -183,6 +183,7 @@ impl ClusterTransport {
                 // the caller names the transport.
                 let mut conn = self.client.get_async_connection().await.map_err(|e| {
                     wrapped_refusal(&e)
+                        .or_else(|| not_a_cluster(&e))
                         .unwrap_or_else(|| Error::connection(map_error(&e, &[]).message().to_owned()))
                 })?;
                 let facts = self.probe(&mut conn).await?;
@@ -381,6 +382,17 @@ impl Drop for Unanswered<'_> {
             self.transport.forget(&cell);
         }
     }
+}
+
+/// A seed that is a single node (`cluster support disabled`), not a Cluster node: refused at
+/// once (`InvalidArgument`, permanent), as a single-node client refuses a Cluster node, instead
+/// of retried until the wait ends (a user trial of stop 43).
+fn not_a_cluster(e: &redis::RedisError) -> Option<Error> {
+    e.to_string().contains("cluster support disabled").then(|| {
+        Error::invalid(
+            "the seed node is not a Redis Cluster node (cluster support disabled): connect to it as a single node (a redis:// or rediss:// URL)",
+        )
+    })
 }
 
 impl Transport for ClusterTransport {

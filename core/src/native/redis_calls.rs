@@ -18,7 +18,7 @@ pub(crate) fn describe(node: &str, e: &redis::RedisError, args: &[String]) -> Er
     use redis::ServerErrorKind as S;
     if e.kind() == redis::ErrorKind::Server(S::Moved) {
         return Error::invalid(format!(
-            "{node} is a Redis Cluster node (it answered MOVED): connect with a Cluster client (Client::cluster, or a redis+cluster:// URL)"
+            "{node} is a Redis Cluster node (it answered MOVED): connect with a Cluster client (a redis+cluster:// URL, or the binding's cluster client)"
         ));
     }
     if e.kind() == redis::ErrorKind::Server(S::ReadOnly) {

@@ -3,8 +3,8 @@
 // wasm/index.d.ts) re-export these and add how that entry makes a Client. Checked by the
 // typings tests of both entries, which compile strict programs against them.
 
-/** Options of a lock handle (`client.lock(name, options)`). */
-export interface LockOptions {
+/** Options of a lease-lock handle (`client.lock(name, options)`). */
+export interface LeaseLockOptions {
   /** Fixed lease in ms: Redis drops the lock after it unless released or extended; no renewal. Absent: watchdog mode. */
   leaseMs?: number
   /** Default wait of `acquire` / `using` in ms (0 = one try). Absent or `Infinity`: wait until acquired. */
@@ -16,8 +16,13 @@ export interface LockOptions {
    * last fenced acquire (absent: it persists). Hazard: tokens then restart at 1 (see README).
    */
   fenceTtlMs?: number
+}
+
+/** Options of a reentrant lock handle (`client.rlock`, `fairLock`, `rwLock`). */
+export interface LockOptions extends LeaseLockOptions {
   /**
-   * Reentrant kinds (`rlock`, `fairLock`, `rwLock`) only: the owner its holds belong to, shared on purpose. Holds of one `Owner`
+   * The owner its holds belong to, shared on purpose (reentrant kinds only: `client.lock`
+   * refuses it). Holds of one `Owner`
    * re-enter, wherever they are acquired; without one, an rlock re-enters only inside a
    * `using` scope of its owner (a bare `acquire()` is an owner of its own).
    */
@@ -61,7 +66,7 @@ export declare class Client {
   /** `true` after `close()`. */
   readonly closed: boolean
   /** A lease lock, wire-compatible with node-redlock and redis-py. Throws `InvalidArgumentError` for bad options. */
-  lock(name: string, options?: LockOptions): Lock
+  lock(name: string, options?: LeaseLockOptions): Lock
   /**
    * A reentrant lock (Redisson RLock layout). Its holds re-enter only for one owner: the
    * `owner` option, else the rlock `using` scope the calling code runs in; a bare
