@@ -446,3 +446,25 @@ async fn a_cluster_client_on_a_single_node_fails_at_once_saying_so() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.message().contains("not a Redis Cluster node"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_waiters_keep_the_poll_interval() {
+    // Elsewhere a waiter of Redisson's kinds that hears the release messages polls at most
+    // once a second; on a Cluster its subscription was found gone after a failover (a user
+    // trial of stop 43), so it keeps the client's poll (50 ms by default).
+    let cluster = RedisCluster::start().unwrap();
+    let (holder, waiter) = (cluster_client(&cluster).await, cluster_client(&cluster).await);
+    let held = holder
+        .rlock("poll:r")
+        .lease(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let before = stat(&cluster, "evalsha") + stat(&cluster, "eval");
+    let lock = waiter.rlock("poll:r").wait(Duration::from_millis(1500));
+    let e = within(BOUND, lock.acquire()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}");
+    let tries = stat(&cluster, "evalsha") + stat(&cluster, "eval") - before;
+    assert!(tries >= 10, "a Cluster waiter tried only {tries} times in 1.5 s");
+    held.release().await.unwrap();
+}
