@@ -14,7 +14,7 @@ export interface ClientOptions {
   networkTimeoutMs?: number
   /** Quorum mode: per-node timeout. Default `min(lease / 20, 250)`. */
   nodeTimeoutMs?: number
-  /** Longest pause between attempts while waiting for a lease or fair lock, or without pub/sub (release messages usually wake waiters sooner). Default 50. Waiters of reentrant and read/write locks, semaphores and latches that hear the release messages poll at most every `max(pollIntervalMs, 1000)` (not on a Cluster). */
+  /** Longest pause between attempts while waiting for a lease or fair lock, or without pub/sub (release messages usually wake waiters sooner). Default 50. Waiters of reentrant and read/write locks, semaphores and latches that hear the release messages poll at most every `max(pollIntervalMs, 1000)`. */
   pollIntervalMs?: number
   /** TLS settings of `rediss://` URLs. Without a CA option a `rediss://` URL is verified against the roots Node trusts when `NODE_EXTRA_CA_CERTS` is set (Node's bundled roots and that file), else the system's roots. */
   tls?: TlsOptions

@@ -27,7 +27,7 @@ pub struct ClientOptions {
     /// Longest pause between two attempts while waiting for a lease or fair lock, or without
     /// pub/sub (release messages usually wake waiters sooner). Default 50 ms. Waiters of
     /// reentrant and read/write locks, semaphores and latches that hear the release messages
-    /// poll at most every `max(pollIntervalMs, 1000)` (not on a Cluster).
+    /// poll at most every `max(pollIntervalMs, 1000)`.
     pub poll_interval_ms: Option<f64>,
     /// TLS settings of `rediss://` URLs (CA, client certificate, server name, insecure).
     pub tls: Option<TlsOptions>,

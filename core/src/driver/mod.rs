@@ -73,8 +73,7 @@ pub struct Config {
     /// Longest pause between two acquire attempts while waiting for a lease or fair lock, or
     /// without pub/sub. Default 50 ms. A waiter of a reentrant or read/write lock, a semaphore
     /// or a latch that hears every node's release messages waits for them (or the holder's
-    /// lease) and polls at most every `max(poll_interval, 1 s)` (`timing::LISTENING_POLL`);
-    /// not on a Cluster, whose waiters keep this poll.
+    /// lease) and polls at most every `max(poll_interval, 1 s)` (`timing::LISTENING_POLL`).
     pub poll_interval: Duration,
     /// After releasing a lock that had waiters, this client's own next acquire of it waits
     /// this long first, so a woken waiter (possibly in another process) can take it instead

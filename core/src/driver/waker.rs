@@ -89,13 +89,9 @@ impl Waker {
     /// [`timing::LISTENING_POLL`](crate::protocol::timing::LISTENING_POLL) when it is longer
     /// and this waiter hears every node of `engine` for a kind whose holders all publish
     /// (`publishing`: not a lease lock, whose peers redis-py and node-redlock publish nothing).
-    /// Not on a Cluster: after a failover or a slot migration its waiters were found no longer
-    /// subscribed on the slot's new master (a user trial of stop 43), so the poll is what
-    /// wakes them there.
     pub(super) fn poll(&self, engine: &Engine, publishing: bool) -> Duration {
         let poll = engine.config.poll_interval;
-        let cluster = engine.nodes.transports().iter().any(|t| t.is_cluster());
-        if publishing && !cluster && self.subs.len() == engine.nodes.len() {
+        if publishing && self.subs.len() == engine.nodes.len() {
             poll.max(crate::protocol::timing::LISTENING_POLL)
         } else {
             poll

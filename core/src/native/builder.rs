@@ -125,8 +125,8 @@ impl ClientBuilder {
 
     /// Longest pause between attempts while waiting for a busy lease or fair lock, or without
     /// pub/sub (release messages usually wake waiters sooner). Default 50 ms. Waiters of
-    /// Redisson's other kinds that hear every node poll at most every `max(interval, 1 s)`,
-    /// except on a Cluster (see [`Config::poll_interval`](crate::Config)).
+    /// Redisson's other kinds that hear every node poll at most every `max(interval, 1 s)`
+    /// (see [`Config::poll_interval`](crate::Config)).
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.config.poll_interval = interval;
         self

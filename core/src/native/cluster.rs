@@ -69,12 +69,15 @@ impl std::fmt::Debug for ClusterTransport {
     }
 }
 
-/// The cluster client for `seeds` (RESP3 and a push handler for the subscriber's).
+/// What the subscriber's cluster client does with each push message.
+pub(crate) type PushHandler = Box<dyn Fn(&redis::PushInfo) + Send + Sync>;
+
+/// The cluster client for `seeds` (RESP3 and `on_push` for the subscriber's).
 pub(crate) fn cluster_client(
     seeds: &[NodeSpec],
     tls: &TlsOptions,
     options: &TransportOptions,
-    push: Option<super::pubsub::Channels>,
+    on_push: Option<PushHandler>,
 ) -> Result<ClusterClient> {
     let infos = seeds.iter().map(|s| s.info.clone());
     let timeout = options.network_timeout;
@@ -91,11 +94,11 @@ pub(crate) fn cluster_client(
             b = b.tls(TlsMode::Insecure);
         }
     }
-    if let Some(channels) = push {
+    if let Some(on_push) = on_push {
         b = b
             .use_protocol(redis::ProtocolVersion::RESP3)
             .push_sender(move |push: redis::PushInfo| {
-                channels.on_push(&push);
+                on_push(&push);
                 Ok::<(), std::convert::Infallible>(())
             });
     }

@@ -1,8 +1,17 @@
 //! Wake-ups on a Redis Cluster: a second cluster connection (RESP3) for subscriptions,
 //! `SSUBSCRIBE` to the shard channel of the lock's slot when the cluster has sharded pub/sub,
-//! else `SUBSCRIBE`. redis-rs subscribes again after a reconnect or when a slot moves; the
-//! server's `SUNSUBSCRIBE` on a slot move also wakes every waiter to poll once.
+//! else `SUBSCRIBE`.
+//!
+//! When a slot leaves a master (a migration, a failover) the server drops the subscribers of
+//! its shard channels with a `SUNSUBSCRIBE` push, and redis-rs forgets those subscriptions
+//! (its own resubscription after a topology change covers the ones it still tracks): a user
+//! trial of stop 43 saw `PUBSUB SHARDNUMSUB` at 0 on the new master, its waiters woken only
+//! by their poll. So on that push, and when a node connection is lost, the subscriber sends
+//! `SSUBSCRIBE` again for every shard channel that still has waiters (redis-rs routes it to
+//! the slot's current master, following `MOVED`), retrying while the slot has no master.
+//! Either push also wakes every waiter to poll once, for a message missed meanwhile.
 
+use super::cluster::PushHandler;
 use super::node::NodeSpec;
 use super::pubsub::{ChannelWaker, Channels, Unsubscriber};
 use super::redis_calls::map_error;
@@ -11,9 +20,17 @@ use super::transport::TransportOptions;
 use crate::error::{Error, Result};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::{PushInfo, PushKind, Value};
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
 use tokio::sync::OnceCell;
+
+/// Tries of a subscription made again after a topology change: the pauses double from
+/// 50 ms to 1 s, so about a minute in all, longer than a Cluster's failover takes
+/// (`cluster-node-timeout` and an election). Waiters poll meanwhile.
+const RESUBSCRIBE_TRIES: u32 = 64;
+const FIRST_RESUBSCRIBE_PAUSE: Duration = Duration::from_millis(50);
 
 struct Inner {
     client: ClusterClient,
@@ -31,15 +48,27 @@ pub(crate) struct ClusterSubscriber {
 impl ClusterSubscriber {
     pub(crate) fn new(seeds: &[NodeSpec], tls: &TlsOptions, options: &TransportOptions) -> Result<Self> {
         let channels = Channels::default();
-        let client = super::cluster::cluster_client(seeds, tls, options, Some(channels.clone()))?;
-        Ok(ClusterSubscriber {
-            inner: Arc::new(Inner {
-                client,
-                conn: OnceCell::new(),
-                channels,
-                subscribed: tokio::sync::Mutex::default(),
-            }),
-        })
+        // The push handler belongs to the client, which `Inner` owns: it reaches `Inner`
+        // through a weak reference set once `Inner` exists.
+        let this: Arc<OnceLock<Weak<Inner>>> = Arc::default();
+        let on_push: PushHandler = {
+            let (channels, this) = (channels.clone(), this.clone());
+            Box::new(move |push: &PushInfo| {
+                channels.on_push(push);
+                if let Some(inner) = this.get().and_then(Weak::upgrade) {
+                    inner.after_push(push);
+                }
+            })
+        };
+        let client = super::cluster::cluster_client(seeds, tls, options, Some(on_push))?;
+        let inner = Arc::new(Inner {
+            client,
+            conn: OnceCell::new(),
+            channels,
+            subscribed: tokio::sync::Mutex::default(),
+        });
+        let _ = this.set(Arc::downgrade(&inner));
+        Ok(ClusterSubscriber { inner })
     }
 
     /// Subscribes to `channel`, sharded or not (confirmed before this returns).
@@ -87,6 +116,68 @@ impl Inner {
             .await?;
         Ok(conn.clone())
     }
+
+    /// After the server dropped a shard channel's subscribers (`SUNSUBSCRIBE` push: its slot
+    /// moved) or a node connection was lost, subscribes again in the background.
+    fn after_push(self: &Arc<Self>, push: &PushInfo) {
+        let only = match (&push.kind, push.data.first()) {
+            (PushKind::SUnsubscribe, Some(Value::BulkString(name))) => {
+                Some(String::from_utf8_lossy(name).into_owned())
+            }
+            (PushKind::Disconnection, _) => None,
+            _ => return,
+        };
+        // Push messages are delivered on a connection's task, inside the runtime.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(self.clone().subscribe_again(only));
+        }
+    }
+
+    async fn subscribe_again(self: Arc<Self>, only: Option<String>) {
+        let mut pause = FIRST_RESUBSCRIBE_PAUSE;
+        for _ in 0..RESUBSCRIBE_TRIES {
+            match self.subscribe_again_once(only.as_deref()).await {
+                Ok(()) => return,
+                Err(e) => tracing::debug!(error = %e, "subscribing again after a topology change"),
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// `SSUBSCRIBE` for each shard channel subscribed here (or only `only`) that still has
+    /// waiters. Our own `SUNSUBSCRIBE` (its channel no longer in `subscribed`) sends nothing;
+    /// subscribing a connection twice to a channel is harmless.
+    async fn subscribe_again_once(&self, only: Option<&str>) -> redis::RedisResult<()> {
+        let subscribed = self.subscribed.lock().await;
+        let Some(conn) = self.conn.get() else {
+            return Ok(());
+        };
+        let mut conn = conn.clone();
+        let again = subscribed.iter().filter(|(name, sharded)| {
+            *sharded && only.is_none_or(|o| o == name) && self.channels.wanted(name)
+        });
+        for (name, _) in again {
+            // After a failover, redis-rs' slot map still names the old master, now a
+            // replica, which accepts `SSUBSCRIBE` for its master's slots but was not seen to
+            // pass on the new master's messages. A read of a key in the channel's slot gets
+            // `MOVED` there, after which redis-rs knows the new master. The read may be
+            // refused (an ACL user without `EXISTS`): the subscription is made all the same.
+            if let Some(key) = slot_key(name) {
+                let _: redis::RedisResult<i64> = redis::cmd("EXISTS").arg(key).query_async(&mut conn).await;
+            }
+            conn.ssubscribe(name).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A key in the slot of shard channel `channel`: the content of its hash tag (the lock's
+/// name: it holds no `}`, so it is hashed whole, to the channel's slot).
+fn slot_key(channel: &str) -> Option<&str> {
+    let open = channel.find('{')?;
+    let len = channel[open + 1..].find('}')?;
+    (len > 0).then(|| &channel[open + 1..open + 1 + len])
 }
 
 struct Unsubscribe {
@@ -112,5 +203,18 @@ impl Unsubscriber for Unsubscribe {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_key;
+
+    #[test]
+    fn a_channel_slot_key_is_its_hash_tag() {
+        assert_eq!(slot_key("redisson_lock__channel:{lock:a}"), Some("lock:a"));
+        assert_eq!(slot_key("redisson_lock__channel:{{user}:a}"), Some("{user"));
+        assert_eq!(slot_key("redisson_sc:{}"), None);
+        assert_eq!(slot_key("plain"), None);
     }
 }

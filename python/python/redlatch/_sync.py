@@ -75,8 +75,7 @@ class Client(ClientBase):
     :param poll_interval: longest pause between attempts while waiting for a busy lease or
         fair lock, or without pub/sub (release messages usually wake waiters sooner; default
         0.05 s); waiters of reentrant and read/write locks, semaphores and latches that hear
-        the release messages poll at most every ``max(poll_interval, 1.0)`` seconds (not on
-        a Cluster)
+        the release messages poll at most every ``max(poll_interval, 1.0)`` seconds
     :raises ValueError: a malformed URL or a bad duration
     """
 

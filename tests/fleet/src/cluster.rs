@@ -127,12 +127,13 @@ impl RedisCluster {
         node.cli(&["CLUSTER", "MYID"])
     }
 
-    /// The node that serves `slot` as master now, according to node 0.
+    /// The running node that serves `slot` as master now, by its own account.
     ///
     /// # Errors
     /// `redis-cli` failing or no master found.
     pub fn master_of(&self, slot: u16) -> io::Result<&RedisServer> {
-        for n in &self.nodes {
+        // A node a test killed serves nothing (and would fail the `redis-cli` call).
+        for n in self.nodes.iter().filter(|n| n.is_running()) {
             let role = n.cli(&["ROLE"])?;
             if !role.starts_with("master") {
                 continue;
@@ -226,6 +227,34 @@ impl RedisCluster {
             Ok(self.master_of(slot)?.port() == to_port)
         })?;
         self.wait_settled()
+    }
+
+    /// Waits until a live node other than the one on port `old` (which a test killed or
+    /// paused) is a master that lists `slot` among its own ranges.
+    ///
+    /// # Errors
+    /// No replica taking over within 30 s; the message then holds a live node's view.
+    pub fn until_promoted(&self, slot: u16, old: u16) -> io::Result<()> {
+        let serves = |n: &RedisServer| {
+            n.cli(&["ROLE"]).is_ok_and(|r| r.starts_with("master"))
+                && n.cli(&["CLUSTER", "NODES"]).is_ok_and(|nodes| {
+                    nodes
+                        .lines()
+                        .filter(|l| l.contains("myself"))
+                        .any(|l| owns_slot(l, slot))
+                })
+        };
+        let promoted = wait_for("a replica to take over the slot", || {
+            Ok(self
+                .nodes
+                .iter()
+                .any(|n| n.port() != old && n.is_running() && serves(n)))
+        });
+        promoted.map_err(|e| {
+            let live = self.nodes.iter().find(|n| n.port() != old && n.is_running());
+            let view = live.and_then(|n| n.cli(&["CLUSTER", "NODES"]).ok());
+            io::Error::other(format!("{e}: {}", view.unwrap_or_default()))
+        })
     }
 
     /// `CLUSTER FAILOVER` on a replica of the master serving `slot`: the replica becomes the
