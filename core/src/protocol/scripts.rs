@@ -54,6 +54,19 @@ macro_rules! script {
             concat!(include_str!("lua/conflict.lua"), include_str!(concat!("lua/", $file, ".lua"))),
         );
     };
+    // Acquires that count holds in a hash also share `grant.lua` (a grant's TTL, fencing
+    // token and latch, undone when refused).
+    ($(#[$doc:meta])* $ident:ident, $file:literal, with_conflict_checks_and_grant) => {
+        $(#[$doc])*
+        pub static $ident: Script = Script::new(
+            $file,
+            concat!(
+                include_str!("lua/conflict.lua"),
+                include_str!("lua/grant.lua"),
+                include_str!(concat!("lua/", $file, ".lua"))
+            ),
+        );
+    };
 }
 
 script!(
@@ -70,7 +83,7 @@ script!(
 );
 script!(
     /// Reentrant lock acquire (Redisson RLock).
-    RLOCK_ACQUIRE, "rlock_acquire", with_conflict_checks
+    RLOCK_ACQUIRE, "rlock_acquire", with_conflict_checks_and_grant
 );
 script!(
     /// Reentrant lock release (Redisson RLock).

@@ -9,7 +9,8 @@ macro_rules! family_script {
         $(#[$doc])*
         pub static $ident: Script = Script::new($file, include_str!(concat!("lua/", $file, ".lua")));
     };
-    // Scripts that tell a lock from application data start with the core's `conflict.lua`;
+    // Scripts that tell a lock from application data start with the core's `conflict.lua`
+    // (the acquires also with its `grant.lua`);
     // the semaphore and latch scripts, whose key is a count, with `count.lua`.
     // the fair release with `fair_head.lua`, which finds the queue head to wake.
     ($(#[$doc:meta])* $ident:ident, $file:literal, $($prelude:literal),+) => {
@@ -23,7 +24,7 @@ macro_rules! family_script {
 
 family_script!(
     /// Fair lock acquire: purge dead heads, grant to the queue head, else join the queue.
-    FAIR_ACQUIRE, "fair_acquire", "../lua/conflict.lua"
+    FAIR_ACQUIRE, "fair_acquire", "../lua/conflict.lua", "../lua/grant.lua"
 );
 family_script!(
     /// Fair lock release: decrement or delete, tell the queue head on its own channel.
@@ -35,7 +36,7 @@ family_script!(
 );
 family_script!(
     /// Read lock acquire (shared; per-hold timeout keys).
-    RW_READ_ACQUIRE, "rw_read_acquire", "../lua/conflict.lua"
+    RW_READ_ACQUIRE, "rw_read_acquire", "../lua/conflict.lua", "../lua/grant.lua"
 );
 family_script!(
     /// Read lock release (or, guarded by the acquire latch, undo).
@@ -47,7 +48,7 @@ family_script!(
 );
 family_script!(
     /// Write lock acquire (exclusive; refuses a read-to-write upgrade).
-    RW_WRITE_ACQUIRE, "rw_write_acquire", "../lua/conflict.lua"
+    RW_WRITE_ACQUIRE, "rw_write_acquire", "../lua/conflict.lua", "../lua/grant.lua"
 );
 family_script!(
     /// Write lock release (or, guarded by the acquire latch, undo).
@@ -103,7 +104,7 @@ family_script!(
 );
 family_script!(
     /// Multi-lock all-or-nothing acquire of lease and reentrant members in one script.
-    MULTI_ACQUIRE, "multi_acquire", "../lua/conflict.lua"
+    MULTI_ACQUIRE, "multi_acquire", "../lua/conflict.lua", "../lua/grant.lua"
 );
 family_script!(
     /// Multi-lock release of the members taken by `multi_acquire`.

@@ -15,13 +15,8 @@ end
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
   local before = redis.call('PTTL', KEYS[1])
   local count = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
-  -- The TTL, the fencing counter and the latch may be refused to an ACL user (a command or a
-  -- key it may not use), and Redis keeps a script's writes made before an error: a refusal
-  -- undoes the grant above (exactly: a count of 1 means the key was created here; the TTL
-  -- goes back), so the caller's NoPermission error means "nothing changed", never a hold it
-  -- does not know of (a user trial of stop 43: a user without PEXPIRE left a hash without
-  -- TTL, which no one could take or force-unlock). (OOM cannot refuse them: Redis checks
-  -- maxmemory only at a script's first write, the HINCRBY.)
+  -- A refusal after the grant undoes it (exactly: a count of 1 means the key was created
+  -- here; the TTL goes back): grant.lua.
   local function undo(err)
     if count == 1 then
       redis.call('DEL', KEYS[1])
@@ -33,30 +28,8 @@ if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2])
     end
     return err
   end
-  local expiring = redis.pcall('PEXPIRE', KEYS[1], ARGV[1])
-  if type(expiring) == 'table' and expiring.err then
-    return undo(expiring)
-  end
-  local fence = 0
-  if ARGV[3] == '1' then
-    -- Redisson increments on every acquire, re-entry included; the client keeps reporting
-    -- the outer hold's token for a re-entry.
-    fence = redis.pcall('INCR', KEYS[2])
-    if type(fence) == 'table' then
-      return undo(fence)
-    end
-    if ARGV[5] ~= '0' then
-      redis.call('PEXPIRE', KEYS[2], ARGV[5])
-    end
-  end
-  local latched = redis.pcall('SET', KEYS[3], fence .. ':' .. count, 'PX', ARGV[4])
-  if type(latched) == 'table' and latched.err then
-    if ARGV[3] == '1' then
-      redis.call('DECR', KEYS[2])
-    end
-    return undo(latched)
-  end
-  return {1, fence, count}
+  local fence_ttl = ARGV[5] ~= '0' and ARGV[5] or nil
+  return complete_grant(KEYS[1], ARGV[1], count, ARGV[3] == '1', KEYS[2], fence_ttl, KEYS[3], ARGV[4], undo)
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl == -1 then

@@ -43,14 +43,8 @@ while true do
   end
 end
 
--- The TTL, the fencing counter and the latch may be refused to an ACL user (a command or a
--- key it may not use), and Redis keeps a script's writes made before an error: a refusal
--- undoes the hold counted in the hash (`before`: the lock's PTTL before it), so NoPermission
--- leaves no hold behind (a user trial of stop 43 found a hash left without TTL, which no one
--- could take or force-unlock). A waiter's own queue entry, popped for the grant, stays gone.
-local function refused(reply)
-  return type(reply) == 'table' and reply.err ~= nil
-end
+-- A refusal after the grant undoes the hold counted in the hash (`before`: the lock's PTTL
+-- before it): grant.lua. A waiter's own queue entry, popped for the grant, stays gone.
 local function grant(count, before)
   local function undo(err)
     if count == 1 then
@@ -63,28 +57,7 @@ local function grant(count, before)
     end
     return err
   end
-  local expiring = redis.pcall('PEXPIRE', lock, ARGV[1])
-  if refused(expiring) then
-    return undo(expiring)
-  end
-  local fence = 0
-  if ARGV[6] == '1' then
-    fence = redis.pcall('INCR', KEYS[4])
-    if refused(fence) then
-      return undo(fence)
-    end
-    if ARGV[8] then
-      redis.pcall('PEXPIRE', KEYS[4], ARGV[8])
-    end
-  end
-  local latched = redis.pcall('SET', KEYS[5], fence .. ':' .. count, 'PX', ARGV[7])
-  if refused(latched) then
-    if ARGV[6] == '1' then
-      redis.call('DECR', KEYS[4])
-    end
-    return undo(latched)
-  end
-  return {1, fence, count}
+  return complete_grant(lock, ARGV[1], count, ARGV[6] == '1', KEYS[4], ARGV[8], KEYS[5], ARGV[7], undo)
 end
 
 if redis.call('EXISTS', lock) == 0 then

@@ -18,9 +18,6 @@ local with_latch = ARGV[2] ~= '0'
 -- is returned, and NoPermission means nothing changed (a user trial of stop 43: a lease
 -- member stayed held for its whole lease when the next, reentrant member's HINCRBY was
 -- refused).
-local function refused(reply)
-  return type(reply) == 'table' and reply.err ~= nil
-end
 local function holds(key, spec)
   local id = string.sub(spec, 2)
   if string.sub(spec, 1, 1) == 'L' then

@@ -14,9 +14,9 @@ if replay and redis.call('HEXISTS', lock, owner) == 1 then
   return {1, 0, count}
 end
 local mode = redis.call('HGET', lock, 'mode')
-local refused = no_rw_mode(lock, mode)
-if refused then
-  return refused
+local not_a_rw_lock = no_rw_mode(lock, mode)
+if not_a_rw_lock then
+  return not_a_rw_lock
 end
 local count
 local before = redis.call('PTTL', lock)
@@ -44,9 +44,6 @@ local function undo(err)
     end
   end
   return err
-end
-local function refused(reply)
-  return type(reply) == 'table' and reply.err ~= nil
 end
 -- Never shorten the hash: other readers' holds may last longer than this lease.
 local expiring = redis.pcall('PEXPIRE', lock, math.max(before, lease))

@@ -14,9 +14,9 @@ if replay and redis.call('HEXISTS', lock, writer) == 1 then
   return {1, tonumber(string.sub(replay, 1, sep - 1)), tonumber(string.sub(replay, sep + 1))}
 end
 local mode = redis.call('HGET', lock, 'mode')
-local refused = no_rw_mode(lock, mode)
-if refused then
-  return refused
+local not_a_rw_lock = no_rw_mode(lock, mode)
+if not_a_rw_lock then
+  return not_a_rw_lock
 end
 local count
 local before = redis.call('PTTL', lock)
@@ -33,10 +33,7 @@ elseif mode == 'read' and redis.call('HEXISTS', lock, ARGV[3]) == 1 then
 else
   return {0, before}
 end
--- The TTL, the fencing counter and the latch may be refused to an ACL user (a command or a
--- key it may not use), and Redis keeps a script's writes made before an error: a refusal
--- undoes the hold counted above, so NoPermission means "nothing changed" (a user trial of
--- stop 43 found holds left without TTL, which no one could take or force-unlock).
+-- A refusal after the grant undoes the hold counted above: grant.lua.
 local function undo(err)
   if not mode then
     redis.call('DEL', lock)
@@ -48,28 +45,4 @@ local function undo(err)
   end
   return err
 end
-local function refused(reply)
-  return type(reply) == 'table' and reply.err ~= nil
-end
-local expiring = redis.pcall('PEXPIRE', lock, ttl)
-if refused(expiring) then
-  return undo(expiring)
-end
-local fence = 0
-if ARGV[4] == '1' then
-  fence = redis.pcall('INCR', KEYS[2])
-  if refused(fence) then
-    return undo(fence)
-  end
-  if ARGV[6] then
-    redis.pcall('PEXPIRE', KEYS[2], ARGV[6])
-  end
-end
-local latched = redis.pcall('SET', KEYS[3], fence .. ':' .. count, 'PX', ARGV[5])
-if refused(latched) then
-  if ARGV[4] == '1' then
-    redis.call('DECR', KEYS[2])
-  end
-  return undo(latched)
-end
-return {1, fence, count}
+return complete_grant(lock, ttl, count, ARGV[4] == '1', KEYS[2], ARGV[6], KEYS[3], ARGV[5], undo)
