@@ -54,6 +54,38 @@ async fn waiters_on_several_clients_all_wake() {
     assert_eq!(exists, 0, "an opened latch is gone");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_waiter_of_one_client_wakes_at_zero_by_the_message() {
+    // A user trial of stop 44: the latch's open message ('0') woke one waiter per client, as
+    // a lock's unlock message does; the others waited for their poll. With a poll longer
+    // than the bound below, only the message can wake them in time.
+    let s = server();
+    let poll = Duration::from_secs(30);
+    let c = redlatch::Client::builder(&s.url())
+        .poll_interval(poll)
+        .connect()
+        .await
+        .unwrap();
+    let latch = c.count_down_latch("latch:all");
+    assert!(latch.try_set_count(1).await.unwrap());
+    let mut waiters = Vec::new();
+    for _ in 0..5 {
+        let l = c.count_down_latch("latch:all");
+        waiters.push(tokio::spawn(async move { l.wait(None).await.unwrap() }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    client(&s)
+        .await
+        .count_down_latch("latch:all")
+        .count_down()
+        .await
+        .unwrap();
+    for w in waiters {
+        let woken = tokio::time::timeout(Duration::from_secs(5), w).await;
+        assert!(woken.expect("woken by the open message").unwrap());
+    }
+}
+
 #[tokio::test]
 async fn wait_times_out_and_an_unset_latch_is_open() {
     let s = server();

@@ -123,6 +123,42 @@ async fn a_crashed_readers_hold_expires_while_others_keep_theirs() {
     w.release().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releasing_an_expired_read_hold_reports_it_lost_while_another_reader_holds() {
+    // A user trial of stop 44: with another reader holding, the release of a read hold whose
+    // lease ran out succeeded (its owner's count was still in the hash); alone, it was a
+    // LockLost. It is a LockLost either way, and the other reader keeps the lock.
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let expired = client
+        .rw_lock("rw:exp")
+        .read()
+        .lease(Duration::from_millis(300))
+        .acquire()
+        .await
+        .unwrap();
+    let other = client
+        .rw_lock("rw:exp")
+        .read()
+        .lease(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let e = expired.release().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert_eq!(e.reason(), Some(redlatch::Reason::Expired), "{e}");
+    assert!(other.owned().await.unwrap());
+    assert_eq!(
+        hash(&mut conn, "rw:exp").await.len(),
+        2,
+        "mode and the other reader's count"
+    );
+    other.release().await.unwrap();
+    assert_eq!(cmd::<i64>(&mut conn, &["EXISTS", "rw:exp"]).await, 0);
+}
+
 #[tokio::test]
 async fn a_read_to_write_upgrade_is_refused_at_once_and_changes_nothing() {
     let s = server();

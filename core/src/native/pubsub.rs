@@ -1,7 +1,7 @@
 //! The pub/sub waker: one RESP3 subscriber connection per node, shared by every waiter.
 //!
 //! Each channel has a tokio `Notify`. A message `0` (one lock released) wakes one local waiter,
-//! as Redisson's `LockPubSub` does, so the waiters of one process do not stampede Redis on
+//! as Redisson's `LockPubSub` does (a count-down latch's `0`, its opening, wakes them all), so the waiters of one process do not stampede Redis on
 //! every hand-off; any other message (`1` = wake all) wakes them all. When no waiter is
 //! parked at that moment (all busy sending attempts), the wake-up is kept as a permit for
 //! the next one, so a release is never missed. Channels are reference-counted: the first
@@ -87,10 +87,13 @@ impl Channels {
         match push.kind {
             PushKind::Message | PushKind::SMessage => {
                 let map = self.map();
-                let Some(ch) = text(push.data.first()).and_then(|n| map.get(&n)) else {
+                let Some(name) = text(push.data.first()) else {
                     return;
                 };
-                if text(push.data.get(1)).as_deref() == Some("0") {
+                let Some(ch) = map.get(&name) else {
+                    return;
+                };
+                if text(push.data.get(1)).as_deref() == Some("0") && !opens_for_all(&name) {
                     ch.notify.notify_one();
                 } else {
                     wake_all(&ch.notify);
@@ -100,6 +103,13 @@ impl Channels {
             _ => {}
         }
     }
+}
+
+/// A count-down latch's `0` is its open message (Redisson's `CountDownLatchPubSub`), for
+/// every waiter, where a lock's `0` tells of one release (a user trial of stop 44 saw one
+/// latch waiter per client woken, the others by their poll).
+fn opens_for_all(channel: &str) -> bool {
+    channel.starts_with(crate::protocol::family::keys::LATCH_CHANNEL_START)
 }
 
 fn wake_all(notify: &Notify) {

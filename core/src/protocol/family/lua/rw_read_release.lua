@@ -9,7 +9,8 @@
 -- (`redisson_rwlock:{N}`), ARGV[6] latch TTL ms.
 -- Reply: 0 this owner still holds read holds, 1 this owner's last read hold released, 2 that
 -- and the lock went away with a listener on the channel, -1 this owner holds no read hold,
--- -2 lock absent ('0' is still published, as Redisson does), 3 undo with nothing to undo.
+-- -2 lock absent ('0' is still published, as Redisson does) or this hold expired, 3 undo with
+-- nothing to undo.
 local lock, owner = KEYS[1], ARGV[1]
 local undo = KEYS[3]
 -- An undo's repeat is told by the acquire latch it deletes, not by this release latch: written
@@ -42,6 +43,11 @@ end
 local left = tonumber(redis.call('HGET', lock, owner)) - 1
 local result = 1
 if left > 0 then result = 0 end
+-- The hold released is this owner's newest, whose lease is its timeout key's: gone, the hold
+-- expired (the count stays in the hash while another reader keeps it alive) and the release
+-- reports the lock absent, as it does when the hash expired with it (a user trial of stop 44
+-- got a success there). The count is removed all the same.
+local expired = not undo and redis.call('PTTL', ARGV[2] .. ':' .. (left + 1)) == -2
 -- Fields left after this release ('mode' among them) and the longest live read hold among
 -- them: none, and no writer, and the lock goes (the fields left belong to dead readers).
 local fields = redis.call('HLEN', lock)
@@ -74,6 +80,9 @@ if not stays then
   redis.call('DEL', lock)
 elseif longest > 0 then
   redis.call('PEXPIRE', lock, longest)
+end
+if expired then
+  result = -2
 end
 if not undo then
   redis.call('SET', KEYS[2], result, 'PX', ARGV[6])
