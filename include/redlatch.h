@@ -769,6 +769,18 @@ void redlatch_permit_semaphore_free(struct redlatch_permit_semaphore *permit_sem
 // `permit` NULL or valid.
 const char *redlatch_permit_id(const struct redlatch_permit *permit);
 
+// `*lost` receives whether the permit is known no longer held (no Redis call): its lease ran
+// out (a fixed lease, or watchdog renewals that failed for a whole watchdog timeout, e.g.
+// refused while Redis is out of memory: Redis then gives it back, to any client) or a
+// renewal found it gone; `redlatch_permit_release` then fails with `REDLATCH_LOCK_LOST`.
+// False after a release, and for a permit of a parent process.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument).
+//
+// # Safety
+// `permit` NULL or valid; `lost` NULL or writable.
+enum redlatch_status redlatch_permit_is_lost(const struct redlatch_permit *permit, bool *lost);
+
 // Releases the permit, waking waiters.
 //
 // Errors: `REDLATCH_NOT_OWNED` (already released, or its lease ran out: reason `EXPIRED`);

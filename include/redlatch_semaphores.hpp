@@ -109,6 +109,13 @@ class Permit {
   public:
     /// The permit's id: 32 lower-case hex digits (Redisson's format).
     std::string id() const { return redlatch_permit_id(handle_.get()); }
+    /// True once it is known no longer held (its lease ran out unrenewed, or a renewal found it
+    /// gone; see redlatch_permit_is_lost): release() then throws LOCK_LOST.
+    bool lost() const {
+        bool value = false;
+        detail::check(redlatch_permit_is_lost(handle_.get(), &value));
+        return value;
+    }
     /// Releases now. Throws NOT_OWNED (already released, or its lease ran out), CONNECTION...
     void release() { detail::check(redlatch_permit_release(handle_.get())); }
     redlatch_permit *native_handle() const noexcept { return handle_.get(); }

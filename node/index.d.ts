@@ -65,8 +65,9 @@ export declare class NativeClient {
   /** A permit-expirable semaphore handle on key `name`. */
   permitSemaphore(name: string): NativePermitSemaphore
   /**
-   * The id of permit `permit` (32 lower-case hex digits), `renewed` and `ended`: the
-   * string `"<id>:<renewed 0|1>:<ended 0|1>"`; `ended` also for a number not in the table.
+   * The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended` and `lost`
+   * (the core's `Permit::is_lost`): the string `"<id>:<renewed 0|1>:<ended 0|1>:<lost
+   * 0|1>"`; `ended` also for a number not in the table.
    */
   permitState(permit: number): string
   /**

@@ -102,7 +102,11 @@ class NativeEnginePermit {
   }
 
   get ended() {
-    return this.#client.permitState(this.#slot).endsWith(':1')
+    return this.#client.permitState(this.#slot).split(':')[2] === '1'
+  }
+
+  get lost() {
+    return this.#client.permitState(this.#slot).split(':')[3] === '1'
   }
 
   release(scopeEnd) {

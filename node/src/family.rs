@@ -266,13 +266,19 @@ impl NativeClient {
         })
     }
 
-    /// The id of permit `permit` (32 lower-case hex digits), `renewed` and `ended`: the
-    /// string `"<id>:<renewed 0|1>:<ended 0|1>"`; `ended` also for a number not in the table.
+    /// The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended` and `lost`
+    /// (the core's `Permit::is_lost`): the string `"<id>:<renewed 0|1>:<ended 0|1>:<lost
+    /// 0|1>"`; `ended` also for a number not in the table.
     #[napi]
     pub fn permit_state(&self, permit: f64) -> String {
         match self.shared.permit(permit).and_then(|slot| locked(&slot).clone()) {
-            Some(p) => format!("{}:{}:0", p.id(), u8::from(p.is_renewed())),
-            None => String::from("::1"),
+            Some(p) => format!(
+                "{}:{}:0:{}",
+                p.id(),
+                u8::from(p.is_renewed()),
+                u8::from(p.is_lost())
+            ),
+            None => String::from("::1:0"),
         }
     }
 

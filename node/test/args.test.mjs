@@ -63,6 +63,8 @@ for (const entry of ENTRIES) {
       for (const name of ['', undefined, null, 42, {}, ['a'], Symbol('x'), 'x'.repeat(4097), '\ud800', 'a\udfffb']) {
         assert.throws(() => client.lock(name), isInvalid)
         assert.throws(() => client.rlock(name), isInvalid)
+        // At the factory, as the others (a user trial of stop 44: rwLock threw at read()).
+        assert.throws(() => client.rwLock(name), isInvalid)
         await assert.rejects(client.withLock(name, async () => {}), isInvalid)
         await assert.rejects(client.forceUnlock(name), isInvalid)
       }
@@ -80,6 +82,8 @@ for (const entry of ENTRIES) {
       await assert.rejects(client.lock(name).using('not a function'), isInvalid)
       await assert.rejects(client.withLock(name), isInvalid)
       await assert.rejects(client.withLock(name, async () => {}, { bogus: 1 }), isInvalid)
+      // The latch takes only a name; its count was once silently ignored (a user trial).
+      assert.throws(() => client.countDownLatch(name, { count: 3 }), isInvalid)
       assert.equal(await r.exists(name), 0)
     })
   })

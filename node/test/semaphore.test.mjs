@@ -76,6 +76,19 @@ for (const entry of ENTRIES) {
       assert.ok(await eventually(async () => (await sem.available()) === 1), 'the permit is back')
     })
 
+    test('an acquire whose signal had aborted writes nothing, not even the permits option', async () => {
+      // A user trial of stop 44: the lazy set of the `permits` option ran first, whatever
+      // the signal said (and held up an abort for as long as Redis did).
+      const name = key('sem-pre')
+      const reason = new Error('stop')
+      const ctl = new AbortController()
+      ctl.abort(reason)
+      await assert.rejects(client.semaphore(name, { permits: 2 }).acquire(1, { signal: ctl.signal }), (e) => e === reason)
+      const permits = client.permitSemaphore(`${name}:p`, { permits: 2 })
+      await assert.rejects(permits.acquire({ signal: ctl.signal }), (e) => e === reason)
+      assert.deepEqual(await r.keys(`*${name}*`), [])
+    })
+
     test('bad input is refused before anything reaches Redis', async () => {
       const name = key('sem-bad')
       const sem = client.semaphore(name)
@@ -147,6 +160,22 @@ for (const entry of ENTRIES) {
         await Promise.all(both.map((x) => x.release()))
       } finally {
         await Promise.all(ws.map((w) => w.stop()))
+      }
+    })
+
+    test('a renewed permit taken away is reported lost, and its release rejects', async () => {
+      // A user trial of stop 44: a Permit had no `lost`, so a holder whose permit was
+      // given back (its renewals refused until its lease ran out) could not know.
+      const { client: renewing, close: closeRenewing } = await entry.connect({ watchdogTimeoutMs: 300 })
+      try {
+        const name = key('ps-lost')
+        const permit = await renewing.permitSemaphore(name, { permits: 1 }).acquire()
+        assert.equal(permit.lost, false)
+        await client.permitSemaphore(name).release(permit.id)
+        assert.ok(await eventually(() => permit.lost, 3000), 'a renewal found it gone')
+        await assert.rejects(permit.release(), NotOwnedError)
+      } finally {
+        await closeRenewing()
       }
     })
 

@@ -57,7 +57,7 @@ test('the typings compile a strict program, and await using releases', async () 
       'lost-code true',
       'fair null',
       'ERR_WOULD_DEADLOCK true',
-      'permit 32 2 0',
+      'permit 32 2 0 false',
       'multi 2 true',
     ])
   } finally {

@@ -269,6 +269,14 @@ impl Permit {
         self.lease.map(|d| d.as_secs_f64())
     }
 
+    /// `True` once it is known no longer held (the core's `Permit::is_lost`); `False` once
+    /// moved out by `take()` (the new object answers).
+    #[getter]
+    fn lost(&self) -> bool {
+        let permit = self.permit.lock().unwrap_or_else(|p| p.into_inner());
+        permit.as_ref().is_some_and(|p| p.is_lost())
+    }
+
     /// Gives the permit back (blocks, GIL released), at most once. Raises `NotOwnedError`
     /// (`expired`, `never_held`), `RedisConnectionError` (then it may be released again).
     fn release(&self, py: Python<'_>) -> PyResult<()> {

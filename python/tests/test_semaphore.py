@@ -175,6 +175,13 @@ def test_permits(client: redlatch.Client, redis_url: str, name: str) -> None:
     assert sem.available() == 2
     with pytest.raises(redlatch.NotOwnedError):
         first.release()  # its id is gone
+    # A permit whose lease ran out is known lost (a user trial of stop 44: no `lost` to ask).
+    brief = sem.acquire(lease=0.2)
+    assert not brief.lost
+    time.sleep(0.4)
+    assert brief.lost
+    with pytest.raises(redlatch.LockLostError):
+        brief.release()
     with pytest.raises(redlatch.NotOwnedError) as info:
         sem.release("0" * 32)
     assert "0" * 32 not in str(info.value)  # ids are never echoed

@@ -284,6 +284,32 @@ pub unsafe extern "C" fn redlatch_permit_id(permit: *const redlatch_permit) -> *
     })
 }
 
+/// `*lost` receives whether the permit is known no longer held (no Redis call): its lease ran
+/// out (a fixed lease, or watchdog renewals that failed for a whole watchdog timeout, e.g.
+/// refused while Redis is out of memory: Redis then gives it back, to any client) or a
+/// renewal found it gone; `redlatch_permit_release` then fails with `REDLATCH_LOCK_LOST`.
+/// False after a release, and for a permit of a parent process.
+///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument).
+///
+/// # Safety
+/// `permit` NULL or valid; `lost` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_permit_is_lost(
+    permit: *const redlatch_permit,
+    lost: *mut bool,
+) -> redlatch_status {
+    boundary(|| {
+        // SAFETY: the caller's contract above.
+        let permit = unsafe { arg("permit", permit) }?;
+        let out = Out::new("lost", lost)?;
+        let value = !permit.origin.is_foreign() && permit.inner.is_lost();
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
 /// Releases the permit, waking waiters.
 ///
 /// Errors: `REDLATCH_NOT_OWNED` (already released, or its lease ran out: reason `EXPIRED`);

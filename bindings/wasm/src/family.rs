@@ -252,6 +252,12 @@ impl WasmPermit {
         self.permit.is_renewed()
     }
 
+    /// `true` once it is known no longer held (the core's `Permit::is_lost`).
+    #[wasm_bindgen(getter)]
+    pub fn lost(&self) -> bool {
+        self.permit.is_lost()
+    }
+
     /// `true` once a release settled it (released, or found no longer held).
     #[wasm_bindgen(getter)]
     pub fn ended(&self) -> bool {

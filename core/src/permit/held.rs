@@ -9,7 +9,7 @@ use crate::protocol::family::PUBLISH;
 use crate::protocol::timing;
 use event_listener::Event;
 use futures::future::select;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -37,8 +37,9 @@ struct PermitState {
     name: String,
     id: String,
     lease: Duration,
-    /// When it was granted (the engine's clock): an unrenewed permit's lease ends `lease` later.
-    granted: Duration,
+    /// When its lease ends on the engine's clock, in ms: `lease` after the grant, moved on by
+    /// each renewal (the renewal's send time plus the watchdog timeout).
+    valid_until_ms: AtomicU64,
     /// Renewed by the watchdog (acquired without a lease).
     renewed: bool,
     /// Its id in the client's registry (for `close()`).
@@ -137,9 +138,10 @@ impl PermitState {
 }
 
 impl PermitState {
-    /// A fixed lease that has run out (never, for a permit the watchdog renews).
+    /// Its lease has run out: a fixed lease, or the last renewal's (the watchdog's renewals
+    /// failed for a whole watchdog timeout).
     fn lease_ended(&self) -> bool {
-        !self.renewed && self.engine.now() >= self.granted + self.lease
+        self.engine.now().as_millis() as u64 >= self.valid_until_ms.load(Ordering::Acquire)
     }
 
     /// Redis knowing no such permit (`never_held` from [`release_id`], which serves any id)
@@ -206,10 +208,14 @@ impl Permit {
         self.state.renewed
     }
 
-    /// `true` once a renewal found it no longer held (reclaimed after its lease ended, or
-    /// released by id by another client).
+    /// `true` once it is known no longer held: a renewal found it gone (reclaimed after its
+    /// lease ended, or released by id by another client), or its lease ran out unrenewed
+    /// (renewals that failed, e.g. refused while Redis is out of memory: another client may
+    /// hold it now; a user trial of stop 44 found two holders of a 1-permit semaphore with
+    /// this still `false`), before a release.
     pub fn is_lost(&self) -> bool {
-        self.state.lost.load(Ordering::Acquire)
+        let state = &self.state;
+        state.lost.load(Ordering::Acquire) || (!state.ended.load(Ordering::Acquire) && state.lease_ended())
     }
 
     /// Gives the permit back, at most once (the renewal stops first).
@@ -331,7 +337,7 @@ impl Permit {
             name: name.to_owned(),
             id,
             lease,
-            granted: engine.now(),
+            valid_until_ms: AtomicU64::new((engine.now() + lease).as_millis() as u64),
             renewed,
             registry_id: engine.registry.next_id(),
             ended: AtomicBool::new(false),
@@ -417,6 +423,7 @@ async fn renew_while_held(state: &Weak<PermitState>, renewals: &Arc<Engine>, fir
         if strong.ended.load(Ordering::Acquire) || engine.registry.is_closed() {
             return;
         }
+        let sent = strong.engine.now();
         let now = renewals.runtime.wall_clock_ms();
         let expiry = permits::expiry(now, Some(timeout.as_millis() as u64));
         let outcome = match permits::extend(&strong.name, &strong.id, expiry, now, PUBLISH) {
@@ -426,9 +433,19 @@ async fn renew_while_held(state: &Weak<PermitState>, renewals: &Arc<Engine>, fir
             Err(e) => Err(e),
         };
         match outcome {
-            Ok(true) => pause = None,
+            Ok(true) => {
+                let until = (sent + timeout).as_millis() as u64;
+                strong.valid_until_ms.fetch_max(until, Ordering::AcqRel);
+                pause = None;
+            }
             Ok(false) => {
                 tracing::warn!(semaphore = %strong.name, "permit renewal found it no longer held");
+                strong.lost.store(true, Ordering::Release);
+                return;
+            }
+            Err(e) if strong.lease_ended() => {
+                // Redis gives it back at its expiry: another client may hold it now.
+                tracing::warn!(semaphore = %strong.name, error = %e, "permit lost: its renewals failed until its lease ended");
                 strong.lost.store(true, Ordering::Release);
                 return;
             }

@@ -79,6 +79,9 @@ export class Client {
   rwLock(name, options) {
     args.name(name)
     const o = args.lockOptions(options)
+    // Made once here, as the other factories make theirs, so that what the engine refuses
+    // (a name too long, a closed client) throws from this call, not from `.read()` later.
+    this.#makeLock('write', name, o)
     return new RwLock(INTERNAL, name, o, (kind, opts) => this.#makeLock(kind, name, opts))
   }
 
@@ -105,9 +108,15 @@ export class Client {
     return new PermitSemaphore(INTERNAL, this.#engine, this.#call(() => this.#engine.permitSemaphore(name)), name, o)
   }
 
-  /** A count-down latch (Redisson RCountDownLatch). Not on quorum clients. */
-  countDownLatch(name) {
+  /**
+   * A count-down latch (Redisson RCountDownLatch). Not on quorum clients. Takes only a name
+   * (the count is set by `trySetCount`): a second argument is an InvalidArgumentError.
+   */
+  countDownLatch(name, ...rest) {
     args.name(name)
+    if (rest.length > 0) {
+      throw new InvalidArgumentError('countDownLatch takes only a name (set the count with trySetCount)')
+    }
     return new CountDownLatch(INTERNAL, this.#engine, this.#call(() => this.#engine.countDownLatch(name)), name)
   }
 

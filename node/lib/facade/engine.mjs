@@ -83,6 +83,7 @@
 // @property {string} id                32 lower-case hex digits
 // @property {number} leaseMs
 // @property {boolean} renewed
+// @property {boolean} lost             known no longer held (the core's Permit::is_lost)
 // @property {boolean} ended            released (or a release is under way)
 // @property {(scopeEnd: boolean) => Promise<void>} release
 //           `scopeEnd` as for EngineHold: an unknown outcome goes on in the core's background

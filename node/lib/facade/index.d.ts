@@ -158,8 +158,8 @@ export declare class RwLock {
   private constructor()
   /** The lock's name (its Redis hash). */
   readonly name: string
-  /** The read lock (shared among readers); options over the rwLock's. */
-  read(options?: LockOptions): Lock
+  /** The read lock (shared among readers); options over the rwLock's (no fencing: readers share a hold). */
+  read(options?: Omit<LockOptions, 'fenced' | 'fenceTtlMs'>): Lock
   /** The write lock (exclusive); rejects with `WouldDeadlockError` when its owner holds a read hold. */
   write(options?: LockOptions): Lock
   toString(): string
@@ -262,6 +262,13 @@ export declare class Permit implements AsyncDisposable {
   readonly leaseMs: number
   /** `true` when the watchdog renews it (acquired without `leaseMs`). */
   readonly renewed: boolean
+  /**
+   * `true` once it is known no longer held, before a release: its lease ran out (a fixed
+   * lease, or watchdog renewals that failed for a whole watchdog timeout: Redis then gives it
+   * back, to any client) or a renewal found it gone; `release()` then rejects with
+   * LockLostError.
+   */
+  readonly lost: boolean
   /** Gives it back, at most once; `NotOwnedError` (reason `never_held` or `deleted`) when no longer held, `LockLostError` (reason `expired`) when its fixed lease had ended. */
   release(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>

@@ -55,6 +55,16 @@ export class Permit {
   }
 
   /**
+   * `true` once it is known no longer held, before a release: its lease ran out (a fixed
+   * lease, or renewals that failed for a whole watchdog timeout, e.g. refused while Redis is
+   * out of memory: Redis gives it back then, to any client) or a renewal found it gone.
+   * `release()` then rejects with LockLostError.
+   */
+  get lost() {
+    return this.#raw.lost
+  }
+
+  /**
    * Gives the permit back, at most once. Rejects with NotOwnedError: reason 'never_held'
    * when already released through this object, 'deleted' when its entry is gone within its
    * lease (a restart without persistence, its id released elsewhere); with LockLostError (a
@@ -123,7 +133,7 @@ export class PermitSemaphore {
    */
   async acquire(options) {
     const o = args.permitAcquireOptions(options)
-    await this.#initial.ready()
+    await this.#initial.ready(o.signal)
     const wait = engineWait(o.waitMs === undefined ? this.#waitMs : o.waitMs)
     const lease = o.leaseMs ?? null
     const raw = await cancellable(o.signal, this.#engine, (ticket) => this.#raw.acquire(lease, wait, ticket))

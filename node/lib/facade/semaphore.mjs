@@ -8,7 +8,7 @@
 import * as args from './args.mjs'
 import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
-import { cancellable, engineWait } from './wait.mjs'
+import { cancellable, engineWait, orAborted } from './wait.mjs'
 
 /** Runs `call()` and turns its rejection into the facade's error. */
 async function engineCall(call) {
@@ -33,14 +33,19 @@ export class InitialPermits {
     this.#permits = permits
   }
 
-  /** Resolves once the permits were offered (a failure is retried by the next call). */
-  ready() {
+  /**
+   * Resolves once the permits were offered (a failure is retried by the next call); rejects
+   * with `signal.reason` when `signal` aborts first, sending nothing when it already had (a
+   * user trial of stop 44: the offer ran, and was waited for, whatever the signal said).
+   */
+  ready(signal) {
+    if (signal?.aborted) return Promise.reject(signal.reason)
     if (this.#permits === undefined) return undefined
     this.#done ??= engineCall(() => this.#raw.trySetPermits(this.#permits)).catch((err) => {
       this.#done = null
       throw err
     })
-    return this.#done
+    return orAborted(this.#done, signal)
   }
 }
 
@@ -86,7 +91,7 @@ export class Semaphore {
   async acquire(permits = 1, options) {
     args.count('permits', permits)
     const o = args.acquireOptions(options)
-    await this.#initial.ready()
+    await this.#initial.ready(o.signal)
     const wait = engineWait(o.waitMs === undefined ? this.#waitMs : o.waitMs)
     await cancellable(o.signal, this.#engine, (ticket) => this.#raw.acquire(permits, wait, ticket))
   }

@@ -127,6 +127,11 @@ class Permit:
         """The fixed lease in seconds; None when renewed by the watchdog."""
         return self._native.lease
 
+    @property
+    def lost(self) -> bool:
+        """As :attr:`redlatch.Permit.lost`."""
+        return self._native.lost
+
     async def release(self) -> None:
         """As :meth:`redlatch.Permit.release`."""
         await self._native.release_async()

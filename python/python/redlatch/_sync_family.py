@@ -134,6 +134,14 @@ class Permit:
         """The fixed lease in seconds; None when renewed by the watchdog."""
         return self._native.lease
 
+    @property
+    def lost(self) -> bool:
+        """True once it is known no longer held, before a release: its lease ran out (a
+        fixed lease, or watchdog renewals that failed for a whole watchdog timeout, e.g.
+        refused while Redis is out of memory: Redis then gives it back, to any client) or a
+        renewal found it gone; :meth:`release` then raises :class:`LockLostError`."""
+        return self._native.lost
+
     def release(self) -> None:
         """Gives the permit back, at most once.
 

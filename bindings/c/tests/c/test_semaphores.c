@@ -244,6 +244,17 @@ static void test_no_permit_leaked_after_holders_are_killed(void) {
     redlatch_permit_free(b); /* released by its free */
     CHECK_OK(redlatch_permit_semaphore_available(sem, &n));
     CHECK(n == 2, "%llu available after the frees", (unsigned long long)n);
+    /* A permit whose lease ran out is known lost, and its release says so. */
+    redlatch_permit *brief = NULL;
+    bool lost = true;
+    CHECK_OK(redlatch_permit_semaphore_acquire(sem, 200, &brief));
+    CHECK_OK(redlatch_permit_is_lost(brief, &lost));
+    CHECK(!lost, "lost at once");
+    sleep_ms(400);
+    CHECK_OK(redlatch_permit_is_lost(brief, &lost));
+    CHECK(lost, "not lost after its lease");
+    CHECK_STATUS(redlatch_permit_release(brief), REDLATCH_LOCK_LOST);
+    redlatch_permit_free(brief);
     redlatch_permit_semaphore_free(sem);
     redlatch_client_free(client);
 }
@@ -406,6 +417,7 @@ static void test_bad_input_is_refused(void) {
     INVALID(redlatch_permit_semaphore_acquire(ps, 0, NULL));
     INVALID(redlatch_permit_semaphore_acquire(ps, REDLATCH_MAX_DURATION_MS + 1, &permit));
     INVALID(redlatch_permit_release(NULL));
+    INVALID(redlatch_permit_is_lost(NULL, &flag));
     CHECK(strcmp(redlatch_permit_id(NULL), "") == 0, "id of NULL");
     CHECK_OK(redlatch_count_down_latch_new(client, "cs:bad", &latch));
     INVALID(redlatch_count_down_latch_try_set_count(latch, 0, &flag));

@@ -90,6 +90,10 @@ class WasmEnginePermit {
     return this.#raw.renewed
   }
 
+  get lost() {
+    return this.#raw.lost
+  }
+
   get ended() {
     return this.#raw.ended
   }

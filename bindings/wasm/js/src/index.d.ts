@@ -50,7 +50,7 @@ export declare function fromIoredis(
   client: {
     eval(script: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>
     evalsha(sha1: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>
-    options?: { host?: string; port?: number }
+    options?: { host?: string | undefined; port?: number | undefined }
   },
   options?: { label?: string },
 ): RedisTransport
