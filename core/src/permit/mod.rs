@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod held;
+mod renewal;
 use held::release_id;
 pub use held::Permit;
 
