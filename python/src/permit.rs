@@ -201,6 +201,13 @@ pub(crate) struct Permit {
     name: String,
     lease: Option<Duration>,
     origin: u32,
+    /// Handed to the caller (made by `take()`, which the wrappers call when they return it).
+    /// One dropped before that was never the caller's, whatever its lease: the outcome of an
+    /// acquire whose task was cancelled, or that Ctrl-C interrupted as it returned. Its
+    /// permit is given back in the background (a user trial of stop 44 found such a permit
+    /// taken for its whole lease; a delivered permit with a lease stays taken when dropped,
+    /// see the core's `Permit`).
+    delivered: bool,
 }
 
 impl Permit {
@@ -211,6 +218,20 @@ impl Permit {
             lease: (!p.is_renewed()).then(|| p.lease()),
             permit: Mutex::new(Some(Arc::new(p))),
             origin: pid(),
+            delivered: false,
+        }
+    }
+
+    /// Moves the permit out of this object and gives it back in the background (the core's
+    /// `Permit::release_final`). Without a runtime (the interpreter exiting) its lease, or
+    /// the core's drop, ends it.
+    fn give_back_now(&self) {
+        let taken = self.permit.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let (Some(p), Ok(rt)) = (taken, runtime::runtime()) {
+            // An unknown outcome is retried by the core; a refusal is the core's to log.
+            rt.spawn(async move {
+                let _ = p.release_final().await;
+            });
         }
     }
 
@@ -231,14 +252,17 @@ impl Drop for Permit {
         if self.origin != pid() {
             let p = self.permit.get_mut().unwrap_or_else(|p| p.into_inner()).take();
             std::mem::forget(p);
+        } else if !self.delivered {
+            self.give_back_now();
         }
     }
 }
 
 #[pymethods]
 impl Permit {
-    /// Moves the permit into a new `Permit` (see `Hold.take`). Raises `NotOwnedError` when
-    /// already taken.
+    /// Moves the permit into a new `Permit` (see `Hold.take`), handed to the caller: dropped,
+    /// it is released only when the watchdog renews it (a fixed lease runs on; its id may
+    /// have been handed over). Raises `NotOwnedError` when already taken.
     fn take(&self) -> PyResult<Permit> {
         let p = self.own()?;
         self.permit.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -248,7 +272,16 @@ impl Permit {
             name: self.name.clone(),
             lease: self.lease,
             origin: self.origin,
+            delivered: true,
         })
+    }
+
+    /// Gives back, in the background, a permit an acquire got for a caller that is gone (its
+    /// task was cancelled): whatever its lease, nobody has its id. Does nothing once taken.
+    fn give_back(&self) {
+        if self.origin == pid() {
+            self.give_back_now();
+        }
     }
 
     /// The permit id: 32 lower-case hex digits (Redisson's format).

@@ -221,6 +221,48 @@ async def test_a_collected_async_permit_with_a_lease_stays_taken(redis_url: str,
     assert await sem.available() == 1
 
 
+class _CancelOnGrant:
+    """A native permit semaphore whose acquire cancels `task` as soon as its future has the
+    permit: before the task resumes (the future's callbacks run in order, and this one was
+    added before the task's), so the task gets CancelledError with a grant in hand."""
+
+    def __init__(self, native: object) -> None:
+        self.native = native
+        self.task: "asyncio.Task[object] | None" = None
+
+    def __getattr__(self, attr: str) -> object:
+        return getattr(self.native, attr)
+
+    def acquire_async(self, *args: object, **kwargs: object) -> "asyncio.Future[object]":
+        future: "asyncio.Future[object]" = self.native.acquire_async(*args, **kwargs)  # type: ignore[attr-defined]
+        future.add_done_callback(lambda _: self.task.cancel() if self.task else None)
+        return future
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("lease", [600.0, None])
+async def test_a_cancelled_acquire_of_a_permit_takes_nothing(
+    redis_url: str, r: redis.Redis, name: str, lease: "float | None"
+) -> None:
+    # A user trial of stop 44: a task cancelled once its permit was granted dropped the
+    # Permit, and a dropped Permit with a lease stays taken (its id may have been handed
+    # over): nobody ever had this one's id, so it is given back, whatever its lease.
+    sem = redlatch.asyncio.Client(redis_url).permit_semaphore(name, permits=1)
+    assert await sem.available() == 1
+    spy = _CancelOnGrant(sem._native)
+    sem._native = spy  # type: ignore[assignment]
+    spy.task = asyncio.create_task(sem.acquire(lease=lease))
+    with pytest.raises(asyncio.CancelledError):
+        await spy.task
+    zset = f"{{{name}}}:timeout"
+    for _ in range(100):
+        if r.zcard(zset) == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert r.zcard(zset) == 0, "the permit was given back"
+    assert await sem.available() == 1
+
+
 @pytest.mark.asyncio
 async def test_async_semaphores(redis_url: str, r: redis.Redis, name: str) -> None:
     aclient = redlatch.asyncio.Client(redis_url)

@@ -31,6 +31,8 @@ use tokio::sync::OnceCell;
 /// (`cluster-node-timeout` and an election). Waiters poll meanwhile.
 const RESUBSCRIBE_TRIES: u32 = 64;
 const FIRST_RESUBSCRIBE_PAUSE: Duration = Duration::from_millis(50);
+/// Pauses after which a successful resubscription is made once more (see `subscribe_again`).
+const SETTLING_PASSES: [Duration; 2] = [Duration::from_millis(500), Duration::from_secs(2)];
 
 struct Inner {
     client: ClusterClient,
@@ -135,9 +137,19 @@ impl Inner {
 
     async fn subscribe_again(self: Arc<Self>, only: Option<String>) {
         let mut pause = FIRST_RESUBSCRIBE_PAUSE;
+        let mut settling = SETTLING_PASSES.iter();
         for _ in 0..RESUBSCRIBE_TRIES {
             match self.subscribe_again_once(only.as_deref()).await {
-                Ok(()) => return,
+                // Once more after each settling pause: a redirect's slot-map refresh runs in
+                // the background, so a pass right after the push may still have gone to the
+                // old master (CI under load saw that after a failover).
+                Ok(()) => match settling.next() {
+                    Some(&after) => {
+                        tokio::time::sleep(after).await;
+                        continue;
+                    }
+                    None => return,
+                },
                 Err(e) => tracing::debug!(error = %e, "subscribing again after a topology change"),
             }
             tokio::time::sleep(pause).await;

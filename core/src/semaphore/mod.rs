@@ -271,10 +271,27 @@ impl Semaphore {
         let engine = &self.engine;
         let (request_id, sent) = match self.take_unsettled(permits) {
             Some(earlier) if self.latch_may_tell(&earlier) => (earlier.request_id, earlier.sent),
-            // Its latch is gone: Redis can no longer tell whether it applied, and sending it
-            // again would give the permits back twice if it did (a user trial of stop 42: a
-            // retry 3 s later took a semaphore of 3 to 4). The permits leave this handle.
-            Some(_) => {
+            // Its latch may be gone: sending it again would give the permits back twice if it
+            // applied (a user trial of stop 42: a retry 3 s later took a semaphore of 3 to 4).
+            // So Redis is asked whether the latch is still there (it lives from when Redis
+            // applied the release, which a pause can make later than the send: a user trial of
+            // stop 44 was refused with it there); if not, that cannot be told, and the permits
+            // leave this handle.
+            Some(earlier) => {
+                let request = semaphore::replay_release(&self.name, permits, PUBLISH, &earlier.request_id)?;
+                let replayed = waiting::call(engine, &request)
+                    .await
+                    .and_then(|reply| semaphore::decode_replay(&reply));
+                match replayed {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => {}
+                    Err(e) => {
+                        // Still unknown: kept for another retry.
+                        self.held.fetch_add(permits, Ordering::AcqRel);
+                        self.keep_unsettled(earlier);
+                        return Err(e);
+                    }
+                }
                 return Err(Error::not_owned(
                     false,
                     Reason::Expired,
@@ -292,17 +309,11 @@ impl Semaphore {
             Err(e) => {
                 self.held.fetch_add(permits, Ordering::AcqRel);
                 if e.kind() == ErrorKind::Connection {
-                    if let Ok(mut unsettled) = self.unsettled.lock() {
-                        // Bounded: the oldest go (a handle retrying none of them).
-                        if unsettled.len() >= MAX_UNSETTLED {
-                            unsettled.remove(0);
-                        }
-                        unsettled.push(UnsettledRelease {
-                            permits,
-                            request_id,
-                            sent,
-                        });
-                    }
+                    self.keep_unsettled(UnsettledRelease {
+                        permits,
+                        request_id,
+                        sent,
+                    });
                 }
                 Err(e)
             }
@@ -367,6 +378,17 @@ impl Semaphore {
 
     /// The earliest unsettled release of `permits`, however old (see
     /// [`latch_may_tell`](Self::latch_may_tell)).
+    /// Remembers a release whose outcome is unknown, for the handle's retry (bounded: the
+    /// oldest go, for a handle retrying none of them).
+    fn keep_unsettled(&self, release: UnsettledRelease) {
+        if let Ok(mut unsettled) = self.unsettled.lock() {
+            if unsettled.len() >= MAX_UNSETTLED {
+                unsettled.remove(0);
+            }
+            unsettled.push(release);
+        }
+    }
+
     fn take_unsettled(&self, permits: u64) -> Option<UnsettledRelease> {
         let mut unsettled = self.unsettled.lock().ok()?;
         let i = unsettled.iter().position(|u| u.permits == permits)?;

@@ -36,6 +36,10 @@ def _drop(resolved: Any) -> None:
     """Gives back what a cancelled acquire got (a grant, permit or multi-hold)."""
     if resolved is None or isinstance(resolved, bool):
         return
+    if isinstance(resolved, _native.Permit):
+        # Whatever its lease: nobody got its id (a dropped permit with a lease stays taken).
+        resolved.give_back()
+        return
     try:
         resolved.take()  # moved out of the future and dropped now: released in the background
     except LockError:

@@ -211,12 +211,14 @@ class PermitSemaphore:
         """
         native = self._native.acquire(lease, True, timeout, raising=True)
         assert native is not None  # raising: a refusal raised
-        return Permit(native)
+        # take(): handed over now; dropped before this (Ctrl-C as the call returned) the
+        # native object gives the permit back, whatever its lease.
+        return Permit(native.take())
 
     def try_acquire(self, lease: Optional[float] = None) -> Optional[Permit]:
         """One try: a :class:`Permit`, or None when none is available. Errors as :meth:`acquire`."""
         native = self._native.acquire(lease, False, None)
-        return None if native is None else Permit(native)
+        return None if native is None else Permit(native.take())
 
     def release(self, permit_id: str) -> None:
         """Releases a permit by id (this process's or another's, in any language).

@@ -132,6 +132,32 @@ pub fn release_once(
     Ok(r)
 }
 
+/// A retry of release `request_id` ([`release_once`]) that replays its outcome if its latch
+/// is still in Redis and changes nothing otherwise: for a retry made when the latch may have
+/// expired, where applying again could give the permits back twice. The reply decodes with
+/// [`decode_replay`].
+///
+/// # Errors
+/// As [`release_once`].
+pub fn replay_release(name: &str, permits: u64, publish: &str, request_id: &str) -> Result<Request> {
+    // The latch TTL goes unused: a replay writes nothing.
+    let mut r = release_once(name, permits, publish, request_id, 1)?;
+    r.args.push("1".to_owned());
+    Ok(r)
+}
+
+/// Decodes the reply of [`replay_release`]: `true` when the earlier release applied (its
+/// latch was there), `false` when the latch is gone (nothing changed: that cannot be told).
+///
+/// # Errors
+/// `Redis` on an unexpected reply.
+pub fn decode_replay(reply: &Reply) -> Result<bool> {
+    match ints(&scripts::SEMAPHORE_RELEASE, reply)?.as_slice() {
+        [0, -1] => Ok(false),
+        _ => decode_release(reply).map(|_| true),
+    }
+}
+
 /// Decodes the reply of [`release`]: `(available after the release, clients the message
 /// reached)`.
 ///

@@ -2,9 +2,11 @@
 -- count on the semaphore channel (Redisson waiters wake up to that many of theirs).
 -- KEYS[1] semaphore key; KEYS[2] (optional) this release request's latch
 -- (`redisson_unlock_latch:{N}:<id>`). ARGV[1] permits (> 0), ARGV[2] publish command,
--- ARGV[3] channel (`redisson_sc:{N}`), ARGV[4] latch TTL ms (with KEYS[2]).
+-- ARGV[3] channel (`redisson_sc:{N}`), ARGV[4] latch TTL ms (with KEYS[2]), ARGV[5] (optional)
+-- '1' = replay only: a retry that must not apply if the latch is gone.
 -- With a latch, a retry whose first reply was lost adds nothing again.
--- Reply: {available after the release, clients that received the message}.
+-- Reply: {available after the release, clients that received the message}; replay only and
+-- no latch: {0, -1} (nothing changed).
 local refused = no_count(KEYS[1])
 if refused then
   return refused
@@ -12,6 +14,9 @@ end
 local latch = KEYS[2]
 if latch and redis.call('GET', latch) then
   return {tonumber(redis.call('GET', KEYS[1]) or '0'), 0}
+end
+if ARGV[5] == '1' then
+  return {0, -1}
 end
 -- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
 -- written (subscribers see the message only after the script, with the write done).

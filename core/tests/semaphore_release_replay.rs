@@ -1,0 +1,48 @@
+//! A semaphore release retried after a lost reply, once the client can no longer be sure its
+//! idempotency latch lives, asks Redis whether that latch is still there instead of refusing
+//! at once: a user trial of stop 44 paused Redis past the latch's lifetime counted from the
+//! send, and the retry was refused although the release had applied, later, with its latch
+//! still in Redis.
+
+mod common;
+use common::*;
+use redlatch::{Client, ErrorKind, Reason};
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_retry_gets_the_answer_while_the_latch_lives_and_is_refused_after() {
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    // The latch lives 1 s (two network timeouts, at least 1 s) from when Redis applies the
+    // release; the pause makes that 1.2 s after the send.
+    for (name, after_resume, replayed) in [
+        ("sem:replay:live", Duration::ZERO, true),
+        ("sem:replay:gone", Duration::from_millis(1500), false),
+    ] {
+        let sem = client.semaphore(name);
+        assert!(sem.try_set_permits(3).await.unwrap());
+        sem.acquire_with_wait(1, Some(Duration::ZERO)).await.unwrap();
+        s.pause().unwrap();
+        let first = within(Duration::from_secs(10), sem.release(1)).await.unwrap_err();
+        assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        s.resume().unwrap();
+        tokio::time::sleep(after_resume).await;
+        let retry = within(Duration::from_secs(10), sem.release(1)).await;
+        if replayed {
+            retry.expect("the latch was still in Redis: the earlier release applied");
+        } else {
+            let e = retry.expect_err("the latch is gone: that cannot be told");
+            assert_eq!(e.kind(), ErrorKind::NotOwned, "{e}");
+            assert_eq!(e.reason(), Some(Reason::Expired), "{e}");
+        }
+        let count: Option<String> = cmd(&mut conn, &["GET", name]).await;
+        assert_eq!(count.as_deref(), Some("3"), "{name}: given back once");
+        assert_eq!(sem.held(), 0, "{name}");
+    }
+}
