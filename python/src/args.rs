@@ -85,6 +85,17 @@ pub(crate) fn opt_seconds(
     }
 }
 
+/// A flag option: `True` or `False` only (`fenced="no"` was once a fenced lock).
+pub(crate) fn flag(what: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if !value.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a bool, not {}",
+            value.get_type().name()?
+        )));
+    }
+    value.extract()
+}
+
 /// Checks a lock name (non-empty, at most 4096 bytes of UTF-8).
 pub(crate) fn name(name: &str) -> PyResult<()> {
     keys::validate_name(name).map_err(|e| PyValueError::new_err(e.message().to_owned()))

@@ -240,17 +240,18 @@ impl Client {
     /// (`None`: watchdog mode / wait forever); `fence_ttl` seconds after the last fenced
     /// acquire the fencing counter expires (`None`: it persists). Raises `ValueError`/`TypeError`
     /// for bad input, and `ValueError` for `fenced` on a quorum client.
-    #[pyo3(signature = (name, *, kind="lease", lease=None, wait=None, fenced=false, fence_ttl=None))]
+    #[pyo3(signature = (name, *, kind="lease", lease=None, wait=None, fenced=None, fence_ttl=None))]
     fn lock(
         &self,
         name: String,
         kind: &str,
         lease: Option<&Bound<'_, PyAny>>,
         wait: Option<&Bound<'_, PyAny>>,
-        fenced: bool,
+        fenced: Option<&Bound<'_, PyAny>>,
         fence_ttl: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Lock> {
         args::name(&name)?;
+        let fenced = fenced.map_or(Ok(false), |f| args::flag("fenced", f))?;
         let kind = crate::lock::parse_kind(kind)?;
         let lease = args::opt_seconds("lease", lease, false)?;
         let wait = args::opt_seconds("wait", wait, true)?;
@@ -260,15 +261,11 @@ impl Client {
                 "fencing tokens are not offered in quorum mode",
             ));
         }
-        Ok(Lock::new(
-            self.shared.clone(),
-            name,
-            kind,
-            lease,
-            wait,
-            fenced,
-            fence_ttl,
-        ))
+        let lock = Lock::new(self.shared.clone(), name, kind, lease, wait, fenced, fence_ttl);
+        // The core's checks of the options together (a fenced read lock: a user trial found
+        // it refused only at acquire).
+        lock.core(None)?.0.check().py()?;
+        Ok(lock)
     }
 
     /// A semaphore handle (Redisson RSemaphore). `permits`: set with `try_set_permits` before
@@ -331,7 +328,10 @@ impl Client {
         for m in members {
             if let Ok(lock) = m.cast::<Lock>() {
                 out.push(crate::multi::Member::Lock(lock.clone().unbind()));
-            } else if let Ok(name) = m.extract::<String>() {
+            } else if m.is_instance_of::<pyo3::types::PyString>() {
+                // A str without a UTF-8 form (a lone surrogate) raises UnicodeEncodeError, as
+                // a lock's name does, not "must be locks or str, not str" (a user trial).
+                let name = m.extract::<String>()?;
                 args::name(&name)?;
                 out.push(crate::multi::Member::Name(name));
             } else {

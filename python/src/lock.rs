@@ -157,6 +157,12 @@ impl Lock {
         args::acquire_wait(blocking, timeout, self.wait).map(|_| ())
     }
 
+    /// Raises `ValueError` / `TypeError` for a bad `extend` lease (checked before whether the
+    /// caller holds the lock: a user trial saw `extend(nan)` answered `NotOwnedError`).
+    fn check_lease(&self, lease: &Bound<'_, PyAny>) -> PyResult<()> {
+        args::seconds("lease", lease, false).map(|_| ())
+    }
+
     /// Acquires, blocking with the GIL released (`KeyboardInterrupt` stops the wait and leaves
     /// nothing behind). `blocking`/`timeout` follow `threading.Lock.acquire` (timeout None =
     /// the lock's wait, -1 = forever, seconds otherwise). Returns None when the wait ran out

@@ -113,6 +113,27 @@ def test_bad_extend(client: redlatch.Client, r: redis.Redis, name: str, value: o
         assert ttl is not None and ttl > 4.0  # untouched
 
 
+@pytest.mark.parametrize("value,exc", BAD_DURATIONS)
+def test_bad_extend_is_reported_before_not_held(client: redlatch.Client, value: object, exc: type) -> None:
+    # A user trial of stop 44: extend(nan) on a lock not held said NotOwnedError.
+    with pytest.raises(exc):
+        client.lock("never-held").extend(value)  # type: ignore[arg-type]
+
+
+def test_odd_options_of_the_family_are_refused_where_given(client: redlatch.Client, r: redis.Redis) -> None:
+    # User trial of stop 44: each was accepted, or refused in other words or later.
+    before = r.dbsize()
+    with pytest.raises(TypeError, match="fenced must be a bool"):
+        client.lock("x", fenced="no")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="read locks cannot be fenced"):
+        client.rw_lock("x").read(fenced=True)
+    with pytest.raises(UnicodeEncodeError):
+        client.multi_lock(["a", "\ud800"])
+    with pytest.raises(TypeError, match="permits must be an int"):
+        client.semaphore("x").release(None)  # type: ignore[arg-type]
+    assert r.dbsize() == before
+
+
 @pytest.mark.parametrize("value,exc", BAD_NAMES)
 def test_bad_names(client: redlatch.Client, r: redis.Redis, value: object, exc: type) -> None:
     before = r.dbsize()

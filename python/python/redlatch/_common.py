@@ -99,7 +99,7 @@ def native_lock(
     if not isinstance(name, str):
         raise TypeError(f"lock name must be str, not {type(name).__name__}")
     return client.lock(
-        name, kind=kind, lease=lease, wait=wait, fenced=bool(fenced), fence_ttl=fence_ttl
+        name, kind=kind, lease=lease, wait=wait, fenced=fenced, fence_ttl=fence_ttl
     )
 
 

@@ -59,10 +59,10 @@ class RwLockBase(Generic[_L]):
         """The read lock: shared by any number of readers, excluded by a writer of another
         thread or task. Reentrant per thread (task); each read hold expires on its own when
         its holder dies (Redisson's per-hold timeout keys). ``lease`` / ``wait`` in seconds
-        as for ``lock``; left out, the ``rw_lock``'s apply. ``fenced=True`` is refused at
-        acquire (``ValueError``: readers share one hold; fence the write side).
+        as for ``lock``; left out, the ``rw_lock``'s apply. ``fenced=True`` is refused
+        (``ValueError``: readers share one hold; fence the write side).
 
-        :raises ValueError: bad durations; at acquire, ``fenced`` or a quorum client
+        :raises ValueError: bad durations, ``fenced``; at acquire, a quorum client
         """
         return self._side("read", {"lease": lease, "wait": wait, "fenced": fenced, "fence_ttl": fence_ttl})
 

@@ -354,6 +354,7 @@ class Lock:
         :raises LockLostError: the loss had already been seen
         :raises ValueError: a bad lease
         """
+        self._native.check_lease(lease)  # a bad lease first, held or not
         holds = self._holds()
         if not holds:
             raise not_held(self._native.name, _WHO)

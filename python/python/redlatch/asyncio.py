@@ -296,6 +296,7 @@ class Lock:
         never add); never re-creates a lost lock. In watchdog mode the next renewal, within a
         third of ``lease``, sets it back to ``watchdog_timeout``. Errors as for :meth:`release`, plus ``ValueError`` for a
         bad lease."""
+        self._native.check_lease(lease)  # a bad lease first, held or not
         holds = self._holds.get(_task())
         if not holds:
             raise not_held(self._native.name, _WHO)
