@@ -159,6 +159,79 @@ async fn releasing_an_expired_read_hold_reports_it_lost_while_another_reader_hol
     assert_eq!(cmd::<i64>(&mut conn, &["EXISTS", "rw:exp"]).await, 0);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_hold_known_lost_leaves_no_count_while_another_reader_holds() {
+    // A user trial of stop 44 (C): a read hold seen lost (is_lost, or the lost callback)
+    // before its release kept its count in the hash while another reader held: its owner's
+    // write acquire was refused as an upgrade, and its next read counted 2.
+    let s = server();
+    let client = client(&s).await;
+    let mut conn = raw(&s).await;
+    let mine = client.rw_lock("rw:lost");
+    let held = mine
+        .read()
+        .lease(Duration::from_millis(300))
+        .acquire()
+        .await
+        .unwrap();
+    let other = client
+        .rw_lock("rw:lost")
+        .read()
+        .lease(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(held.is_lost());
+    let e = held.release().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    let fields = hash(&mut conn, "rw:lost").await;
+    assert!(
+        !fields.contains_key(&mine.owner_id()),
+        "the lost hold's count is gone: {fields:?}"
+    );
+    let e = mine.write().wait(Duration::ZERO).acquire().await.unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::NotAcquired,
+        "another reader holds it, no upgrade: {e}"
+    );
+    let again = mine
+        .read()
+        .lease(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
+    assert_eq!(
+        hash(&mut conn, "rw:lost")
+            .await
+            .get(&mine.owner_id())
+            .map(String::as_str),
+        Some("1")
+    );
+    again.release().await.unwrap();
+    // A lost hold never released: the owner's next release removes its count too.
+    let forgotten = mine
+        .read()
+        .lease(Duration::from_millis(300))
+        .acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let live = mine
+        .read()
+        .lease(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
+    live.release().await.unwrap();
+    let fields = hash(&mut conn, "rw:lost").await;
+    assert!(!fields.contains_key(&mine.owner_id()), "pruned: {fields:?}");
+    std::mem::forget(forgotten);
+    other.release().await.unwrap();
+    assert_eq!(cmd::<i64>(&mut conn, &["EXISTS", "rw:lost"]).await, 0);
+}
+
 #[tokio::test]
 async fn a_read_to_write_upgrade_is_refused_at_once_and_changes_nothing() {
     let s = server();

@@ -20,6 +20,7 @@ use super::owner::InFlight;
 use super::signal::{End, HoldSignal};
 use super::transport::Transport;
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::protocol::family::{rwlock, PUBLISH};
 use crate::protocol::quorum;
 use crate::protocol::reply::OwnershipReply;
 use crate::protocol::request::{Holder, Request};
@@ -197,7 +198,12 @@ impl Hold {
 /// `true` when a hold of `holder` lost for `reason` may have left a key that
 /// [`clear_lost`] deletes.
 pub(super) fn leaves_a_key(engine: &super::Engine, holder: &Holder, reason: Reason) -> bool {
-    matches!(holder, Holder::Lease { .. }) && (reason == Reason::Expired || engine.is_quorum())
+    match holder {
+        Holder::Lease { .. } => reason == Reason::Expired || engine.is_quorum(),
+        // Its count, while other readers keep the hash alive (`clear_lost`).
+        Holder::Read { .. } => reason == Reason::Expired,
+        _ => false,
+    }
 }
 
 /// Deletes what a lease hold known lost may have left in Redis, which would keep every next
@@ -209,6 +215,11 @@ pub(super) fn leaves_a_key(engine: &super::Engine, holder: &Holder, reason: Reas
 ///   stop 43 found such keys kept for 30 s after the loss was reported, and after the release);
 /// - a quorum's majority lost it: the other nodes may keep theirs.
 ///
+/// A read hold whose lease ran out leaves its count in the hash while other readers keep it
+/// alive, where it makes its owner's write acquire an upgrade (refused) and its next read
+/// count twice (a user trial of stop 44): the owner's expired holds are removed, none of its
+/// live ones (`rwlock::read_release_lost`).
+///
 /// A reentrant hold's counts are left: one owner's re-acquire may meet them, and the orphan
 /// rule (`owner.rs`) removes them then; a count removed here could be that re-acquire's own.
 pub(super) async fn clear_lost(engine: &super::Engine, name: &str, holder: &Holder, reason: Reason) {
@@ -218,7 +229,13 @@ pub(super) async fn clear_lost(engine: &super::Engine, name: &str, holder: &Hold
     let Ok(request_id) = holder.release_id() else {
         return;
     };
-    let request = holder.release(name, 0, &request_id, 0, engine.runtime.wall_clock_ms());
+    let request = match holder {
+        Holder::Read { owner } => {
+            let latch_ttl_ms = engine.latch_ttl_ms();
+            rwlock::read_release_lost(name, owner, PUBLISH, &request_id, latch_ttl_ms)
+        }
+        _ => holder.release(name, 0, &request_id, 0, engine.runtime.wall_clock_ms()),
+    };
     let _ = engine
         .nodes
         .broadcast(&request, engine.config.network_timeout)

@@ -120,6 +120,21 @@ pub fn read_release(
     )
 }
 
+/// The release of a read hold of `owner` known lost (its lease ran out): releases none of
+/// the owner's live holds, removes its expired ones (their counts would keep the hash, and
+/// an upgrade refusal, alive while other readers hold). Reply as [`read_release`] (`-2`).
+pub fn read_release_lost(
+    name: &str,
+    owner: &str,
+    publish: &str,
+    request_id: &str,
+    latch_ttl_ms: u64,
+) -> Request {
+    let mut r = read_release(name, owner, publish, request_id, latch_ttl_ms, None);
+    r.args.push("1".to_owned());
+    r
+}
+
 /// Release of one write hold of `owner`; `lease_ms` is restored on a partial release. `undo`
 /// as for [`read_release`].
 pub fn write_release(
