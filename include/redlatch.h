@@ -347,6 +347,8 @@ enum redlatch_status redlatch_lock_release(const struct redlatch_lock *lock);
 // lease). For clean-up paths that cannot retry, such as RAII destructors (the C++
 // `Lock::unlock` uses it). Returns the status of the first attempt.
 //
+// Errors: as `redlatch_lock_release`.
+//
 // # Safety
 // `lock` must be NULL or a valid handle.
 enum redlatch_status redlatch_lock_release_final(const struct redlatch_lock *lock);
@@ -380,12 +382,17 @@ enum redlatch_status redlatch_lock_fencing_token(const struct redlatch_lock *loc
 // asking once the hold is known lost or released, although its key may linger past a lost
 // validity: see `redlatch_lock_release`).
 //
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument), `REDLATCH_CONNECTION`,
+// `REDLATCH_REDIS`, `REDLATCH_QUORUM` (Redis did not answer or refused; `*owned` unwritten).
+//
 // # Safety
 // `lock` NULL or valid; `owned` NULL or writable.
 enum redlatch_status redlatch_lock_owned(const struct redlatch_lock *lock, bool *owned);
 
 // `*lost` receives whether the calling owner's most recent hold was seen lost (no Redis
 // call; false when it holds nothing through this handle).
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument).
 //
 // # Safety
 // `lock` NULL or valid; `lost` NULL or writable.
@@ -402,12 +409,18 @@ int redlatch_lock_kind(const struct redlatch_lock *lock);
 
 // `*locked` receives true when anyone holds the lock (a majority of nodes in quorum mode).
 //
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process),
+// `REDLATCH_KEY_CONFLICT` (application data under the name), `REDLATCH_CONNECTION`,
+// `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
+//
 // # Safety
 // `lock` NULL or valid; `locked` NULL or writable.
 enum redlatch_status redlatch_lock_is_locked(const struct redlatch_lock *lock, bool *locked);
 
 // Remaining lease of whoever holds the lock: `*held` receives whether it is held (with a
 // TTL), `*ttl_ms` the remaining ms (0 when not held).
+//
+// Errors: as `redlatch_lock_is_locked`.
 //
 // # Safety
 // `lock` NULL or valid; `held`, `ttl_ms` NULL or writable.
@@ -417,6 +430,8 @@ enum redlatch_status redlatch_lock_ttl(const struct redlatch_lock *lock,
 
 // Reentrant locks: the calling owner's hold count in Redis (0 when it does not hold it).
 // Lease locks: always 0.
+//
+// Errors: as `redlatch_lock_is_locked`.
 //
 // # Safety
 // `lock` NULL or valid; `count` NULL or writable.
@@ -459,6 +474,9 @@ enum redlatch_status redlatch_count_down_latch_try_set_count(const struct redlat
 enum redlatch_status redlatch_count_down_latch_count_down(const struct redlatch_count_down_latch *latch);
 
 // `*count` receives the current count (0 when the latch is open or was never set).
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process),
+// `REDLATCH_KEY_CONFLICT`, `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
 //
 // # Safety
 // `latch` NULL or valid; `count` NULL or writable.
@@ -584,6 +602,9 @@ enum redlatch_status redlatch_lock_try_acquire(const struct redlatch_lock *lock,
 // `redlatch_status_name`, `redlatch_version` and the `_free` functions; other redlatch calls
 // return `REDLATCH_INVALID_ARGUMENT` there. `user_data` must be usable from that thread.
 //
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL `lock`, a handle of a parent process, a call
+// from inside a callback).
+//
 // # Safety
 // `lock` NULL or valid; `callback` NULL or a function with this signature, callable (with
 // `user_data`) until it is replaced or the handle is freed.
@@ -657,8 +678,9 @@ enum redlatch_status redlatch_multi_lock_try_acquire(const struct redlatch_multi
 // member whose release failed expires with its lease).
 //
 // Errors: `REDLATCH_NOT_OWNED` (reason `NEVER_HELD`: not held through this handle; or a member
-// was found expired, taken or deleted: the others were released); `REDLATCH_CONNECTION`,
-// `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
+// was found taken or deleted), `REDLATCH_LOCK_LOST` (a member was lost: its lease ran out,
+// reason `EXPIRED`, or a loss seen before), the other members being released either way;
+// `REDLATCH_CONNECTION`, `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
 //
 // # Safety
 // `multi_lock` NULL or valid.
@@ -749,6 +771,9 @@ enum redlatch_status redlatch_permit_semaphore_release(const struct redlatch_per
 // `*available` receives the number of permits available now (expired permits count as given
 // back).
 //
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process),
+// `REDLATCH_KEY_CONFLICT`, `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
+//
 // # Safety
 // `permit_semaphore` NULL or valid; `available` NULL or writable.
 enum redlatch_status redlatch_permit_semaphore_available(const struct redlatch_permit_semaphore *permit_semaphore,
@@ -773,9 +798,9 @@ const char *redlatch_permit_id(const struct redlatch_permit *permit);
 // out (a fixed lease, or watchdog renewals that failed for a whole watchdog timeout, e.g.
 // refused while Redis is out of memory: Redis then gives it back, to any client) or a
 // renewal found it gone; `redlatch_permit_release` then fails with `REDLATCH_LOCK_LOST`.
-// False after a release, and for a permit of a parent process.
+// False after a release.
 //
-// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument).
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a permit of a parent process).
 //
 // # Safety
 // `permit` NULL or valid; `lost` NULL or writable.
@@ -936,6 +961,9 @@ enum redlatch_status redlatch_semaphore_release_final(const struct redlatch_sema
 // `*available` receives the number of permits available in Redis now (0 when none was set,
 // and 0 when the count is below zero: Redisson's `reducePermits` can take it there).
 //
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process),
+// `REDLATCH_KEY_CONFLICT`, `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
+//
 // # Safety
 // `semaphore` NULL or valid; `available` NULL or writable.
 enum redlatch_status redlatch_semaphore_available(const struct redlatch_semaphore *semaphore,
@@ -943,6 +971,8 @@ enum redlatch_status redlatch_semaphore_available(const struct redlatch_semaphor
 
 // `*held` receives the number of permits acquired through this handle and not yet released
 // (no Redis call).
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process).
 //
 // # Safety
 // `semaphore` NULL or valid; `held` NULL or writable.

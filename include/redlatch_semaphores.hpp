@@ -111,7 +111,7 @@ class Permit {
     std::string id() const { return redlatch_permit_id(handle_.get()); }
     /// True once it is known no longer held (its lease ran out unrenewed, or a renewal found it
     /// gone; see redlatch_permit_is_lost): release() then throws LOCK_LOST.
-    bool lost() const {
+    bool is_lost() const {
         bool value = false;
         detail::check(redlatch_permit_is_lost(handle_.get(), &value));
         return value;

@@ -43,6 +43,8 @@ pub unsafe extern "C" fn redlatch_lock_release(lock: *const redlatch_lock) -> re
 /// lease). For clean-up paths that cannot retry, such as RAII destructors (the C++
 /// `Lock::unlock` uses it). Returns the status of the first attempt.
 ///
+/// Errors: as `redlatch_lock_release`.
+///
 /// # Safety
 /// `lock` must be NULL or a valid handle.
 #[no_mangle]
@@ -128,6 +130,9 @@ pub unsafe extern "C" fn redlatch_lock_fencing_token(
 /// asking once the hold is known lost or released, although its key may linger past a lost
 /// validity: see `redlatch_lock_release`).
 ///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument), `REDLATCH_CONNECTION`,
+/// `REDLATCH_REDIS`, `REDLATCH_QUORUM` (Redis did not answer or refused; `*owned` unwritten).
+///
 /// # Safety
 /// `lock` NULL or valid; `owned` NULL or writable.
 #[no_mangle]
@@ -151,6 +156,8 @@ pub unsafe extern "C" fn redlatch_lock_owned(
 
 /// `*lost` receives whether the calling owner's most recent hold was seen lost (no Redis
 /// call; false when it holds nothing through this handle).
+///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument).
 ///
 /// # Safety
 /// `lock` NULL or valid; `lost` NULL or writable.

@@ -61,6 +61,10 @@ pub unsafe extern "C" fn redlatch_lock_kind(lock: *const redlatch_lock) -> c_int
 
 /// `*locked` receives true when anyone holds the lock (a majority of nodes in quorum mode).
 ///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process),
+/// `REDLATCH_KEY_CONFLICT` (application data under the name), `REDLATCH_CONNECTION`,
+/// `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
+///
 /// # Safety
 /// `lock` NULL or valid; `locked` NULL or writable.
 #[no_mangle]
@@ -82,6 +86,8 @@ pub unsafe extern "C" fn redlatch_lock_is_locked(
 
 /// Remaining lease of whoever holds the lock: `*held` receives whether it is held (with a
 /// TTL), `*ttl_ms` the remaining ms (0 when not held).
+///
+/// Errors: as `redlatch_lock_is_locked`.
 ///
 /// # Safety
 /// `lock` NULL or valid; `held`, `ttl_ms` NULL or writable.
@@ -109,6 +115,8 @@ pub unsafe extern "C" fn redlatch_lock_ttl(
 
 /// Reentrant locks: the calling owner's hold count in Redis (0 when it does not hold it).
 /// Lease locks: always 0.
+///
+/// Errors: as `redlatch_lock_is_locked`.
 ///
 /// # Safety
 /// `lock` NULL or valid; `count` NULL or writable.

@@ -116,6 +116,9 @@ pub unsafe extern "C" fn redlatch_count_down_latch_count_down(
 
 /// `*count` receives the current count (0 when the latch is open or was never set).
 ///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process),
+/// `REDLATCH_KEY_CONFLICT`, `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
+///
 /// # Safety
 /// `latch` NULL or valid; `count` NULL or writable.
 #[no_mangle]

@@ -336,6 +336,9 @@ pub unsafe extern "C" fn redlatch_lock_try_acquire(
 /// `redlatch_status_name`, `redlatch_version` and the `_free` functions; other redlatch calls
 /// return `REDLATCH_INVALID_ARGUMENT` there. `user_data` must be usable from that thread.
 ///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL `lock`, a handle of a parent process, a call
+/// from inside a callback).
+///
 /// # Safety
 /// `lock` NULL or valid; `callback` NULL or a function with this signature, callable (with
 /// `user_data`) until it is replaced or the handle is freed.

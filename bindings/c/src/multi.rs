@@ -268,8 +268,9 @@ pub unsafe extern "C" fn redlatch_multi_lock_try_acquire(
 /// member whose release failed expires with its lease).
 ///
 /// Errors: `REDLATCH_NOT_OWNED` (reason `NEVER_HELD`: not held through this handle; or a member
-/// was found expired, taken or deleted: the others were released); `REDLATCH_CONNECTION`,
-/// `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
+/// was found taken or deleted), `REDLATCH_LOCK_LOST` (a member was lost: its lease ran out,
+/// reason `EXPIRED`, or a loss seen before), the other members being released either way;
+/// `REDLATCH_CONNECTION`, `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
 ///
 /// # Safety
 /// `multi_lock` NULL or valid.

@@ -228,6 +228,9 @@ pub unsafe extern "C" fn redlatch_permit_semaphore_release(
 /// `*available` receives the number of permits available now (expired permits count as given
 /// back).
 ///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process),
+/// `REDLATCH_KEY_CONFLICT`, `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
+///
 /// # Safety
 /// `permit_semaphore` NULL or valid; `available` NULL or writable.
 #[no_mangle]
@@ -288,9 +291,9 @@ pub unsafe extern "C" fn redlatch_permit_id(permit: *const redlatch_permit) -> *
 /// out (a fixed lease, or watchdog renewals that failed for a whole watchdog timeout, e.g.
 /// refused while Redis is out of memory: Redis then gives it back, to any client) or a
 /// renewal found it gone; `redlatch_permit_release` then fails with `REDLATCH_LOCK_LOST`.
-/// False after a release, and for a permit of a parent process.
+/// False after a release.
 ///
-/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument).
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a permit of a parent process).
 ///
 /// # Safety
 /// `permit` NULL or valid; `lost` NULL or writable.
@@ -302,8 +305,9 @@ pub unsafe extern "C" fn redlatch_permit_is_lost(
     boundary(|| {
         // SAFETY: the caller's contract above.
         let permit = unsafe { arg("permit", permit) }?;
+        permit.origin.check("permit")?;
         let out = Out::new("lost", lost)?;
-        let value = !permit.origin.is_foreign() && permit.inner.is_lost();
+        let value = permit.inner.is_lost();
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe { out.write(value) };
         Ok(())

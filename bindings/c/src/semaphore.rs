@@ -186,7 +186,10 @@ pub unsafe extern "C" fn redlatch_semaphore_release(
 ) -> redlatch_status {
     boundary(|| {
         // SAFETY: the caller's contract above.
-        let sem = unsafe { handle(semaphore) }?;
+        let sem = unsafe { arg("semaphore", semaphore) }?;
+        // A child does not own its parent's permits: NOT_OWNED, as an inherited lock's or
+        // permit's release (the README's fork rule; a user trial found INVALID_ARGUMENT).
+        sem.origin.check_owned()?;
         sem.inner.release(n)
     })
 }
@@ -216,6 +219,9 @@ pub unsafe extern "C" fn redlatch_semaphore_release_final(
 /// `*available` receives the number of permits available in Redis now (0 when none was set,
 /// and 0 when the count is below zero: Redisson's `reducePermits` can take it there).
 ///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process),
+/// `REDLATCH_KEY_CONFLICT`, `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
+///
 /// # Safety
 /// `semaphore` NULL or valid; `available` NULL or writable.
 #[no_mangle]
@@ -237,6 +243,8 @@ pub unsafe extern "C" fn redlatch_semaphore_available(
 /// `*held` receives the number of permits acquired through this handle and not yet released
 /// (no Redis call).
 ///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (a NULL argument, a handle of a parent process).
+///
 /// # Safety
 /// `semaphore` NULL or valid; `held` NULL or writable.
 #[no_mangle]
@@ -247,12 +255,9 @@ pub unsafe extern "C" fn redlatch_semaphore_held(
     boundary(|| {
         // SAFETY: the caller's contract above.
         let sem = unsafe { arg("semaphore", semaphore) }?;
+        sem.origin.check("semaphore")?;
         let out = Out::new("held", held)?;
-        let value = if sem.origin.is_foreign() {
-            0
-        } else {
-            sem.inner.held()
-        };
+        let value = sem.inner.held();
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe { out.write(value) };
         Ok(())
