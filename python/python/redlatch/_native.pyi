@@ -71,7 +71,7 @@ class Client:
         kind: str = "lease",
         lease: Optional[float] = None,
         wait: Optional[float] = None,
-        fenced: bool = False,
+        fenced: Optional[bool] = None,
         fence_ttl: Optional[float] = None,
     ) -> Lock: ...
     def semaphore(self, name: str, *, permits: Optional[int] = None, wait: Optional[float] = None) -> Semaphore: ...
