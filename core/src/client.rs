@@ -193,7 +193,7 @@ impl Client {
     /// still held is released (resolves when Redis answered or failed; a release whose outcome
     /// stays unknown is retried in the background while the hold is valid, else its key
     /// expires with its lease), so are the permits still held (a permit semaphore's, and
-    /// those a semaphore handle counts), and every later call of the client, its locks and its guards
+    /// those its semaphore handles count, dropped ones included), and every later call of the client, its locks and its guards
     /// fails with that `Connection` error (`Guard::owned` is `false`). Idempotent. The
     /// connections close when that background work is done, although the client, its locks
     /// or its guards may still be alive (else when the last of them is dropped).

@@ -464,6 +464,33 @@ async fn close_gives_back_the_permits_a_handle_still_holds() {
 }
 
 #[tokio::test]
+async fn close_gives_back_the_permits_of_handles_dropped_while_holding() {
+    // A Node user trial (stop 44): a handle collected while it counted permits (as a dropped
+    // Rust or collected Python handle) left them taken even after close(), and no other handle
+    // could release them (each counts only what it acquired).
+    let s = server();
+    let closing = client(&s).await;
+    let direct = client(&s).await.semaphore("sem:dropped");
+    assert!(direct.try_set_permits(5).await.unwrap());
+    for n in [1, 2] {
+        let sem = closing.semaphore("sem:dropped");
+        sem.acquire(n).await.unwrap();
+        drop(sem);
+    }
+    let released = closing.semaphore("sem:dropped");
+    released.acquire(1).await.unwrap();
+    released.release(1).await.unwrap();
+    drop(released);
+    assert_eq!(
+        direct.available().await.unwrap(),
+        2,
+        "taken while the client lives"
+    );
+    closing.close().await;
+    assert_eq!(direct.available().await.unwrap(), 5, "given back at close, once");
+}
+
+#[tokio::test]
 async fn a_permit_gone_while_held_says_why() {
     // Found by a user trial (stop 35): a held permit whose entry was deleted (a restart without
     // persistence does that) was reported `never_held`, which means released before; a lock

@@ -223,6 +223,24 @@ for (const entry of ENTRIES) {
       await assert.rejects(ps.available(), RedisConnectionError)
     })
 
+    test('client.close() gives back the permits of a semaphore handle collected while holding them', async () => {
+      // A user trial of stop 44: a handle collected while it counted permits left them taken
+      // even after close(), and no other handle could release them.
+      const name = key('close-collected')
+      const own = await entry.connect()
+      await (async () => {
+        const sem = own.client.semaphore(name, { permits: 3 })
+        await sem.acquire(2)
+      })()
+      for (let i = 0; i < 8; i++) {
+        gc()
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      assert.equal(await client.semaphore(name).available(), 1, 'taken while the client lives')
+      await own.close()
+      assert.equal(await client.semaphore(name).available(), 3, 'given back at close')
+    })
+
     test('semaphores are refused on a quorum client', { skip: QUORUM_URLS.length < 3 }, async () => {
       const q = await entry.quorum(QUORUM_URLS)
       try {

@@ -29,6 +29,9 @@ pub(crate) struct Registry {
     closing: Event,
     holds: Mutex<HashMap<u64, Weak<Hold>>>,
     others: Mutex<HashMap<u64, Weak<dyn OnClose>>>,
+    /// Items kept for `close()` after their owner went (a semaphore handle dropped while it
+    /// still counted permits): held strongly, so they must not hold the engine strongly.
+    left: Mutex<Vec<Arc<dyn OnClose>>>,
     /// The holds `close()` found still held (and released): their holders are told so.
     released_by_close: Mutex<HashSet<u64>>,
     seq: AtomicU64,
@@ -86,10 +89,25 @@ impl Registry {
         self.others.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     }
 
-    /// After [`close`](Self::close): the other items still alive, to end.
+    /// Keeps `item` until [`close`](Self::close) ends it; `false` when the client was closed
+    /// meanwhile. For an item whose owner is gone: it must reach the engine weakly.
+    pub(crate) fn keep_until_close(&self, item: Arc<dyn OnClose>) -> bool {
+        let mut left = self.left.lock().unwrap_or_else(|p| p.into_inner());
+        if self.is_closed() {
+            return false;
+        }
+        left.push(item);
+        true
+    }
+
+    /// After [`close`](Self::close): the other items still alive and those kept until close,
+    /// to end.
     pub(crate) fn take_others(&self) -> Vec<Arc<dyn OnClose>> {
         let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
-        others.drain().filter_map(|(_, o)| o.upgrade()).collect()
+        let mut items: Vec<_> = others.drain().filter_map(|(_, o)| o.upgrade()).collect();
+        drop(others);
+        items.append(&mut self.left.lock().unwrap_or_else(|p| p.into_inner()));
+        items
     }
 
     /// Stops tracking hold `id` (its last reference is gone).

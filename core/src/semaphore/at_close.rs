@@ -1,6 +1,7 @@
 //! What `Client::close()` does for a [`Semaphore`](super::Semaphore)'s handles: gives back the
-//! permits they still count (as a C handle's `redlatch_semaphore_free` does), so closing a
-//! client never leaves its permits taken for good (a semaphore's count has no TTL).
+//! permits they still count (as a C handle's `redlatch_semaphore_free` does), those of handles
+//! dropped meanwhile included, so closing a client never leaves its permits taken for good (a
+//! semaphore's count has no TTL).
 
 use crate::driver::{BoxFut, Engine, OnClose};
 use crate::protocol::token;
@@ -36,21 +37,7 @@ impl OnClose for GiveBackAtClose {
     fn close(self: Arc<Self>) -> BoxFut<'static, ()> {
         Box::pin(async move {
             let permits = self.held.swap(0, Ordering::AcqRel);
-            if permits == 0 {
-                return;
-            }
-            let given_back = async {
-                let id = token::new_token()?;
-                super::send_release(&self.engine, &self.name, permits, &id, false).await
-            };
-            match given_back.await {
-                Ok(()) => {
-                    tracing::debug!(semaphore = %self.name, permits, "gave back the permits a handle held at close")
-                }
-                Err(e) => {
-                    tracing::warn!(semaphore = %self.name, permits, error = %e, "giving back the permits a handle held at close failed")
-                }
-            }
+            give_back(&self.engine, &self.name, permits).await;
         })
     }
 }
@@ -58,5 +45,52 @@ impl OnClose for GiveBackAtClose {
 impl Drop for GiveBackAtClose {
     fn drop(&mut self) {
         self.engine.registry.untrack_other(self.registry_id);
+        // The last clone of a handle went while it counted permits (a Node or Python handle
+        // collected, a Rust one dropped): they stay taken while the client lives (nothing can
+        // release them: another handle holds none), and `close()` gives them back.
+        let permits = self.held.swap(0, Ordering::AcqRel);
+        if permits > 0 {
+            let left = Arc::new(LeftByADroppedHandle {
+                engine: Arc::downgrade(&self.engine),
+                name: std::mem::take(&mut self.name),
+                permits,
+            });
+            let _ = self.engine.registry.keep_until_close(left);
+        }
+    }
+}
+
+/// Permits a dropped handle still counted, given back at `close()`. Kept by the registry, so it
+/// reaches the engine weakly (the engine owns the registry).
+struct LeftByADroppedHandle {
+    engine: Weak<Engine>,
+    name: String,
+    permits: u64,
+}
+
+impl OnClose for LeftByADroppedHandle {
+    fn close(self: Arc<Self>) -> BoxFut<'static, ()> {
+        Box::pin(async move {
+            if let Some(engine) = self.engine.upgrade() {
+                give_back(&engine, &self.name, self.permits).await;
+            }
+        })
+    }
+}
+
+/// Releases `permits` of semaphore `name` at close; a failure is logged (the client is going).
+async fn give_back(engine: &Engine, name: &str, permits: u64) {
+    if permits == 0 {
+        return;
+    }
+    let given_back = async {
+        let id = token::new_token()?;
+        super::send_release(engine, name, permits, &id, false).await
+    };
+    match given_back.await {
+        Ok(()) => tracing::debug!(semaphore = %name, permits, "gave back the permits a handle held at close"),
+        Err(e) => {
+            tracing::warn!(semaphore = %name, permits, error = %e, "giving back the permits a handle held at close failed")
+        }
     }
 }

@@ -24,10 +24,11 @@ use at_close::GiveBackAtClose;
 /// [`Client::permit_semaphore`] for permits that come back by themselves). This handle keeps
 /// its own count of what it acquired ([`Self::held`], shared by its clones): releasing more
 /// than that is refused (`NotOwned`, reason `never_held`) before anything is sent, so a handle
-/// cannot give back permits it never took. Permits still counted when the handle goes are
-/// *not* released: they stay taken in Redis until someone releases them. `Client::close` gives
-/// back the permits its semaphore handles still count (before stop 35 it left them taken for
-/// good, and the closed client could no longer release them).
+/// cannot give back permits it never took. Permits still counted when the handle (its last
+/// clone) goes are *not* released then: they stay taken in Redis while the client lives.
+/// `Client::close` gives back the permits its semaphore handles still count, live or dropped
+/// (before stop 35 it left them taken for good; before stop 45 it skipped dropped handles); a
+/// process that ends without `close()` leaves them taken, as one that dies.
 ///
 /// Single-node, Cluster and Sentinel clients; a quorum client is refused with
 /// `InvalidArgument` (N independent counters are not one semaphore). Counts are whole
