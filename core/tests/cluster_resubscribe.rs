@@ -68,6 +68,23 @@ async fn held_and_waited(
     (held, waiter)
 }
 
+/// The waiter still waits when `held` is released, and the release message wakes it well
+/// before its own poll would.
+async fn woken_by_the_release(held: Guard, waiter: tokio::task::JoinHandle<redlatch::Result<Guard>>) {
+    assert!(
+        !waiter.is_finished(),
+        "the waiter still waits: {:?}",
+        waiter.await
+    );
+    within(BOUND, held.release()).await.unwrap();
+    let woken = tokio::time::timeout(WOKEN_WITHIN, waiter).await;
+    let g = woken
+        .expect("the release message woke the waiter")
+        .unwrap()
+        .unwrap();
+    g.release().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_is_subscribed_again_after_a_migration_and_a_failover() {
     let cluster = Arc::new(RedisCluster::start().unwrap());
@@ -99,18 +116,7 @@ async fn a_waiter_is_subscribed_again_after_a_migration_and_a_failover() {
         subscribed_on_the_master(&cluster, slot, &channel).await,
         "subscribed on the promoted replica"
     );
-    assert!(
-        !waiter.is_finished(),
-        "the waiter still waits: {:?}",
-        waiter.await
-    );
-    within(BOUND, held.release()).await.unwrap();
-    let woken = tokio::time::timeout(WOKEN_WITHIN, waiter).await;
-    let g = woken
-        .expect("the release message woke the waiter")
-        .unwrap()
-        .unwrap();
-    g.release().await.unwrap();
+    woken_by_the_release(held, waiter).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,16 +145,5 @@ async fn a_waiter_is_subscribed_again_after_its_master_was_killed() {
         subscribed_on_the_master(&cluster, slot, &channel).await,
         "subscribed on the promoted replica"
     );
-    assert!(
-        !waiter.is_finished(),
-        "the waiter still waits: {:?}",
-        waiter.await
-    );
-    within(BOUND, held.release()).await.unwrap();
-    let woken = tokio::time::timeout(WOKEN_WITHIN, waiter).await;
-    let g = woken
-        .expect("the release message woke the waiter")
-        .unwrap()
-        .unwrap();
-    g.release().await.unwrap();
+    woken_by_the_release(held, waiter).await;
 }

@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use redlatch::{Client, ErrorKind, LockKind};
+use redlatch::{Client, ErrorKind, Guard, LockKind, RwLock};
 use redlatch_fleet::{find_overlaps, Interval};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -123,6 +123,26 @@ async fn a_crashed_readers_hold_expires_while_others_keep_theirs() {
     w.release().await.unwrap();
 }
 
+/// A read hold of `mine` whose 300 ms lease has run out, beside a read hold of another owner
+/// (another handle of the same lock) for 20 s.
+async fn an_expired_read_beside_a_live_one(client: &Client, mine: &RwLock) -> (Guard, Guard) {
+    let expired = mine
+        .read()
+        .lease(Duration::from_millis(300))
+        .acquire()
+        .await
+        .unwrap();
+    let other = client
+        .rw_lock(mine.name())
+        .read()
+        .lease(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    (expired, other)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn releasing_an_expired_read_hold_reports_it_lost_while_another_reader_holds() {
     // A user trial of stop 44: with another reader holding, the release of a read hold whose
@@ -131,21 +151,7 @@ async fn releasing_an_expired_read_hold_reports_it_lost_while_another_reader_hol
     let s = server();
     let client = client(&s).await;
     let mut conn = raw(&s).await;
-    let expired = client
-        .rw_lock("rw:exp")
-        .read()
-        .lease(Duration::from_millis(300))
-        .acquire()
-        .await
-        .unwrap();
-    let other = client
-        .rw_lock("rw:exp")
-        .read()
-        .lease(Duration::from_secs(20))
-        .acquire()
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (expired, other) = an_expired_read_beside_a_live_one(&client, &client.rw_lock("rw:exp")).await;
     let e = expired.release().await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
     assert_eq!(e.reason(), Some(redlatch::Reason::Expired), "{e}");
@@ -168,20 +174,7 @@ async fn a_read_hold_known_lost_leaves_no_count_while_another_reader_holds() {
     let client = client(&s).await;
     let mut conn = raw(&s).await;
     let mine = client.rw_lock("rw:lost");
-    let held = mine
-        .read()
-        .lease(Duration::from_millis(300))
-        .acquire()
-        .await
-        .unwrap();
-    let other = client
-        .rw_lock("rw:lost")
-        .read()
-        .lease(Duration::from_secs(20))
-        .acquire()
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (held, other) = an_expired_read_beside_a_live_one(&client, &mine).await;
     assert!(held.is_lost());
     let e = held.release().await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");

@@ -220,23 +220,18 @@ impl Semaphore {
         crate::aio::awaitable(py, fut)
     }
 
-    /// Gives back `permits` this handle holds. Raises `NotOwnedError` (more than held),
-    /// `ValueError`, `RedisConnectionError`.
-    #[pyo3(signature = (permits=None))]
-    fn release(&self, py: Python<'_>, permits: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let n = permits.map_or(Ok(1), |p| args::count("permits", p))?;
+    /// Gives back `permits` this handle holds (required: `None` is a `TypeError`, not "1").
+    /// Raises `NotOwnedError` (more than held), `TypeError`, `ValueError`,
+    /// `RedisConnectionError`.
+    fn release(&self, py: Python<'_>, permits: &Bound<'_, PyAny>) -> PyResult<()> {
+        let n = args::count("permits", permits)?;
         let (sem, rt) = self.core()?;
         runtime::block(py, &rt, async move { sem.release(n).await })?.py()
     }
 
     /// Awaitable form of [`Semaphore::release`].
-    #[pyo3(signature = (permits=None))]
-    fn release_async<'py>(
-        &self,
-        py: Python<'py>,
-        permits: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let n = permits.map_or(Ok(1), |p| args::count("permits", p))?;
+    fn release_async<'py>(&self, py: Python<'py>, permits: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let n = args::count("permits", permits)?;
         let (sem, _) = self.core()?;
         crate::aio::awaitable(py, async move { sem.release(n).await })
     }

@@ -253,6 +253,8 @@ def test_async_bad_input(redis_url: str, name: str) -> None:
                 await lock.acquire(timeout=0.01)
         finally:
             await lock.release()
+        with pytest.raises(TypeError, match="permits must be an int"):
+            await client.semaphore(name).release(None)  # type: ignore[arg-type]
 
     asyncio.run(main())
 

@@ -80,8 +80,6 @@ class Semaphore:
 
     async def release(self, permits: int = 1) -> None:
         """As :meth:`redlatch.Semaphore.release`."""
-        if permits is None:  # the native side reads None as "left out": 1
-            raise TypeError("permits must be an int, not NoneType")
         await self._native.release_async(permits)
 
     async def available(self) -> int:

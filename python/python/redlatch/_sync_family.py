@@ -80,8 +80,6 @@ class Semaphore:
         :raises ValueError: ``permits`` not in 1..2^31-1
         :raises RedisConnectionError: Redis could not confirm (the permits count as held)
         """
-        if permits is None:  # the native side reads None as "left out": 1
-            raise TypeError("permits must be an int, not NoneType")
         self._native.release(permits)
 
     def available(self) -> int:
