@@ -1,11 +1,12 @@
 //! [`Semaphore`]: Redisson's `RSemaphore` (a count of permits in Redis, not owned by anyone).
 
 mod at_close;
+mod release;
 
 use crate::client::Client;
 use crate::driver::waiting::{self, GiveBackOnDrop, Waiter};
 use crate::driver::{BoxFut, Engine, CLOSED};
-use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::family::{self, keys as family_keys, semaphore, PUBLISH};
 use crate::protocol::{keys, timing, token};
 use futures::future::{select, Either};
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use at_close::GiveBackAtClose;
+use release::{send_release, UnsettledRelease};
 
 /// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
 /// the permits available, and the channel `redisson_sc:{name}`, whose messages wake waiters
@@ -43,17 +45,6 @@ pub struct Semaphore {
     unsettled: Arc<Mutex<Vec<UnsettledRelease>>>,
     /// Gives back what `held` counts when the client is closed (shared by the clones).
     _at_close: Arc<GiveBackAtClose>,
-}
-
-/// How many releases of unknown outcome a handle remembers.
-const MAX_UNSETTLED: usize = 64;
-
-/// A release that failed with a connection error (it may have applied): its request id, which
-/// the next release of the same count sends again, so that its latch decides.
-struct UnsettledRelease {
-    permits: u64,
-    request_id: String,
-    sent: Duration,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -236,175 +227,6 @@ impl Semaphore {
         }
     }
 
-    /// Releases `permits` this handle acquired, publishing the new count (which wakes waiters).
-    ///
-    /// Each release leaves a short-lived latch `redisson_unlock_latch:{name}:<id>` (2 x the
-    /// network timeout, at least 1 s), so the transport's repeat after a lost reply adds
-    /// nothing twice. A release that failed with `Connection` may have applied: the handle
-    /// keeps its request id, and the next release of the same count (a caller's retry) sends
-    /// that id again, so it is exact while the latch lives (from the first send); after that
-    /// Redis cannot tell, so the retry is not sent: it fails with `NotOwned` (reason
-    /// `expired`) and the permits leave this handle's count (they were given back once, or
-    /// not at all; never twice).
-    ///
-    /// # Errors
-    /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held),
-    /// nothing sent; `NotOwned` (reason `expired`) for the retry of a release of unknown outcome
-    /// whose latch has expired (see above), nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
-    /// `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails (the permits then
-    /// still count as held by this handle, so the release can be retried).
-    pub async fn release(&self, permits: u64) -> Result<()> {
-        self.check("permits", Some(permits))?;
-        let taken = self
-            .held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
-        if let Err(held) = taken {
-            return Err(Error::not_owned(
-                false,
-                Reason::NeverHeld,
-                format!(
-                    "cannot release {permits} permit{} of semaphore {:?}: this handle holds {held}",
-                    if permits == 1 { "" } else { "s" },
-                    self.name
-                ),
-            ));
-        }
-        let engine = &self.engine;
-        let (request_id, sent) = match self.take_unsettled(permits) {
-            Some(earlier) if self.latch_may_tell(&earlier) => (earlier.request_id, earlier.sent),
-            // Its latch may be gone: sending it again would give the permits back twice if it
-            // applied (a user trial of stop 42: a retry 3 s later took a semaphore of 3 to 4).
-            // So Redis is asked whether the latch is still there (it lives from when Redis
-            // applied the release, which a pause can make later than the send: a user trial of
-            // stop 44 was refused with it there); if not, that cannot be told, and the permits
-            // leave this handle.
-            Some(earlier) => {
-                let request = semaphore::replay_release(&self.name, permits, PUBLISH, &earlier.request_id)?;
-                let replayed = waiting::call(engine, &request)
-                    .await
-                    .and_then(|reply| semaphore::decode_replay(&reply));
-                match replayed {
-                    Ok(true) => return Ok(()),
-                    Ok(false) => {}
-                    Err(e) => {
-                        // Still unknown: kept for another retry.
-                        self.held.fetch_add(permits, Ordering::AcqRel);
-                        self.keep_unsettled(earlier);
-                        return Err(e);
-                    }
-                }
-                return Err(Error::not_owned(
-                    false,
-                    Reason::Expired,
-                    format!(
-                        "semaphore {:?}: an earlier release of {permits} permit{}, whose outcome was unknown, may have given them back, but its idempotency latch has expired, so that cannot be told; not sent again (that could give them back twice), and this handle no longer counts them",
-                        self.name,
-                        if permits == 1 { "" } else { "s" }
-                    ),
-                ));
-            }
-            None => (token::new_token()?, engine.now()),
-        };
-        match send_release(engine, &self.name, permits, &request_id, false).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.held.fetch_add(permits, Ordering::AcqRel);
-                if e.kind() == ErrorKind::Connection {
-                    self.keep_unsettled(UnsettledRelease {
-                        permits,
-                        request_id,
-                        sent,
-                    });
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Releases like [`release`](Self::release), for clean-up paths that cannot call again
-    /// (the end of a scope, a destructor): when the outcome stays unknown (`Connection`), the
-    /// permits leave this handle's count anyway, and the same release (its request id, so
-    /// that its latch decides) is sent again in the background, with back-off, while that
-    /// latch can still tell whether it applied; after that it is left alone, since sending it
-    /// again could give the permits back twice. (Before stop 35 a scope whose release timed
-    /// out kept the permits counted while the release applied late, so the handle's next
-    /// release, or a C++ `Semaphore`'s destructor, gave them back a second time.) Returns the
-    /// first attempt's result.
-    ///
-    /// # Errors
-    /// As [`release`](Self::release).
-    pub async fn release_final(&self, permits: u64) -> Result<()> {
-        let result = self.release(permits).await;
-        if result.as_ref().is_err_and(|e| e.kind() == ErrorKind::Connection) {
-            if let Some(unsettled) = self.take_unsettled(permits) {
-                let _ = self
-                    .held
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
-                self.settle_in_background(unsettled);
-            }
-        }
-        result
-    }
-
-    /// Sends `unsettled` again until Redis answers it, while its latch can still tell.
-    fn settle_in_background(&self, unsettled: UnsettledRelease) {
-        let (engine, name) = (self.engine.clone(), self.name.clone());
-        crate::driver::cleanup::spawn(
-            &*self.engine.runtime,
-            Box::pin(async move {
-                let exact_until = unsettled.sent + Duration::from_millis(engine.latch_ttl_ms());
-                let mut failures = 0;
-                loop {
-                    engine.pause_before_retry(failures).await;
-                    failures += 1;
-                    if engine.registry.is_closed() || engine.now() >= exact_until {
-                        tracing::warn!(semaphore = %name, permits = unsettled.permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back");
-                        return;
-                    }
-                    // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
-                    // answer could come after each try's timeout, and the release would never land.
-                    let (permits, id) = (unsettled.permits, &unsettled.request_id);
-                    match send_release(&engine, &name, permits, id, true).await {
-                        Ok(()) => return,
-                        Err(e) if e.kind() == ErrorKind::Connection => {}
-                        Err(e) => {
-                            tracing::warn!(semaphore = %name, error = %e, "a release whose outcome is unknown failed again");
-                            return;
-                        }
-                    }
-                }
-            }),
-        );
-    }
-
-    /// The earliest unsettled release of `permits`, however old (see
-    /// [`latch_may_tell`](Self::latch_may_tell)).
-    /// Remembers a release whose outcome is unknown, for the handle's retry (bounded: the
-    /// oldest go, for a handle retrying none of them).
-    fn keep_unsettled(&self, release: UnsettledRelease) {
-        if let Ok(mut unsettled) = self.unsettled.lock() {
-            if unsettled.len() >= MAX_UNSETTLED {
-                unsettled.remove(0);
-            }
-            unsettled.push(release);
-        }
-    }
-
-    fn take_unsettled(&self, permits: u64) -> Option<UnsettledRelease> {
-        let mut unsettled = self.unsettled.lock().ok()?;
-        let i = unsettled.iter().position(|u| u.permits == permits)?;
-        Some(unsettled.remove(i))
-    }
-
-    /// Whether the latch of `earlier`, if it applied, is still there when its id is sent again
-    /// now: the latch lives `latch_ttl_ms` from when the release applied, which was no earlier
-    /// than its first send (50 ms are kept back for the trip).
-    fn latch_may_tell(&self, earlier: &UnsettledRelease) -> bool {
-        let engine = &self.engine;
-        let lives = Duration::from_millis(engine.latch_ttl_ms());
-        engine.now().saturating_sub(earlier.sent) + Duration::from_millis(50) < lives
-    }
-
     /// Permits available now: 0 when the semaphore was never set, and 0 when its count is
     /// below zero (Redisson's `reducePermits` can take it there; its `availablePermits` then
     /// returns the negative count; an acquire waits until releases bring it above zero).
@@ -416,20 +238,4 @@ impl Semaphore {
         let reply = waiting::call(&self.engine, &semaphore::available(&self.name)).await?;
         Ok(semaphore::decode_available(&reply)?.max(0) as u64)
     }
-}
-
-/// Sends the release of `permits` as request `request_id` (its latch makes a repeat exact;
-/// `by_source`: as `EVAL`) and waits for Redis' answer. Used by a release, its background
-/// settling and `Client::close` (`at_close.rs`).
-async fn send_release(
-    engine: &Engine,
-    name: &str,
-    permits: u64,
-    request_id: &str,
-    by_source: bool,
-) -> Result<()> {
-    let mut request = semaphore::release_once(name, permits, PUBLISH, request_id, engine.latch_ttl_ms())?;
-    request.by_source = by_source;
-    let reply = waiting::call(engine, &request).await?;
-    semaphore::decode_release(&reply).map(|_| ())
 }

@@ -1,0 +1,209 @@
+//! A [`Semaphore`] handle's release: the idempotency latch of each release, the releases of
+//! unknown outcome a handle remembers for its retry, and their settling in the background.
+
+use super::Semaphore;
+use crate::driver::waiting;
+use crate::driver::Engine;
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::protocol::family::{semaphore, PUBLISH};
+use crate::protocol::token;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// How many releases of unknown outcome a handle remembers.
+const MAX_UNSETTLED: usize = 64;
+
+/// A release that failed with a connection error (it may have applied): its request id, which
+/// the next release of the same count sends again, so that its latch decides.
+pub(super) struct UnsettledRelease {
+    permits: u64,
+    request_id: String,
+    sent: Duration,
+}
+
+impl Semaphore {
+    /// Releases `permits` this handle acquired, publishing the new count (which wakes waiters).
+    ///
+    /// Each release leaves a short-lived latch `redisson_unlock_latch:{name}:<id>` (2 x the
+    /// network timeout, at least 1 s), so the transport's repeat after a lost reply adds
+    /// nothing twice. A release that failed with `Connection` may have applied: the handle
+    /// keeps its request id, and the next release of the same count (a caller's retry) sends
+    /// that id again, so it is exact while the latch lives (from the first send); after that
+    /// Redis cannot tell, so the retry is not sent: it fails with `NotOwned` (reason
+    /// `expired`) and the permits leave this handle's count (they were given back once, or
+    /// not at all; never twice).
+    ///
+    /// # Errors
+    /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held),
+    /// nothing sent; `NotOwned` (reason `expired`) for the retry of a release of unknown outcome
+    /// whose latch has expired (see above), nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
+    /// `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails (the permits then
+    /// still count as held by this handle, so the release can be retried).
+    pub async fn release(&self, permits: u64) -> Result<()> {
+        self.check("permits", Some(permits))?;
+        let taken = self
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
+        if let Err(held) = taken {
+            return Err(Error::not_owned(
+                false,
+                Reason::NeverHeld,
+                format!(
+                    "cannot release {permits} permit{} of semaphore {:?}: this handle holds {held}",
+                    if permits == 1 { "" } else { "s" },
+                    self.name
+                ),
+            ));
+        }
+        let engine = &self.engine;
+        let (request_id, sent) = match self.take_unsettled(permits) {
+            Some(earlier) if self.latch_may_tell(&earlier) => (earlier.request_id, earlier.sent),
+            // Its latch may be gone: sending it again would give the permits back twice if it
+            // applied (a user trial of stop 42: a retry 3 s later took a semaphore of 3 to 4).
+            // So Redis is asked whether the latch is still there (it lives from when Redis
+            // applied the release, which a pause can make later than the send: a user trial of
+            // stop 44 was refused with it there); if not, that cannot be told, and the permits
+            // leave this handle.
+            Some(earlier) => {
+                let request = semaphore::replay_release(&self.name, permits, PUBLISH, &earlier.request_id)?;
+                let replayed = waiting::call(engine, &request)
+                    .await
+                    .and_then(|reply| semaphore::decode_replay(&reply));
+                match replayed {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => {}
+                    Err(e) => {
+                        // Still unknown: kept for another retry.
+                        self.held.fetch_add(permits, Ordering::AcqRel);
+                        self.keep_unsettled(earlier);
+                        return Err(e);
+                    }
+                }
+                return Err(Error::not_owned(
+                    false,
+                    Reason::Expired,
+                    format!(
+                        "semaphore {:?}: an earlier release of {permits} permit{}, whose outcome was unknown, may have given them back, but its idempotency latch has expired, so that cannot be told; not sent again (that could give them back twice), and this handle no longer counts them",
+                        self.name,
+                        if permits == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
+            None => (token::new_token()?, engine.now()),
+        };
+        match send_release(engine, &self.name, permits, &request_id, false).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.held.fetch_add(permits, Ordering::AcqRel);
+                if e.kind() == ErrorKind::Connection {
+                    self.keep_unsettled(UnsettledRelease {
+                        permits,
+                        request_id,
+                        sent,
+                    });
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Releases like [`release`](Self::release), for clean-up paths that cannot call again
+    /// (the end of a scope, a destructor): when the outcome stays unknown (`Connection`), the
+    /// permits leave this handle's count anyway, and the same release (its request id, so
+    /// that its latch decides) is sent again in the background, with back-off, while that
+    /// latch can still tell whether it applied; after that it is left alone, since sending it
+    /// again could give the permits back twice. (Before stop 35 a scope whose release timed
+    /// out kept the permits counted while the release applied late, so the handle's next
+    /// release, or a C++ `Semaphore`'s destructor, gave them back a second time.) Returns the
+    /// first attempt's result.
+    ///
+    /// # Errors
+    /// As [`release`](Self::release).
+    pub async fn release_final(&self, permits: u64) -> Result<()> {
+        let result = self.release(permits).await;
+        if result.as_ref().is_err_and(|e| e.kind() == ErrorKind::Connection) {
+            if let Some(unsettled) = self.take_unsettled(permits) {
+                let _ = self
+                    .held
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
+                self.settle_in_background(unsettled);
+            }
+        }
+        result
+    }
+
+    /// Sends `unsettled` again until Redis answers it, while its latch can still tell.
+    fn settle_in_background(&self, unsettled: UnsettledRelease) {
+        let (engine, name) = (self.engine.clone(), self.name.clone());
+        crate::driver::cleanup::spawn(
+            &*self.engine.runtime,
+            Box::pin(async move {
+                let exact_until = unsettled.sent + Duration::from_millis(engine.latch_ttl_ms());
+                let mut failures = 0;
+                loop {
+                    engine.pause_before_retry(failures).await;
+                    failures += 1;
+                    if engine.registry.is_closed() || engine.now() >= exact_until {
+                        tracing::warn!(semaphore = %name, permits = unsettled.permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back");
+                        return;
+                    }
+                    // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
+                    // answer could come after each try's timeout, and the release would never land.
+                    let (permits, id) = (unsettled.permits, &unsettled.request_id);
+                    match send_release(&engine, &name, permits, id, true).await {
+                        Ok(()) => return,
+                        Err(e) if e.kind() == ErrorKind::Connection => {}
+                        Err(e) => {
+                            tracing::warn!(semaphore = %name, error = %e, "a release whose outcome is unknown failed again");
+                            return;
+                        }
+                    }
+                }
+            }),
+        );
+    }
+
+    /// Remembers a release whose outcome is unknown, for the handle's retry (bounded: the
+    /// oldest go, for a handle retrying none of them).
+    fn keep_unsettled(&self, release: UnsettledRelease) {
+        if let Ok(mut unsettled) = self.unsettled.lock() {
+            if unsettled.len() >= MAX_UNSETTLED {
+                unsettled.remove(0);
+            }
+            unsettled.push(release);
+        }
+    }
+
+    /// The earliest unsettled release of `permits`, however old (see
+    /// [`latch_may_tell`](Self::latch_may_tell)).
+    fn take_unsettled(&self, permits: u64) -> Option<UnsettledRelease> {
+        let mut unsettled = self.unsettled.lock().ok()?;
+        let i = unsettled.iter().position(|u| u.permits == permits)?;
+        Some(unsettled.remove(i))
+    }
+
+    /// Whether the latch of `earlier`, if it applied, is still there when its id is sent again
+    /// now: the latch lives `latch_ttl_ms` from when the release applied, which was no earlier
+    /// than its first send (50 ms are kept back for the trip).
+    fn latch_may_tell(&self, earlier: &UnsettledRelease) -> bool {
+        let engine = &self.engine;
+        let lives = Duration::from_millis(engine.latch_ttl_ms());
+        engine.now().saturating_sub(earlier.sent) + Duration::from_millis(50) < lives
+    }
+}
+
+/// Sends the release of `permits` as request `request_id` (its latch makes a repeat exact;
+/// `by_source`: as `EVAL`) and waits for Redis' answer. Used by a release, its background
+/// settling and `Client::close` (`at_close.rs`).
+pub(super) async fn send_release(
+    engine: &Engine,
+    name: &str,
+    permits: u64,
+    request_id: &str,
+    by_source: bool,
+) -> Result<()> {
+    let mut request = semaphore::release_once(name, permits, PUBLISH, request_id, engine.latch_ttl_ms())?;
+    request.by_source = by_source;
+    let reply = waiting::call(engine, &request).await?;
+    semaphore::decode_release(&reply).map(|_| ())
+}
