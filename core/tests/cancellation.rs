@@ -113,3 +113,26 @@ async fn cancelled_reentry_never_undoes_an_earlier_hold() {
     outer.release().await.unwrap();
     assert_eq!(lock.hold_count().await.unwrap(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_kept_unpolled_while_it_connects_holds_up_no_other_call() {
+    // A Rust user trial of stop 45: the call that began a connect drove it, so a future polled
+    // once and then kept unpolled (a `select!` loser kept in a variable) stopped the connect,
+    // and every other call of the client waited for it until its network timeout.
+    let s = server();
+    let client = redlatch::Client::builder(&s.url()).build_lazy().unwrap();
+    let lock = client.lock("c:unpolled");
+    let mut kept = Box::pin(lock.locked());
+    assert!(
+        futures::poll!(kept.as_mut()).is_pending(),
+        "connecting on first use"
+    );
+    let other = client.lock("c:other");
+    let held = tokio::time::timeout(Duration::from_secs(10), other.try_acquire())
+        .await
+        .expect("not held up by the kept call")
+        .expect("connected")
+        .expect("free");
+    held.release().await.unwrap();
+    assert!(!kept.await.unwrap(), "the kept call completes too");
+}

@@ -32,6 +32,7 @@ use super::warnings::Warnings;
 use crate::error::Result;
 use crate::protocol::independence::QuorumServers;
 use crate::protocol::request::{AttemptMark, Request};
+use futures::future::{BoxFuture, FutureExt, Shared};
 use redis::PushInfo;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -61,6 +62,15 @@ impl Source {
     }
 }
 
+/// A connect in progress, which every call needing the connection meanwhile awaits. Shared, so
+/// that whichever of them is polled drives it: owned by the call that began it (before stop
+/// 45), it stood still while that call's future was kept but no longer polled (a `select!`
+/// loser kept in a variable), and every other call of the client waited for it until its
+/// network timeout (a user trial of stop 45). Boxed: connecting is rare, and its future
+/// (redis-rs's connect, the connect checks) would otherwise make every call's future
+/// kilobytes larger.
+type Connecting = Shared<BoxFuture<'static, Result<Live>>>;
+
 /// Called with every push message of connection `id` (subscriber connections only).
 pub(crate) type PushHandler = Arc<dyn Fn(u64, PushInfo) + Send + Sync>;
 
@@ -84,7 +94,8 @@ pub(crate) struct Reconnecting {
     source: Source,
     settings: Settings,
     live: Mutex<Option<Live>>,
-    connecting: tokio::sync::Mutex<()>,
+    /// The connect in progress, if one is.
+    connecting: Mutex<Option<Connecting>>,
     next_id: AtomicU64,
     /// The calls abandoned (or timed out) in the last [`LINGER`], each with its connection,
     /// kept open after a newer one replaced it: for the undo that must follow its attempt
@@ -121,7 +132,7 @@ impl Reconnecting {
             source,
             settings,
             live: Mutex::new(None),
-            connecting: tokio::sync::Mutex::new(()),
+            connecting: Mutex::new(None),
             next_id: AtomicU64::new(1),
             suspects: Mutex::new(Vec::new()),
             runtime: std::sync::OnceLock::new(),
@@ -169,15 +180,27 @@ impl Reconnecting {
             }
             self.invalidate(live.id);
         }
-        let _one_at_a_time = self.connecting.lock().await;
-        if let Some(live) = self.current() {
-            return Ok(live);
+        let connecting = {
+            let mut slot = self.connecting();
+            if let Some(live) = self.current() {
+                return Ok(live);
+            }
+            slot.get_or_insert_with(|| self.connect()).clone()
+        };
+        let result = connecting.clone().await;
+        let mut slot = self.connecting();
+        if slot.as_ref().is_some_and(|c| c.ptr_eq(&connecting)) {
+            // The first of its callers to see it done makes it the live connection.
+            *slot = None;
+            if let Ok(live) = &result {
+                *self.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(live.clone());
+            }
         }
-        // Boxed: connecting is rare, and its future (redis-rs's connect, the connect checks)
-        // would otherwise make every call's future kilobytes larger.
-        let live = Box::pin(self.connect()).await?;
-        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(live.clone());
-        Ok(live)
+        result
+    }
+
+    fn connecting(&self) -> std::sync::MutexGuard<'_, Option<Connecting>> {
+        self.connecting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The connection a try of the attempt `undo` undoes was abandoned on, if one was within a
@@ -223,7 +246,7 @@ impl Reconnecting {
     /// included.
     pub(crate) fn is_connecting_tls(&self) -> bool {
         let tls = matches!(&self.source, Source::Fixed(spec) if spec.tls_name().is_some());
-        tls && self.connecting.try_lock().is_err()
+        tls && self.connecting().is_some()
     }
 
     /// Forgets connection `id` (broken, timed out, or the node is no longer the master).
@@ -284,14 +307,19 @@ impl Reconnecting {
         (live.generation() == self.source.generation() && !live.is_lost()).then_some(live.facts)
     }
 
-    async fn connect(&self) -> Result<Live> {
+    /// A new connect, to the node the source names now.
+    fn connect(&self) -> Connecting {
         let generation = self.source.generation();
-        let spec = self.source.resolve(self.settings.connect_timeout).await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let _ = self.runtime.set(runtime);
         }
-        Live::connect(&spec, &self.settings, id, generation).await
+        let (source, settings) = (self.source.clone(), self.settings.clone());
+        let connect = async move {
+            let spec = source.resolve(settings.connect_timeout).await?;
+            Live::connect(&spec, &settings, id, generation).await
+        };
+        connect.boxed().shared()
     }
 }
 
