@@ -202,6 +202,23 @@ fn a_client_whose_runtime_was_shut_down_fails_calls_at_once_instead_of_panicking
             assert!(e.is_permanent() && e.message().contains("runtime"), "{e}");
         }
     });
+    // A hold's loss awaited there (a Rust user trial of stop 45: a panic inside tokio): nothing
+    // renews a watchdog hold any more, so it is lost at its deadline.
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let renewing = first
+        .block_on(
+            Client::builder(&s.url())
+                .watchdog_timeout(Duration::from_millis(500))
+                .connect(),
+        )
+        .unwrap();
+    let watched = first.block_on(renewing.rlock("gone:watched").acquire()).unwrap();
+    drop(first);
+    second.block_on(async {
+        let reason = within(Duration::from_secs(10), watched.loss()).await;
+        assert_eq!(reason, Some(redlatch::Reason::Expired));
+        assert!(watched.is_lost() && !watched.is_held());
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

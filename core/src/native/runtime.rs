@@ -49,6 +49,9 @@ impl Runtime for TokioRuntime {
     }
 
     fn sleep(&self, duration: Duration) -> BoxFut<'static, ()> {
+        if self.is_shut_down() {
+            return sleep_without(duration);
+        }
         // Entering the handle lets a sleep be created from a thread outside the runtime.
         let _guard = self.handle.enter();
         Box::pin(tokio::time::sleep(duration))
@@ -61,6 +64,24 @@ impl Runtime for TokioRuntime {
     fn is_shut_down(&self) -> bool {
         self.alive.strong_count() == 0
     }
+}
+
+/// A sleep for a client whose runtime was shut down, whose timers panic: a hold's loss awaited
+/// from another runtime (`Guard::lost`) still resolves at the hold's deadline (a Rust user
+/// trial of stop 45 met the panic). On the calling context's runtime if there is one, else on
+/// a thread of its own.
+fn sleep_without(duration: Duration) -> BoxFut<'static, ()> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Box::pin(tokio::time::sleep(duration));
+    }
+    let (done, slept) = futures::channel::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        std::thread::sleep(duration);
+        let _ = done.send(());
+    });
+    Box::pin(async move {
+        let _ = slept.await;
+    })
 }
 
 /// The environment variable that sets the worker threads of the runtimes the bindings build
