@@ -102,7 +102,14 @@ pub fn enough_answered(labels: &[&str], pings: Vec<crate::Result<()>>) -> crate:
             .into_iter()
             .find_map(|p| p.err())
             .unwrap_or_else(|| Error::connection("unreachable"));
-        return Err(Error::new(e.kind(), named(labels[0], &e)));
+        let named = Error::new(e.kind(), named(labels[0], &e));
+        // A refused password stays one (a user trial of stop 45: `Client::connect` lost it,
+        // where the first call of a lazily connected client kept it).
+        return Err(if e.is_permanent() {
+            named.permanently()
+        } else {
+            named
+        });
     }
     let detail: Vec<String> = labels
         .iter()
@@ -122,7 +129,7 @@ pub fn enough_answered(labels: &[&str], pings: Vec<crate::Result<()>>) -> crate:
     } else {
         ErrorKind::Quorum
     };
-    Err(Error::new(
+    let error = Error::new(
         kind,
         format!(
             "only {answered} of {} nodes answered: {}",
@@ -130,7 +137,17 @@ pub fn enough_answered(labels: &[&str], pings: Vec<crate::Result<()>>) -> crate:
             detail.join("; ")
         ),
     )
-    .with_nodes(nodes))
+    .with_nodes(nodes);
+    // Too many nodes refuse this client's settings (a password) for a majority ever to answer.
+    let refusing = pings
+        .iter()
+        .filter(|p| p.as_ref().is_err_and(Error::is_permanent))
+        .count();
+    Err(if labels.len() - refusing < majority(labels.len()) {
+        error.permanently()
+    } else {
+        error
+    })
 }
 
 #[cfg(test)]
@@ -211,5 +228,22 @@ mod tests {
             one_wrong.message(),
             "only 2 of 3 nodes answered: b:2: no database of the URL's number"
         );
+    }
+
+    #[test]
+    fn a_refused_password_at_connect_stays_permanent() {
+        // A Rust user trial of stop 45: `Client::connect` with a wrong password was not
+        // `is_permanent()`, where the first call of a lazily connected client was.
+        use crate::{Error, ErrorKind};
+        let refused = || Err(Error::auth_refused());
+        let one = enough_answered(&["a:1"], vec![refused()]).unwrap_err();
+        assert_eq!(one.kind(), ErrorKind::Connection);
+        assert!(one.is_permanent(), "{one}");
+        let most = enough_answered(&["a:1", "b:2", "c:3"], vec![Ok(()), refused(), refused()]).unwrap_err();
+        assert!(most.is_permanent(), "{most}");
+        // One node refusing and one down: the down one may come back and make a majority.
+        let down = Err(Error::connection("refused"));
+        let some = enough_answered(&["a:1", "b:2", "c:3"], vec![Ok(()), refused(), down]).unwrap_err();
+        assert!(!some.is_permanent(), "{some}");
     }
 }
