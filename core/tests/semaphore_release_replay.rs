@@ -46,3 +46,37 @@ async fn a_late_retry_gets_the_answer_while_the_latch_lives_and_is_refused_after
         assert_eq!(sem.held(), 0, "{name}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_of_another_count_cannot_give_back_the_permits_of_one_of_unknown_outcome() {
+    // A Rust user trial of stop 45: release(2) timed out in a pause but applied, then
+    // release(1) twice gave back two more: a semaphore of 3 had 5.
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let sem = client.semaphore("sem:other-count");
+    assert!(sem.try_set_permits(3).await.unwrap());
+    sem.acquire(2).await.unwrap();
+    s.pause().unwrap();
+    let first = within(Duration::from_secs(10), sem.release(2)).await.unwrap_err();
+    assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+    s.resume().unwrap();
+    assert_eq!(sem.held(), 2, "counted until settled");
+    let e = within(Duration::from_secs(10), sem.release(1)).await.unwrap_err();
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::NotOwned, Some(Reason::NeverHeld)),
+        "{e}"
+    );
+    assert!(e.message().contains("outcome is unknown"), "{e}");
+    within(Duration::from_secs(10), sem.release(2))
+        .await
+        .expect("the retry of the same count settles it");
+    let count: Option<String> = cmd(&mut conn, &["GET", "sem:other-count"]).await;
+    assert_eq!(count.as_deref(), Some("3"), "given back once");
+    assert_eq!(sem.held(), 0);
+}

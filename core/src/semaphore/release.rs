@@ -31,26 +31,41 @@ impl Semaphore {
     /// that id again, so it is exact while the latch lives (from the first send); after that
     /// Redis cannot tell, so the retry is not sent: it fails with `NotOwned` (reason
     /// `expired`) and the permits leave this handle's count (they were given back once, or
-    /// not at all; never twice).
+    /// not at all; never twice). Until such a release is settled its permits cannot be given
+    /// back by a release of another count either.
     ///
     /// # Errors
-    /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held),
-    /// nothing sent; `NotOwned` (reason `expired`) for the retry of a release of unknown outcome
+    /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held)
+    /// less the permits of unsettled releases of other counts, nothing sent; `NotOwned` (reason `expired`) for the retry of a release of unknown outcome
     /// whose latch has expired (see above), nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
     /// `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails (the permits then
     /// still count as held by this handle, so the release can be retried).
     pub async fn release(&self, permits: u64) -> Result<()> {
         self.check("permits", Some(permits))?;
-        let taken = self
-            .held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
+        // The permits of releases of unknown outcome (other than the one this may retry) are
+        // not free to release again: they may be back in Redis already (a Rust user trial of
+        // stop 45: release(2) timed out but applied, then release(1) twice took a semaphore of
+        // 3 to 5).
+        let unsettled = self.unsettled_besides(permits);
+        let taken = self.held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
+            h.checked_sub(unsettled)?
+                .checked_sub(permits)
+                .map(|_| h - permits)
+        });
         if let Err(held) = taken {
+            let s = |n: u64| if n == 1 { "" } else { "s" };
+            let pending = match unsettled {
+                0 => String::new(),
+                n => format!(
+                    ", {n} of them in a release whose outcome is unknown (release that count again to settle it)"
+                ),
+            };
             return Err(Error::not_owned(
                 false,
                 Reason::NeverHeld,
                 format!(
-                    "cannot release {permits} permit{} of semaphore {:?}: this handle holds {held}",
-                    if permits == 1 { "" } else { "s" },
+                    "cannot release {permits} permit{} of semaphore {:?}: this handle holds {held}{pending}",
+                    s(permits),
                     self.name
                 ),
             ));
@@ -172,6 +187,17 @@ impl Semaphore {
             }
             unsettled.push(release);
         }
+    }
+
+    /// The permits of the unsettled releases, besides one of `permits` (which a release of
+    /// that count retries).
+    fn unsettled_besides(&self, permits: u64) -> u64 {
+        let Ok(unsettled) = self.unsettled.lock() else {
+            return 0;
+        };
+        let total: u64 = unsettled.iter().map(|u| u.permits).sum();
+        let retried = unsettled.iter().any(|u| u.permits == permits);
+        total - if retried { permits } else { 0 }
     }
 
     /// The earliest unsettled release of `permits`, however old (see
