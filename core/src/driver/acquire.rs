@@ -223,7 +223,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, spec: &LockSpec, wait: Option<
                     ));
                 }
                 if waker.is_none() {
-                    tracing::debug!(lock = %spec.name, pttl, "lock busy; subscribing and waiting");
+                    // -1: not asked (a plain `SET NX` answers nil only).
+                    let pttl = (pttl >= 0).then_some(pttl);
+                    tracing::debug!(lock = %spec.name, pttl = ?pttl, "lock busy; subscribing and waiting");
                     let channel = undo.holder.channel(&spec.name);
                     let exclusive = matches!(spec.kind, LockKind::Lease | LockKind::Reentrant);
                     let line = exclusive.then_some(&undo.holder);
