@@ -91,6 +91,17 @@ impl Client {
     /// a STRING holding a random token. Not reentrant: each acquire is a separate hold.
     ///
     /// Name checks happen at acquire time (empty or over 4096 bytes: `InvalidArgument`).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// // Held for 10 s at most; waits up to 5 s for it (`NotAcquired` after that).
+    /// let lock = client.lock("order:42").lease(Duration::from_secs(10)).wait(Duration::from_secs(5));
+    /// let guard = lock.acquire().await?;
+    /// // ... the critical section: compare `guard.is_lost()` before each write that matters ...
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.engine.clone(), name.into(), LockKind::Lease, None)
     }
@@ -99,6 +110,19 @@ impl Client {
     /// hold count). The returned handle is one owner: acquiring again through it or its
     /// clones re-enters; other handles (other `rlock` calls) contend. Use [`Lock::owner`] to
     /// pick the owner number yourself (bindings map threads or tasks to it).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// // No lease given: the watchdog renews the hold while the guard lives.
+    /// let account = client.rlock("account:7");
+    /// let outer = account.acquire().await?;
+    /// let inner = account.acquire().await?; // the same owner re-enters
+    /// assert_eq!(account.hold_count().await?, 2);
+    /// inner.release().await?;
+    /// outer.release().await?; // the last release frees it
+    /// # Ok(()) }
+    /// ```
     pub fn rlock(&self, name: impl Into<String>) -> Lock {
         let owner = crate::driver::owner::new_owner();
         Lock::new(self.engine.clone(), name.into(), LockKind::Reentrant, Some(owner))
@@ -123,6 +147,15 @@ impl Client {
     /// for `rlock`. Deadlines are the callers' wall clocks: hosts sharing a fair lock need
     /// synchronised clocks (NTP), as with Redisson. Single-node, Cluster or Sentinel clients
     /// only: on a quorum client acquires are `InvalidArgument`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// let printer = client.fair_lock("printer").wait(Duration::from_secs(30));
+    /// let turn = printer.acquire().await?; // waiters are served in the order they queued
+    /// turn.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         let owner = crate::driver::owner::new_owner();
         Lock::new(self.engine.clone(), name.into(), LockKind::Fair, Some(owner))
@@ -131,6 +164,17 @@ impl Client {
     /// A read/write lock on key `name` (Redisson 4.7's `RReadWriteLock` layout); its
     /// [`read`](RwLock::read) and [`write`](RwLock::write) sides are [`Lock`]s sharing one
     /// owner (a fresh one per call; [`RwLock::owner`] picks it).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// let prices = client.rw_lock("prices");
+    /// let reading = prices.read().acquire().await?; // readers share it
+    /// reading.release().await?;
+    /// let writing = prices.write().lease(Duration::from_secs(10)).acquire().await?; // one writer, no readers
+    /// writing.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
         let owner = crate::driver::owner::new_owner();
         RwLock::new(self.engine.clone(), name.into(), owner)

@@ -198,6 +198,17 @@ impl Guard {
     /// Resolves when the hold is lost: renewal or extend found it gone or taken, or its
     /// validity ran out without a successful renewal. Never resolves after a release.
     /// The future is `'static`, so it can be spawned or raced with `select!`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// let guard = client.rlock("job:9").acquire().await?; // renewed by the watchdog
+    /// tokio::select! {
+    ///     () = guard.lost() => eprintln!("lost the lock: stop writing"),
+    ///     () = tokio::time::sleep(Duration::from_secs(1)) => guard.release().await?,
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn lost(&self) -> BoxFut<'static, ()> {
         let ended = self.ended();
         Box::pin(async move {

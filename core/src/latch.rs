@@ -36,6 +36,17 @@ impl std::fmt::Debug for CountDownLatch {
 
 impl Client {
     /// A count-down latch on key `name` (Redisson `RCountDownLatch`; see [`CountDownLatch`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// let ready = client.count_down_latch("workers-ready");
+    /// ready.try_set_count(3).await?;
+    /// ready.count_down().await?; // each of 3 workers, anywhere
+    /// let opened = ready.wait(Some(Duration::from_secs(30))).await?; // `false` if the 30 s ran out
+    /// # let _ = opened;
+    /// # Ok(()) }
+    /// ```
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         CountDownLatch {
             engine: self.engine.clone(),

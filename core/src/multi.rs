@@ -84,6 +84,15 @@ impl Client {
     ///
     /// # Errors
     /// As [`Client::multi_lock`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// let transfer = client.multi_lock_names(["account:1", "account:2"])?.lease(Duration::from_secs(10));
+    /// let both = transfer.acquire().await?; // all or none, taken in one order: no deadlock
+    /// both.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn multi_lock_names<I, S>(&self, names: I) -> Result<MultiLock>
     where
         I: IntoIterator<Item = S>,

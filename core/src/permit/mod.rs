@@ -51,6 +51,17 @@ impl std::fmt::Debug for PermitSemaphore {
 impl Client {
     /// A permit-expirable semaphore on key `name` (Redisson `RPermitExpirableSemaphore`; see
     /// [`PermitSemaphore`]). Set its permits once with [`PermitSemaphore::try_set_permits`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// let slots = client.permit_semaphore("render-slots");
+    /// slots.try_set_permits(4).await?;
+    /// // Given back by itself after 60 s if its holder dies; `None` = renewed by the watchdog.
+    /// let permit = slots.acquire(Some(Duration::from_secs(60))).await?;
+    /// permit.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn permit_semaphore(&self, name: impl Into<String>) -> PermitSemaphore {
         PermitSemaphore {
             engine: self.engine.clone(),

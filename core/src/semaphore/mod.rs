@@ -60,6 +60,17 @@ impl std::fmt::Debug for Semaphore {
 impl Client {
     /// A semaphore on key `name` (Redisson `RSemaphore`; see [`Semaphore`]). Nothing is sent
     /// until a call; set the permits once with [`Semaphore::try_set_permits`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
+    /// use std::time::Duration;
+    /// let pool = client.semaphore("db-connections");
+    /// pool.try_set_permits(10).await?; // once; `false` if already set
+    /// pool.acquire(1).await?;
+    /// // ... use one of the 10 ...
+    /// pool.release(1).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
         let (name, held) = (name.into(), Arc::default());
         Semaphore {
