@@ -12,10 +12,10 @@
 //!
 //! `WAIT` (sync_replicas) goes to the master of the lock's slot, the node that ran the write.
 
+use super::cluster_connect::{ClusterFacts, Connected, ConnectionCell, Connector};
 use super::cluster_pubsub::ClusterSubscriber;
 use super::node::NodeSpec;
-use super::probe::{self, Facts};
-use super::redis_calls::{cluster_error, eval_script, map_error, run_plain, wrapped_refusal};
+use super::redis_calls::{cluster_error, eval_script, run_plain};
 use super::replication;
 use super::transport::TransportOptions;
 use super::warnings::Warning;
@@ -27,35 +27,21 @@ use crate::protocol::request::{Request, PUBLISH};
 use crate::protocol::scripts;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{
-    MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr,
-};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{TlsMode, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
-use tokio::sync::OnceCell;
-
-/// One cluster connection and what it learned, made on first use.
-type ConnectionCell = OnceCell<(ClusterConnection, ClusterFacts)>;
-
-/// What the cluster supports, learned on the first connection.
-#[derive(Debug, Clone, Copy)]
-struct ClusterFacts {
-    facts: Facts,
-    sharded: bool,
-}
 
 /// A Redis Cluster reached with redis-rs.
 pub struct ClusterTransport {
     label: String,
-    client: ClusterClient,
+    connector: Connector,
     /// The cluster connection, made on first use; replaced by a new one (a new topology from
     /// the seeds) after a call that got no answer ([`Unanswered`]).
     conn: Mutex<Arc<ConnectionCell>>,
     subscriber: ClusterSubscriber,
     options: TransportOptions,
-    sharded_override: Option<bool>,
     /// A script was answered without an error: plain forms may stand in for scripts
     /// (`ScriptsRun::may_go_plain`).
     scripts_allowed: std::sync::atomic::AtomicBool,
@@ -125,13 +111,18 @@ impl ClusterTransport {
             "cluster (seed {})",
             seeds.first().map_or("", |s| s.label.as_str())
         );
-        Ok(ClusterTransport {
+        let connector = Connector {
             client: cluster_client(&seeds, tls, &options, None)?,
+            label: label.clone(),
+            warnings: options.warnings.clone(),
+            sharded_override,
+        };
+        Ok(ClusterTransport {
+            connector,
             subscriber: ClusterSubscriber::new(&seeds, tls, &options)?,
             conn: Mutex::default(),
             label,
             options,
-            sharded_override,
             scripts_allowed: Default::default(),
         })
     }
@@ -151,7 +142,7 @@ impl ClusterTransport {
     /// made by a call, it would be dropped with that call at its timeout, and redis-rs may
     /// take that long to give up on the frozen node among the seeds.
     fn forget(&self, cell: &Arc<ConnectionCell>) {
-        let Some(&(_, facts)) = cell.get() else {
+        let Some(facts) = cell.facts() else {
             return; // still connecting: that connection is new already
         };
         let mut current = self.conn.lock().unwrap_or_else(|p| p.into_inner());
@@ -160,70 +151,17 @@ impl ClusterTransport {
         }
         tracing::debug!(cluster = %self.label, "a call got no answer: connecting to the cluster again");
         let fresh: Arc<ConnectionCell> = Arc::default();
-        *current = fresh.clone();
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return; // the next call connects
-        };
-        let client = self.client.clone();
-        runtime.spawn(async move {
-            // The cluster's facts do not change with the connection.
-            let _ = fresh
-                .get_or_try_init(
-                    || async move { client.get_async_connection().await.map(|conn| (conn, facts)) },
-                )
-                .await;
-        });
+        // The cluster's facts do not change with the connection.
+        fresh.begin(&self.connector, Some(facts));
+        *current = fresh;
     }
 
-    async fn connection(&self) -> Result<(ClusterConnection, ClusterFacts)> {
+    async fn connection(&self) -> Result<Connected> {
         self.connection_in(&self.cell()).await
     }
 
-    async fn connection_in(&self, cell: &ConnectionCell) -> Result<(ClusterConnection, ClusterFacts)> {
-        let (conn, facts) = cell
-            .get_or_try_init(|| async {
-                // A connection error (redis-rs says "Failed to create initial connections");
-                // the caller names the transport.
-                let mut conn = self.client.get_async_connection().await.map_err(|e| {
-                    wrapped_refusal(&e)
-                        .or_else(|| not_a_cluster(&e))
-                        .unwrap_or_else(|| Error::connection(map_error(&e, &[]).message().to_owned()))
-                })?;
-                let facts = self.probe(&mut conn).await?;
-                Ok::<_, Error>((conn, facts))
-            })
-            .await?;
-        Ok((conn.clone(), *facts))
-    }
-
-    /// Connect checks: the eviction policy of every master, `DELIFEQ`, sharded pub/sub.
-    async fn probe(&self, conn: &mut ClusterConnection) -> Result<ClusterFacts> {
-        let mut config = redis::cmd("CONFIG");
-        config.arg("GET").arg("maxmemory-policy");
-        let all_masters = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
-        if let Ok(Value::Map(per_node)) = conn.route_command(config, all_masters).await {
-            for (node, reply) in per_node {
-                let node = match node {
-                    Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-                    Value::SimpleString(s) => s,
-                    _ => continue,
-                };
-                probe::check_policy(&node, &reply, &self.options.warnings);
-            }
-        }
-        let facts = probe::probe(conn, &self.label, &Default::default())
-            .await
-            .map_err(|e| cluster_error(&e, &[]))?;
-        let sharded = match self.sharded_override {
-            Some(s) => s,
-            None => redis::cmd("PUBSUB")
-                .arg("SHARDNUMSUB")
-                .query_async::<Value>(conn)
-                .await
-                .is_ok(),
-        };
-        tracing::debug!(cluster = %self.label, sharded, ifeq = facts.ifeq, "connected to the cluster");
-        Ok(ClusterFacts { facts, sharded })
+    async fn connection_in(&self, cell: &ConnectionCell) -> Result<Connected> {
+        cell.get(&self.connector).await
     }
 
     /// Connects now (if not yet) and checks the cluster answers `PING`.
@@ -385,17 +323,6 @@ impl Drop for Unanswered<'_> {
             self.transport.forget(&cell);
         }
     }
-}
-
-/// A seed that is a single node (`cluster support disabled`), not a Cluster node: refused at
-/// once (`InvalidArgument`, permanent), as a single-node client refuses a Cluster node, instead
-/// of retried until the wait ends (a user trial of stop 43).
-fn not_a_cluster(e: &redis::RedisError) -> Option<Error> {
-    e.to_string().contains("cluster support disabled").then(|| {
-        Error::invalid(
-            "the seed node is not a Redis Cluster node (cluster support disabled): connect to it as a single node (a redis:// or rediss:// URL)",
-        )
-    })
 }
 
 impl Transport for ClusterTransport {

@@ -5,6 +5,7 @@
 
 mod builder;
 mod cluster;
+mod cluster_connect;
 mod cluster_pubsub;
 mod connection;
 mod deployment;
