@@ -53,6 +53,36 @@ for (const entry of ENTRIES) {
       assert.equal(await r.exists(name), 0)
     })
 
+    test("a scope re-enters only its own lock: its branches contend for another; a nested scope of that one re-enters both", async () => {
+      // A user trial of stop 45: inside rlock(A).using(), two branches that each acquired
+      // rlock(B) were both granted (every name used the scope's owner).
+      const [a, b] = [key(), key()]
+      let inside = 0
+      let most = 0
+      await client.rlock(a).using(async () => {
+        await Promise.all(
+          [1, 2].map(async () => {
+            const held = await client.rlock(b).acquire({ waitMs: 5000 })
+            inside++
+            most = Math.max(most, inside)
+            await sleep(50)
+            inside--
+            await held.release()
+          }),
+        )
+        await client.rlock(b).using(async () => {
+          const again = await client.rlock(b, { waitMs: 0 }).acquire()
+          assert.equal(await client.rlock(b).holdCount(), 2)
+          const outer = await client.rlock(a, { waitMs: 0 }).acquire()
+          assert.equal(await client.rlock(a).holdCount(), 2)
+          await outer.release()
+          await again.release()
+        })
+      })
+      assert.equal(most, 1, 'one branch at a time in B')
+      assert.deepEqual([await r.exists(a), await r.exists(b)], [0, 0])
+    })
+
     test('separate chains contend', async () => {
       const name = key()
       const order = []

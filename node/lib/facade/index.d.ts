@@ -69,8 +69,8 @@ export declare class Client {
   lock(name: string, options?: LeaseLockOptions): Lock
   /**
    * A reentrant lock (Redisson RLock layout). Its holds re-enter only for one owner: the
-   * `owner` option, else the rlock `using` scope the calling code runs in; a bare
-   * `acquire()` outside one is an owner of its own.
+   * `owner` option, else the `using` scope of this lock (this name) the calling code runs
+   * in; a bare `acquire()` outside one is an owner of its own.
    */
   rlock(name: string, options?: LockOptions): Lock
   /**

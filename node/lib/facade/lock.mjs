@@ -90,7 +90,7 @@ export class Lock {
     try {
       const o = args.acquireOptions(options)
       // The explicit owner or the enclosing scope's; else (null) an owner of its own.
-      const frame = this.#reentrant ? owners.forAcquire(this.#frame) : null
+      const frame = this.#reentrant ? owners.forAcquire(this.#frame, this.#name) : null
       return this.#acquire(o, frame)
     } catch (err) {
       return Promise.reject(err)
@@ -106,7 +106,7 @@ export class Lock {
   async using(fn, options) {
     args.fn(fn)
     const o = args.acquireOptions(options)
-    const frame = this.#reentrant ? owners.forUsing(this.#frame) : null
+    const frame = this.#reentrant ? owners.forUsing(this.#frame, this.#name) : null
     const held = await this.#acquire(o, frame)
     let result
     try {
@@ -181,7 +181,7 @@ export class Lock {
    */
   async holdCount() {
     if (!this.#reentrant) return 0
-    const frame = owners.forQuery(this.#frame)
+    const frame = owners.forQuery(this.#frame, this.#name)
     if (frame === null) return 0
     try {
       return await this.#raw.holdCount(frame.owner)

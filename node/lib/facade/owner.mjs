@@ -4,10 +4,16 @@
 // re-enter. The owner of an rlock acquisition is, in this order:
 // 1. the lock's explicit `Owner` (`client.rlock(name, { owner })`): holds made with one Owner
 //    object share it deliberately, wherever they run;
-// 2. else, inside a `using(fn)` scope of an rlock, that scope's owner: code `fn`
-//    awaits or starts re-enters, through whatever rlock handle it uses (AsyncLocalStorage);
+// 2. else, inside a `using(fn)` scope of an rlock of the same name, that scope's owner: code
+//    `fn` awaits or starts re-enters that lock, through whatever handle of it it uses
+//    (AsyncLocalStorage); scopes nest, each with the name it holds;
 // 3. else, a fresh owner of its own: a bare `acquire()` never lets unrelated code re-enter.
 // `using(fn)` runs `fn` with its owner as the scope's (1 or 2, else a fresh one).
+//
+// A scope re-enters only the lock it holds: inside `rlock(A).using(fn)`, two branches of `fn`
+// that each acquire `rlock(B)` contend (a user trial of stop 45 saw both granted, since every
+// name used the scope's owner); a `rlock(B).using` nested in it is B's scope, inside which
+// both A and B re-enter.
 //
 // A scope's owner is joined only while the scope runs (its `using` has not returned) and holds
 // a granted hold: tasks it started that ask later, after its end, get owners of their own,
@@ -69,6 +75,15 @@ export class Frame {
   active = 0
   /** `using` calls running with this frame as their scope (`runScope`). */
   scopes = 0
+  /** The lock name the scope holds; null for an explicit `Owner` (every name). */
+  name
+  /** The scope this one was made inside, if any (its names re-enter here too). */
+  parent
+
+  constructor(name = null, parent = null) {
+    this.name = name
+    this.parent = parent
+  }
 
   /** Its owner number, drawn from the core on first use (an `Owner` may be made first). */
   get owner() {
@@ -98,28 +113,41 @@ function als() {
   return storage
 }
 
-/** The current scope's frame, while its scope runs and has granted holds. */
-function current() {
-  const frame = storage === null ? undefined : storage.getStore()
-  return frame !== undefined && frame.scopes > 0 && frame.active > 0 ? frame : null
+/** The scope the caller runs in, innermost, if any. */
+function innermost() {
+  return storage === null ? null : (storage.getStore() ?? null)
 }
 
 /**
- * The frame of an `acquire()` of an rlock: the explicit owner's, else the current scope's;
- * null means a fresh owner of its own.
+ * The frame of the current scope, or of one it runs inside, that holds lock `name` (or is an
+ * explicit Owner's), while that scope runs and has granted holds.
  */
-export function forAcquire(explicit) {
-  return explicit ?? current()
+function current(name) {
+  for (let frame = innermost(); frame !== null; frame = frame.parent) {
+    if (frame.scopes > 0 && frame.active > 0 && (frame.name === null || frame.name === name)) return frame
+  }
+  return null
 }
 
-/** The frame of a `using`: the explicit owner's, the current scope's, or a new one. */
-export function forUsing(explicit) {
-  return explicit ?? current() ?? new Frame()
+/**
+ * The frame of an `acquire()` of rlock `name`: the explicit owner's, else that of the scope
+ * holding `name`; null means a fresh owner of its own.
+ */
+export function forAcquire(explicit, name) {
+  return explicit ?? current(name)
 }
 
-/** The frame whose holds `holdCount` reports (null: none). */
-export function forQuery(explicit) {
-  return explicit ?? current()
+/**
+ * The frame of a `using` of rlock `name`: the explicit owner's, that of the scope holding
+ * `name`, or a new one inside the current scope.
+ */
+export function forUsing(explicit, name) {
+  return explicit ?? current(name) ?? new Frame(name, innermost())
+}
+
+/** The frame whose holds `holdCount` of rlock `name` reports (null: none). */
+export function forQuery(explicit, name) {
+  return explicit ?? current(name)
 }
 
 /**
