@@ -130,7 +130,8 @@ export declare class NativeClient {
   watch(hold: number, onEnd: (why: string) => void): void
   /**
    * Forgets hold `hold` (its JavaScript object was garbage-collected): a hold never
-   * released is released in the background.
+   * released is left to its lease when it has a fixed one, else (watchdog-renewed)
+   * released in the background (`Guard::leave_to_its_lease`).
    */
   dropHold(hold: number): void
   /**

@@ -187,6 +187,22 @@ impl Guard {
         result
     }
 
+    /// Makes a later drop of this guard (its last clone) leave a hold with a fixed lease to
+    /// expire with that lease instead of releasing it, for hosts whose hold objects go at no
+    /// particular time: a `Held` of the Node and wasm entries is dropped when the garbage
+    /// collector finds it unreferenced, which a holder that let go of it (as redis-py or
+    /// node-redlock users do, leaving the lock to its lease) cannot foresee (a user trial of
+    /// stop 45: a `Held` not kept was released about 2 s into its 60 s lease, while its
+    /// holder still worked). A watchdog-renewed hold is still released in the background when
+    /// dropped: nothing renews it once its guard is gone.
+    pub fn leave_to_its_lease(&self) {
+        if self.hold.watch.is_none() {
+            self.hold
+                .background
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+
     /// Goes on releasing in the background when a release left the outcome unknown (the
     /// hold neither released nor known lost) and the client is open.
     pub(crate) fn release_rest_in_background(&self) {

@@ -176,11 +176,15 @@ impl NativeClient {
     }
 
     /// Forgets hold `hold` (its JavaScript object was garbage-collected): a hold never
-    /// released is released in the background.
+    /// released is left to its lease when it has a fixed one, else (watchdog-renewed)
+    /// released in the background (`Guard::leave_to_its_lease`).
     #[napi]
     pub fn drop_hold(&self, hold: f64) {
         let slot = locked(&self.shared.holds).remove(&(hold as u64));
-        // Dropped outside the table's lock: the guard's drop starts the background release.
+        if let Some(slot) = &slot {
+            slot.guard.leave_to_its_lease();
+        }
+        // Dropped outside the table's lock: the guard's drop may start the background release.
         drop(slot);
     }
 }

@@ -157,14 +157,17 @@ test('a pending acquire keeps the process alive until it settles', async () => {
   assert.match(out, /acquired after wait/)
 })
 
-test('a Held that is garbage-collected without release() is released in the background', async () => {
-  const name = key()
+test('a Held garbage-collected without release(): one with a fixed lease stays until it ends, a watchdog-renewed one is released', async () => {
+  // A user trial of stop 45: a Held not kept was released at its collection, seconds into its
+  // 60 s lease, while its holder still worked (node-redlock and redis-py leave it to its lease).
+  const [fixed, renewed] = [key(), key()]
   const { code, out } = await runChild(
     `import { Client } from 'redlatch'
      const c = await Client.connect(process.env.REDLATCH_TEST_URL)
-     await (async () => { await c.lock(${JSON.stringify(name)}).acquire() })()
+     await (async () => { await c.lock(${JSON.stringify(fixed)}, { leaseMs: 60_000 }).acquire() })()
+     await (async () => { await c.lock(${JSON.stringify(renewed)}).acquire() })()
      console.log('acquired')
-     // Past lib/deferred-registry.mjs' DEFER_MS (500 ms): the hold is registered by then.
+     // Past lib/deferred-registry.mjs' DEFER_MS (500 ms): the holds are registered by then.
      await new Promise((resolve) => setTimeout(resolve, 700))
      globalThis.gc()
      await new Promise((resolve) => setTimeout(resolve, 300))`,
@@ -172,5 +175,8 @@ test('a Held that is garbage-collected without release() is released in the back
   )
   assert.equal(code, 0, out)
   assert.match(out, /acquired/)
-  assert.ok(await eventually(async () => (await r.exists(name)) === 0, 2000), 'released after GC')
+  assert.ok(await eventually(async () => (await r.exists(renewed)) === 0, 2000), 'the renewed one released after GC')
+  assert.equal(await r.exists(fixed), 1, 'the fixed lease one stays')
+  assert.ok((await r.pttl(fixed)) > 50_000, 'with its lease')
+  await r.del(fixed)
 })

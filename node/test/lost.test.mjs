@@ -4,6 +4,11 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENTRIES, key, redis, sleep, aborted, eventually } from './helpers.mjs'
+import v8 from 'node:v8'
+import vm from 'node:vm'
+
+v8.setFlagsFromString('--expose-gc')
+const gc = vm.runInNewContext('gc')
 
 // A short watchdog (lease 300 ms, renewed every 100 ms) notices a loss quickly.
 for (const entry of ENTRIES) {
@@ -14,6 +19,29 @@ for (const entry of ENTRIES) {
     before(async () => ({ client, close } = await entry.connect({ watchdogTimeoutMs: 300 })))
     after(async () => {
       await close()
+    })
+
+    test('a Held with a fixed lease that is garbage-collected stays held until its lease ends', async () => {
+      // A user trial of stop 45: it was released at its collection, seconds into its 60 s
+      // lease, while its holder still worked.
+      const name = key()
+      const r = redis()
+      try {
+        await (async () => {
+          await client.lock(name, { leaseMs: 60_000 }).acquire()
+        })()
+        // Past lib/deferred-registry.mjs' 500 ms, when collected holds are finalized.
+        for (let i = 0; i < 8; i++) {
+          gc()
+          await sleep(100)
+        }
+        assert.equal(await r.exists(name), 1, 'still held')
+        assert.ok((await r.pttl(name)) > 50_000)
+        await assert.rejects(client.lock(name, { waitMs: 0 }).acquire(), entry.api.NotAcquiredError)
+      } finally {
+        await r.del(name)
+        await r.quit()
+      }
     })
 
     test('a watchdog hold taken away aborts its signal with a LockLostError', async () => {

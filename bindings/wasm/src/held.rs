@@ -5,8 +5,9 @@
 //! error, a timeout) leaves it held, so `release()` may be called again (the core makes the
 //! retry exact), and a scope's release (`scopeEnd`) is the core's `release_final`, which goes
 //! on in the background while the hold is valid. A `WasmHeld` that is garbage-collected
-//! without a release (wasm-bindgen frees it through a `FinalizationRegistry`) drops the guard,
-//! and the core releases the hold in the background.
+//! without a release (wasm-bindgen frees it through a `FinalizationRegistry`) drops the guard:
+//! a hold with a fixed lease is left to expire with it, a watchdog-renewed one is released in
+//! the background (`Guard::leave_to_its_lease`).
 //!
 //! `loss()` resolves to the loss reason (`"expired"`, `"taken"`, `"deleted"`) when the hold
 //! is lost, to `"closed"` when `client.close()` released it (`Guard::released_by_close`) and
@@ -34,6 +35,13 @@ impl WasmHeld {
         WasmHeld {
             guard: Rc::new(guard),
         }
+    }
+}
+
+impl Drop for WasmHeld {
+    /// Freed by its `FinalizationRegistry` (collected) or after its release: see the module docs.
+    fn drop(&mut self) {
+        self.guard.leave_to_its_lease();
     }
 }
 
