@@ -316,3 +316,31 @@ async fn a_dropped_guard_whose_release_is_refused_is_not_renewed_for_ever() {
     }
     assert_eq!(left, 0, "still renewed 4 s (6 watchdog timeouts) after the drop");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_denied_evalsha_runs_every_call_by_source() {
+    // A deployments trial of stop 45: the first call of each script on a connection went by
+    // source and passed, the next went by digest and was NoPermission.
+    let server = server();
+    server
+        .cli(&["ACL", "SETUSER", redlatch_fleet::acl::USER, "-evalsha"])
+        .unwrap();
+    let client = user_client(&server).await;
+    for _ in 0..3 {
+        let held = within(BOUND, client.rlock("lock:by-source").acquire())
+            .await
+            .unwrap();
+        within(BOUND, held.release()).await.unwrap();
+    }
+    // The blocking client sends from the calling thread on connections of its own.
+    let url = server.user_url();
+    tokio::task::spawn_blocking(move || {
+        let blocking = redlatch::blocking::Client::connect(&url).unwrap();
+        for _ in 0..3 {
+            let held = blocking.rlock("lock:by-source").acquire().unwrap();
+            held.release().unwrap();
+        }
+    })
+    .await
+    .unwrap();
+}

@@ -96,6 +96,8 @@ pub struct JsTransport {
     /// The identity check's outcome once known: passed or not possible (`None`), or the
     /// refusal every call then gets.
     identity: Mutex<Option<Option<Error>>>,
+    /// The target's user may not run `EVALSHA`: scripts go by source.
+    evalsha_denied: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for JsTransport {
@@ -145,6 +147,7 @@ impl JsTransport {
             label,
             servers: None,
             identity: Mutex::new(None),
+            evalsha_denied: std::cell::Cell::new(false),
         })
     }
 
@@ -178,9 +181,18 @@ impl JsTransport {
     /// Runs `request`: `EVALSHA` when the target has it, `EVAL` after a `NOSCRIPT`.
     async fn run(&self, request: &Request) -> Result<Reply> {
         let script = request.script;
-        if let Some(evalsha) = self.evalsha.as_ref().filter(|_| !request.by_source) {
+        let by_digest = !request.by_source && !self.evalsha_denied.get();
+        if let Some(evalsha) = self.evalsha.as_ref().filter(|_| by_digest) {
             match self.invoke(evalsha, script.sha1(), request).await {
                 Err(e) if is_noscript(&e) => {}
+                // An ACL user granted EVAL only: by source from now on (as the native
+                // transports do, `scripts_run.rs`).
+                Err(e)
+                    if e.kind() == ErrorKind::NoPermission
+                        && e.message().to_ascii_lowercase().contains("'evalsha'") =>
+                {
+                    self.evalsha_denied.set(true);
+                }
                 other => return other,
             }
         }

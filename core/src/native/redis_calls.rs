@@ -6,7 +6,7 @@
 //! `Connection`).
 
 use super::redact;
-use super::scripts_run::ScriptsRun;
+use super::scripts_run::{evalsha_refused, ScriptsRun};
 use crate::error::{Error, ErrorKind};
 use crate::protocol::reply::Reply;
 use crate::protocol::request::Request;
@@ -38,7 +38,8 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
     scripts: Option<&ScriptsRun>,
 ) -> redis::RedisResult<Reply> {
     let script = request.script;
-    if request.by_source || scripts.is_some_and(|s| s.is_new(script)) {
+    let by_source = scripts.is_some_and(|s| s.is_new(script) || s.evalsha_denied());
+    if request.by_source || by_source {
         let reply = invoke(conn, "EVAL", script.source(), request).await;
         if let Some(scripts) = scripts.filter(|_| answered(&reply)) {
             scripts.ran(script);
@@ -53,6 +54,13 @@ pub(crate) async fn eval_script<C: ConnectionLike + Send>(
         // SCRIPT FLUSH between a SCRIPT LOAD and a retried EVALSHA cannot bite.
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
             tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
+            invoke(conn, "EVAL", script.source(), request).await
+        }
+        Err(e) if evalsha_refused(&e) => {
+            tracing::warn!(script = script.name(), "this user may not run EVALSHA: scripts go by source (EVAL); grant +evalsha to save the bytes");
+            if let Some(scripts) = scripts {
+                scripts.deny_evalsha();
+            }
             invoke(conn, "EVAL", script.source(), request).await
         }
         other => other,

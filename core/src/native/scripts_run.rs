@@ -21,6 +21,17 @@ pub struct ScriptsRun {
     seen: Mutex<Vec<usize>>,
     /// A script was answered without an error here (see [`ScriptsRun::may_go_plain`]).
     allowed: AtomicBool,
+    /// The user may not run `EVALSHA` here: scripts go by source (see
+    /// [`evalsha_refused`]).
+    evalsha_denied: AtomicBool,
+}
+
+/// Whether `e` refuses the `EVALSHA` command itself (an ACL user granted `EVAL` only), not a
+/// command the script runs: calls then go by source (`EVAL`), every time. Before stop 45 the
+/// first call of each script on a connection (by source) passed and the next (by digest) was
+/// `NoPermission`, so such a user passed a smoke test and failed later (a deployments trial).
+pub(crate) fn evalsha_refused(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOPERM") && e.to_string().to_ascii_lowercase().contains("'evalsha'")
 }
 
 fn address(script: &'static Script) -> usize {
@@ -52,6 +63,16 @@ impl ScriptsRun {
         if !self.allowed.load(Ordering::Relaxed) {
             self.allowed.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// Records that this user may not run `EVALSHA` here.
+    pub(crate) fn deny_evalsha(&self) {
+        self.evalsha_denied.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether scripts must go by source here.
+    pub(crate) fn evalsha_denied(&self) -> bool {
+        self.evalsha_denied.load(Ordering::Relaxed)
     }
 
     /// Whether a request's plain form (`Request::plain`) may stand in for its script: once a

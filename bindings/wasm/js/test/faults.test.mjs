@@ -209,6 +209,28 @@ test('an ACL user without publish gets NoPermissionError and keeps the hold', as
   }
 })
 
+test('an ACL user without evalsha runs every call by source', async () => {
+  // A deployments trial of stop 45: every call through a host client with evalsha was
+  // NoPermission for such a user (the native transports passed the first call of each script).
+  const name = key('acl-evalsha')
+  const user = `rl_wasm_sha_${Date.now()}`
+  await r.sendCommand(['ACL', 'SETUSER', user, 'reset', 'on', '>pw', `~${name}*`, '~redisson_*', '~redlatch_*',
+    '&redisson_lock__channel:*', '+ping', '+eval', '+get', '+set', '+del', '+exists', '+pttl',
+    '+pexpire', '+hget', '+hexists', '+hincrby', '+publish'])
+  const host = REDIS_URL.split('://')[1]
+  const { client, close } = await wasmClient([`redis://${user}:pw@${host}`])
+  try {
+    for (let i = 0; i < 3; i++) {
+      const held = await client.rlock(name).acquire()
+      await held.release()
+    }
+    assert.equal(await r.exists(name), 0)
+  } finally {
+    await close()
+    await r.sendCommand(['ACL', 'DELUSER', user])
+  }
+})
+
 test('a re-entry keeps the outer fencing token; fenceTtlMs expires the counter', async () => {
   const { client, close } = await wasmClient()
   const name = key('fence')

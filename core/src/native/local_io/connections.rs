@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::super::connection::{linger_after_close, LINGER, MAX_LINGERING};
 use super::super::redis_calls::{answered, convert, plain_command, PlainCommand};
-use super::super::scripts_run::ScriptsRun;
+use super::super::scripts_run::{evalsha_refused, ScriptsRun};
 
 /// Idle connections kept beyond this many are closed (one per calling thread is typical).
 const MAX_IDLE: usize = 8;
@@ -309,7 +309,7 @@ fn run(conn: &mut redis::Connection, scripts: &ScriptsRun, request: &Request) ->
             .arg(&request.args)
             .query(conn)
     };
-    let reply = if request.by_source || scripts.is_new(script) {
+    let reply = if request.by_source || scripts.is_new(script) || scripts.evalsha_denied() {
         let reply = invoke(conn, "EVAL", script.source());
         if answered(&reply) {
             scripts.ran(script);
@@ -319,6 +319,10 @@ fn run(conn: &mut redis::Connection, scripts: &ScriptsRun, request: &Request) ->
         match invoke(conn, "EVALSHA", script.sha1()) {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 tracing::debug!(script = script.name(), "NOSCRIPT: falling back to EVAL");
+                invoke(conn, "EVAL", script.source())
+            }
+            Err(e) if evalsha_refused(&e) => {
+                scripts.deny_evalsha();
                 invoke(conn, "EVAL", script.source())
             }
             other => other,
