@@ -373,3 +373,16 @@ fn sentinel_credentials_for_another_kind_of_url_are_refused() {
         assert!(!e.message().contains("sentinel-pw"), "{e}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_url_at_a_data_node_says_so() {
+    // A deployments trial of stop 45: "refused the URL's user name or password (WRONGPASS)",
+    // with no password given.
+    let node = redlatch_fleet::RedisServer::start().unwrap();
+    let url = node.url().replace("redis://", "redis+sentinel://") + "/mymaster";
+    let e = within(Duration::from_secs(20), Client::connect(&url))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("does not point to a Redis Sentinel"), "{e}");
+}

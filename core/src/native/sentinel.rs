@@ -201,6 +201,15 @@ impl SentinelSource {
             |why: String| Error::connection(format!("Sentinel: no master for {:?}: {why}", self.master));
         let client = match found {
             Ok(Ok(c)) => c,
+            Ok(Err(e)) if e.to_string().contains("does not point to a sentinel node") => {
+                // A plain or Cluster node at the sentinel address: said so, not taken for a
+                // refused password (a deployments trial of stop 45 read "WRONGPASS" with none
+                // given), as `redis+cluster://` at a single node is refused.
+                return Err(Error::invalid(format!(
+                    "the URL's address does not point to a Redis Sentinel (it answers as a Redis data node): give the sentinels' addresses (redis+sentinel://host:26379,.../{}), or reach a single node with redis:// and a Cluster with redis+cluster://",
+                    self.master
+                )));
+            }
             Ok(Err(e)) => {
                 return Err(match wrapped_refusal(&e) {
                     Some(refused) => self.which_refused(refused, timeout).await,
@@ -246,6 +255,8 @@ impl SentinelSource {
         );
         let master = &self.master;
         match (refused.kind(), sentinel_refused) {
+            // A bad setting redis-rs found, no refusal: its own words.
+            (ErrorKind::InvalidArgument, _) => refused,
             (ErrorKind::NoPermission, _) => Error::new(
                 ErrorKind::NoPermission,
                 format!("Sentinel master {master:?}: {} (the data nodes' ACL user needs ROLE; docs/deployments.md)", refused.message()),
