@@ -43,7 +43,9 @@ pub enum redlatch_status {
     /// Redis is out of memory (`OOM`, `maxmemory` reached under `noeviction`).
     REDLATCH_OUT_OF_MEMORY = 10,
     /// The lock's name collides with application data: a key of a type no lock of this kind
-    /// uses, or a string (lease lock) / hash (reentrant lock) without TTL that is no lock.
+    /// uses, a hash (reentrant lock) without TTL that is no lock, or a string (lease lock)
+    /// without TTL that does not look like a lock token (16 to 128 characters of hex, base64
+    /// or uuid text; one that does is taken for a lock held without a lease).
     REDLATCH_KEY_CONFLICT = 11,
     /// A write acquire of a read/write lock by an owner that holds a read hold of it: refused
     /// at once, nothing changed in Redis (Redisson would wait forever). Release the read holds

@@ -143,7 +143,7 @@ export declare class Lock {
    * `isLocked` of its read and write locks); `ttl()` likewise.
    */
   locked(): Promise<boolean>
-  /** Remaining lease in ms of whoever holds the lock; `null` when free. */
+  /** Remaining lease in ms of whoever holds the lock; `null` when free, or held without a TTL (a redis-py `Lock(timeout=None)`; `locked()` tells them apart). */
   ttl(): Promise<number | null>
   /** `rlock`: how many holds the current owner has: the `owner` option's, else the enclosing scope's (0 without one, and for lease locks). */
   holdCount(): Promise<number>

@@ -382,7 +382,8 @@ class Lock:
         return len(self._holds())
 
     def ttl(self) -> Optional[float]:
-        """Remaining lease of whoever holds the lock, in seconds; None when free."""
+        """Remaining lease of whoever holds the lock, in seconds; None when free, or held without
+        a TTL (a redis-py ``Lock(timeout=None)``; :meth:`locked` tells them apart)."""
         return self._native.ttl()
 
     @property

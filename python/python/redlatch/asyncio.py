@@ -332,7 +332,8 @@ class Lock:
         return len(self._holds.get(task) or [])
 
     async def ttl(self) -> Optional[float]:
-        """Remaining lease of whoever holds the lock, in seconds; None when free."""
+        """Remaining lease of whoever holds the lock, in seconds; None when free, or held without
+        a TTL (a redis-py ``Lock(timeout=None)``; :meth:`locked` tells them apart)."""
         result: Optional[float] = await self._native.ttl_async()
         return result
 
