@@ -102,7 +102,17 @@ async fn a_wrong_ca_a_wrong_name_and_an_expired_certificate_each_fail_closed() {
     let url = server.tls_url().unwrap();
 
     let wrong_ca = TlsOptions::new().ca_file(&pki.other_ca);
-    assert_tls_error(connect(&url, wrong_ca).await, "not signed by a trusted CA");
+    assert_tls_error(
+        connect(&url, wrong_ca.clone()).await,
+        "not signed by a trusted CA",
+    );
+    // Permanent: a lazily connected client's acquire fails at once, whatever its wait (a
+    // deployments trial of stop 45: a Python acquire waited out its whole wait).
+    let lazy = Client::builder(&url).tls(wrong_ca).build_lazy().unwrap();
+    let lock = lazy.lock("tls:lazy").wait(Duration::from_secs(60));
+    let e = within(Duration::from_secs(30), lock.acquire()).await.unwrap_err();
+    assert!(e.is_permanent(), "{e}");
+    assert!(e.message().contains("not signed by a trusted CA"), "{e}");
 
     let wrong_name = TlsOptions::new().ca_file(&pki.ca).server_name("elsewhere.test");
     assert_tls_error(

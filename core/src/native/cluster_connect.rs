@@ -52,6 +52,7 @@ impl Connector {
         let mut conn = self.client.get_async_connection().await.map_err(|e| {
             wrapped_refusal(&e)
                 .or_else(|| not_a_cluster(&e))
+                .or_else(|| super::tls::refusal_in_text(&e.to_string()))
                 .unwrap_or_else(|| Error::connection(map_error(&e, &[]).message().to_owned()))
         })?;
         let facts = match known {
@@ -176,4 +177,31 @@ fn not_a_cluster(e: &redis::RedisError) -> Option<Error> {
             "the seed node is not a Redis Cluster node (cluster support disabled): connect to it as a single node (a redis:// or rediss:// URL)",
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tls_refusals_in_redis_rs_text_are_named_and_permanent() {
+        // The texts a deployments trial of stop 45 got from a TLS Cluster.
+        let cases = [
+            (
+                "Failed to create initial connections - Io: invalid peer certificate: UnknownIssuer",
+                "not signed by a trusted CA",
+            ),
+            (
+                "Failed to create initial connections - Io: received fatal alert: CertificateRequired",
+                "client certificate",
+            ),
+        ];
+        for (text, says) in cases {
+            let e = super::super::tls::refusal_in_text(text).expect(text);
+            assert_eq!(e.kind(), crate::ErrorKind::Connection);
+            assert!(e.is_permanent() && e.message().contains(says), "{e}");
+        }
+        assert!(super::super::tls::refusal_in_text(
+            "Failed to create initial connections - Io: Connection refused"
+        )
+        .is_none());
+    }
 }

@@ -212,7 +212,12 @@ pub(super) fn lost_error() -> redis::RedisError {
 fn connect_error(e: &redis::RedisError, spec: &NodeSpec, timeout: Duration) -> Error {
     if let Some(name) = spec.tls_name() {
         if let Some(why) = tls::describe_failure(e, name) {
-            return Error::connection(why);
+            let error = Error::connection(why);
+            return if tls::refused_for_good(e) {
+                error.permanently()
+            } else {
+                error
+            };
         }
     } else if let Some(why) = tls::describe_plain_failure(e) {
         return Error::connection(why);

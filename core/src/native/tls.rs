@@ -266,6 +266,48 @@ pub(crate) fn no_handshake() -> String {
     format!("TLS: {NO_HANDSHAKE}")
 }
 
+/// Whether `e` is a TLS failure no retry cures with the same settings: the server's
+/// certificate refused by this client, or the handshake refused by the server (a client
+/// certificate required or not trusted), or a peer that does not speak TLS. Such a failure is
+/// permanent (waits end at once), as a refused password is: a deployments trial of stop 45
+/// saw a Python acquire with a wrong CA wait out its whole wait, where Node's connect failed
+/// at once. A closed connection or a silent handshake may be a paused server: not these.
+pub(crate) fn refused_for_good(e: &redis::RedisError) -> bool {
+    use rustls::Error as R;
+    matches!(
+        rustls_error(e),
+        Some(
+            R::InvalidCertificate(_)
+                | R::AlertReceived(_)
+                | R::InvalidMessage(_)
+                | R::InappropriateMessage { .. }
+                | R::InappropriateHandshakeMessage { .. }
+        )
+    )
+}
+
+/// A TLS refusal named in the text of a Cluster connect error, which redis-rs gives as text
+/// only ("Failed to create initial connections - Io: invalid peer certificate:
+/// UnknownIssuer"): in the words a single node's failure gets ([`describe_failure`]), and
+/// permanent as there ([`refused_for_good`]). A deployments trial of stop 45 got redis-rs'
+/// text on Cluster only.
+pub(crate) fn refusal_in_text(text: &str) -> Option<Error> {
+    let why = if text.contains("invalid peer certificate: UnknownIssuer")
+        || text.contains("invalid peer certificate: BadSignature")
+    {
+        "the server's certificate is not signed by a trusted CA (give the CA with the TLS CA option; system roots are used otherwise)"
+    } else if text.contains("invalid peer certificate: NotValidForName") {
+        "the server's certificate is not valid for the address it was reached by (Cluster nodes are verified by the addresses they announce)"
+    } else if text.contains("invalid peer certificate: Expired") {
+        "the server's certificate has expired"
+    } else if text.contains("received fatal alert") {
+        "the server refused the handshake: it may require a client certificate (mutual TLS) or not trust the one given"
+    } else {
+        return None;
+    };
+    Some(Error::connection(format!("TLS: {why}")).permanently())
+}
+
 /// A message naming why a TLS connection to `host` failed, or `None` if `e` is not a TLS
 /// failure.
 pub(crate) fn describe_failure(e: &redis::RedisError, host: &str) -> Option<String> {
