@@ -163,12 +163,18 @@ pub(super) async fn attempt(
     if let Some(why) = misconfigured {
         return Attempt::Failed(refused_node(spec, &why, engine.nodes.outcomes(reasons)));
     }
+    // Nodes refusing this client's settings (a password) count against the quorum only when
+    // too many refuse for a majority: a minority refusing leaves the attempt to be retried
+    // within the wait (a re-trial of stop 45: one node with another password and one paused
+    // failed a 6 s wait at once, as permanent, although the paused one came back in 2 s).
+    let refusal = |e: &Error| e.kind() == ErrorKind::Connection && e.is_permanent();
+    let refusal_stands = n - refusing < quorum::majority(n);
     match (tally, first_error) {
         // Nodes that cannot be reached with this client's settings (a refused password): the
         // quorum is out of reach, as `connect` reports it, each node with its outcome (a user
         // trial of stop 41: a lazily connected quorum reported one of them, as a connection
         // error); no retry helps.
-        (Tally::Undecided, Some(e)) if refusing > 0 && e.is_permanent() && e.kind() == ErrorKind::Connection => {
+        (Tally::Undecided, Some(e)) if refusing > 0 && refusal_stands && refusal(&e) => {
             Attempt::Failed(
                 Error::new(
                     ErrorKind::Quorum,
@@ -183,7 +189,9 @@ pub(super) async fn attempt(
             )
         }
         // A node whose key holds application data, or that refuses this user: no retry helps.
-        (Tally::Refused | Tally::Undecided, Some(e)) if e.is_permanent() => Attempt::Failed(e),
+        (Tally::Refused | Tally::Undecided, Some(e)) if e.is_permanent() && !(n > 1 && refusal(&e)) => {
+            Attempt::Failed(e)
+        }
         (Tally::Refused, _) => Attempt::Busy {
             pttl: if min_pttl == i64::MAX { -1 } else { min_pttl },
         },
