@@ -80,3 +80,26 @@ async fn a_release_of_another_count_cannot_give_back_the_permits_of_one_of_unkno
     assert_eq!(count.as_deref(), Some("3"), "given back once");
     assert_eq!(sem.held(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_settles_a_release_of_unknown_outcome_instead_of_giving_its_permits_back_again() {
+    // A re-trial of stop 45: release(2) timed out in a pause but applied, and close() gave back
+    // everything the handle counted: a semaphore of 3 had 5.
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let sem = client.semaphore("sem:close-unknown");
+    assert!(sem.try_set_permits(3).await.unwrap());
+    sem.acquire(3).await.unwrap();
+    s.pause().unwrap();
+    let first = within(Duration::from_secs(10), sem.release(2)).await.unwrap_err();
+    assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+    s.resume().unwrap();
+    within(Duration::from_secs(10), client.close()).await;
+    let count: Option<String> = cmd(&mut conn, &["GET", "sem:close-unknown"]).await;
+    assert_eq!(count.as_deref(), Some("3"), "each permit given back once");
+}

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use at_close::GiveBackAtClose;
+use at_close::{Counted, GiveBackAtClose};
 use release::{send_release, UnsettledRelease};
 
 /// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
@@ -72,14 +72,18 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
-        let (name, held) = (name.into(), Arc::default());
+        let name = name.into();
+        let counted = Counted {
+            held: Arc::default(),
+            unsettled: Arc::default(),
+        };
         Semaphore {
-            _at_close: GiveBackAtClose::register(&self.engine, &name, &held),
+            _at_close: GiveBackAtClose::register(&self.engine, &name, counted.clone()),
             engine: self.engine.clone(),
             name,
             wait: None,
-            held,
-            unsettled: Arc::default(),
+            held: counted.held,
+            unsettled: counted.unsettled,
         }
     }
 }

@@ -16,9 +16,9 @@ const MAX_UNSETTLED: usize = 64;
 /// A release that failed with a connection error (it may have applied): its request id, which
 /// the next release of the same count sends again, so that its latch decides.
 pub(super) struct UnsettledRelease {
-    permits: u64,
-    request_id: String,
-    sent: Duration,
+    pub(super) permits: u64,
+    pub(super) request_id: String,
+    pub(super) sent: Duration,
 }
 
 impl Semaphore {
@@ -212,10 +212,14 @@ impl Semaphore {
     /// now: the latch lives `latch_ttl_ms` from when the release applied, which was no earlier
     /// than its first send (50 ms are kept back for the trip).
     fn latch_may_tell(&self, earlier: &UnsettledRelease) -> bool {
-        let engine = &self.engine;
-        let lives = Duration::from_millis(engine.latch_ttl_ms());
-        engine.now().saturating_sub(earlier.sent) + Duration::from_millis(50) < lives
+        latch_may_tell(&self.engine, earlier)
     }
+}
+
+/// [`Semaphore::latch_may_tell`], for `engine`.
+pub(super) fn latch_may_tell(engine: &Engine, earlier: &UnsettledRelease) -> bool {
+    let lives = Duration::from_millis(engine.latch_ttl_ms());
+    engine.now().saturating_sub(earlier.sent) + Duration::from_millis(50) < lives
 }
 
 /// Sends the release of `permits` as request `request_id` (its latch makes a repeat exact;
