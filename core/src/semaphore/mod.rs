@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use at_close::{Counted, GiveBackAtClose};
-use release::{send_release, UnsettledRelease};
+use release::UnsettledRelease;
 
 /// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
 /// the permits available, and the channel `redisson_sc:{name}`, whose messages wake waiters
