@@ -196,8 +196,9 @@ export declare class NativeClient {
    */
   multiRelease(multi: number, scopeEnd: boolean, id: number, out: Scratch): string | null
   /**
-   * Forgets acquisition `multi` (its JavaScript object was garbage-collected): members
-   * still held are released in the background (dropped guards).
+   * Forgets acquisition `multi` (its JavaScript object was garbage-collected): members with
+   * a fixed lease are left to it, watchdog-renewed ones released in the background
+   * (`MultiGuard::leave_to_its_lease`, as for a `Held`).
    */
   dropMulti(multi: number): void
 }

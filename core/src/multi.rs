@@ -262,6 +262,12 @@ pub struct MultiGuard {
 }
 
 impl MultiGuard {
+    /// [`Guard::leave_to_its_lease`] for each member: dropped later, members with a fixed
+    /// lease are left to expire with it (the Node and wasm entries' collected `MultiHeld`).
+    pub fn leave_to_its_lease(&self) {
+        self.guards.iter().for_each(Guard::leave_to_its_lease);
+    }
+
     /// The members' names, in the order taken.
     pub fn names(&self) -> Vec<&str> {
         self.guards.iter().map(Guard::name).collect()

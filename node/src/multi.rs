@@ -155,11 +155,15 @@ impl NativeClient {
         }))
     }
 
-    /// Forgets acquisition `multi` (its JavaScript object was garbage-collected): members
-    /// still held are released in the background (dropped guards).
+    /// Forgets acquisition `multi` (its JavaScript object was garbage-collected): members with
+    /// a fixed lease are left to it, watchdog-renewed ones released in the background
+    /// (`MultiGuard::leave_to_its_lease`, as for a `Held`).
     #[napi]
     pub fn drop_multi(&self, multi: f64) {
         let guard = locked(&self.shared.multis).remove(&(multi as u64));
+        if let Some(guard) = &guard {
+            guard.leave_to_its_lease();
+        }
         drop(guard);
     }
 }

@@ -21,14 +21,16 @@ for (const entry of ENTRIES) {
       await close()
     })
 
-    test('a Held with a fixed lease that is garbage-collected stays held until its lease ends', async () => {
+    test('a Held or MultiHeld with a fixed lease that is garbage-collected stays held until its lease ends', async () => {
       // A user trial of stop 45: it was released at its collection, seconds into its 60 s
       // lease, while its holder still worked.
       const name = key()
+      const members = [key(), key()]
       const r = redis()
       try {
         await (async () => {
           await client.lock(name, { leaseMs: 60_000 }).acquire()
+          await client.multiLock(members, { leaseMs: 60_000 }).acquire() // a MultiHeld alike
         })()
         // Past lib/deferred-registry.mjs' 500 ms, when collected holds are finalized.
         for (let i = 0; i < 8; i++) {
@@ -37,9 +39,10 @@ for (const entry of ENTRIES) {
         }
         assert.equal(await r.exists(name), 1, 'still held')
         assert.ok((await r.pttl(name)) > 50_000)
+        assert.equal(await r.exists(...members), 2, 'the multi-lock members still held')
         await assert.rejects(client.lock(name, { waitMs: 0 }).acquire(), entry.api.NotAcquiredError)
       } finally {
-        await r.del(name)
+        await r.del(name, ...members)
         await r.quit()
       }
     })

@@ -102,11 +102,17 @@ impl WasmMultiLock {
     }
 }
 
-/// One multi-lock acquisition; garbage-collected without a release, its members are
-/// released in the background (as dropped guards).
+/// One multi-lock acquisition; garbage-collected without a release, its members with a fixed
+/// lease are left to it, watchdog-renewed ones released in the background (as a `WasmHeld`).
 #[wasm_bindgen]
 pub struct WasmMultiHeld {
     guard: Rc<MultiGuard>,
+}
+
+impl Drop for WasmMultiHeld {
+    fn drop(&mut self) {
+        self.guard.leave_to_its_lease();
+    }
 }
 
 #[wasm_bindgen]
