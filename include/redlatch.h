@@ -982,8 +982,9 @@ enum redlatch_status redlatch_semaphore_held(const struct redlatch_semaphore *se
                                              uint64_t *held);
 
 // Frees a semaphore handle, first giving back the permits still held through it (best
-// effort, blocking up to a network timeout). NULL is a no-op. Call it once, after every other
-// call on the handle has returned.
+// effort, blocking up to a network timeout; a release of unknown outcome it still counts is
+// sent again with its request id, so that permits it gave back are not given back twice).
+// NULL is a no-op. Call it once, after every other call on the handle has returned.
 //
 // # Safety
 // `semaphore` must be NULL or a handle from `redlatch_semaphore_new` not yet freed.

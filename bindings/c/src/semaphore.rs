@@ -265,8 +265,9 @@ pub unsafe extern "C" fn redlatch_semaphore_held(
 }
 
 /// Frees a semaphore handle, first giving back the permits still held through it (best
-/// effort, blocking up to a network timeout). NULL is a no-op. Call it once, after every other
-/// call on the handle has returned.
+/// effort, blocking up to a network timeout; a release of unknown outcome it still counts is
+/// sent again with its request id, so that permits it gave back are not given back twice).
+/// NULL is a no-op. Call it once, after every other call on the handle has returned.
 ///
 /// # Safety
 /// `semaphore` must be NULL or a handle from `redlatch_semaphore_new` not yet freed.
@@ -283,11 +284,10 @@ pub unsafe extern "C" fn redlatch_semaphore_free(semaphore: *mut redlatch_semaph
             return;
         }
         let give_back = move || {
-            let held = sem.inner.held();
-            if held > 0 {
-                // Best effort: no caller is left to tell (an unknown outcome is settled in
-                // the background).
-                let _ = sem.inner.release_final(held);
+            if sem.inner.held() > 0 {
+                // Best effort: no caller is left to tell (releases of unknown outcome are
+                // settled by their latch, not given back twice).
+                sem.inner.release_all_final();
             }
         };
         if crate::callback::in_callback() {

@@ -116,6 +116,15 @@ impl Semaphore {
         run(&self.runtime, async move { s.release_final(permits).await })
     }
 
+    /// See [`crate::Semaphore::release_all_final`].
+    pub fn release_all_final(&self) {
+        let s = self.inner.clone();
+        let _ = run(&self.runtime, async move {
+            s.release_all_final().await;
+            Ok(())
+        });
+    }
+
     /// See [`crate::Semaphore::available`].
     ///
     /// # Errors

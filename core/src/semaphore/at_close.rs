@@ -19,7 +19,7 @@ pub(super) struct Counted {
 
 impl Counted {
     /// Takes everything counted: the permits in no release, and the unsettled releases.
-    fn take(&self) -> (u64, Vec<UnsettledRelease>) {
+    pub(super) fn take(&self) -> (u64, Vec<UnsettledRelease>) {
         let held = self.held.swap(0, Ordering::AcqRel);
         let unsettled = std::mem::take(&mut *self.unsettled.lock().unwrap_or_else(|p| p.into_inner()));
         let in_releases: u64 = unsettled.iter().map(|u| u.permits).sum();
@@ -105,7 +105,7 @@ impl OnClose for LeftByADroppedHandle {
 /// sent again with its request id, so that its latch decides: a release that applied is not
 /// given back twice, a re-trial of stop 45 saw a semaphore of 3 at 5 after close); a failure
 /// is logged (the client is going).
-async fn give_back(engine: &Engine, name: &str, permits: u64, unsettled: Vec<UnsettledRelease>) {
+pub(super) async fn give_back(engine: &Engine, name: &str, permits: u64, unsettled: Vec<UnsettledRelease>) {
     for u in unsettled {
         if !latch_may_tell(engine, &u) {
             tracing::warn!(semaphore = %name, permits = u.permits, "a release whose outcome is unknown could not be confirmed at close: its latch has expired");

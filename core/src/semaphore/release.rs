@@ -122,6 +122,21 @@ impl Semaphore {
         }
     }
 
+    /// Gives back everything this handle and its clones count, for the end of a handle whose
+    /// caller cannot call again (the C `redlatch_semaphore_free`, so the C++ destructor): a
+    /// release of unknown outcome is sent again with its request id (its latch decides, so a
+    /// release that applied is not given back twice), the rest is released; failures are
+    /// logged, as at `Client::close`. Before stop 45 the C handle released its whole count,
+    /// which gave back twice the permits of a release that had applied unseen.
+    pub async fn release_all_final(&self) {
+        let counted = super::at_close::Counted {
+            held: self.held.clone(),
+            unsettled: self.unsettled.clone(),
+        };
+        let (permits, unsettled) = counted.take();
+        super::at_close::give_back(&self.engine, &self.name, permits, unsettled).await;
+    }
+
     /// Releases like [`release`](Self::release), for clean-up paths that cannot call again
     /// (the end of a scope, a destructor): when the outcome stays unknown (`Connection`), the
     /// permits leave this handle's count anyway, and the same release (its request id, so

@@ -194,6 +194,30 @@ static void test_a_final_semaphore_release_with_an_unknown_outcome_gives_back_on
     redlatch_client_free(client);
 }
 
+/* Freeing a handle that counts a release of unknown outcome which applied: the release is
+   settled by its latch, and only the rest is given back. Found by a re-trial of stop 45: the
+   count went above its size (the handle gave back everything it counted). */
+static void test_freeing_a_handle_settles_a_release_of_unknown_outcome(void) {
+    redlatch_client *client = connect_with(300);
+    redlatch_semaphore *sem = NULL;
+    bool set = false;
+    uint64_t available = 0;
+    CHECK_OK(redlatch_semaphore_new(client, "co:sem-free", 0, &sem));
+    CHECK_OK(redlatch_semaphore_try_set_permits(sem, 3, &set));
+    CHECK_OK(redlatch_semaphore_acquire(sem, 1));
+    CHECK_OK(redlatch_semaphore_release(sem, 1)); /* its script cached */
+    CHECK_OK(redlatch_semaphore_acquire(sem, 3));
+    raw("CLIENT", "PAUSE", "1000", "ALL");
+    CHECK_STATUS(redlatch_semaphore_release(sem, 2), REDLATCH_CONNECTION);
+    sleep_ms(1200); /* applied when the pause ended */
+    redlatch_semaphore_free(sem);
+    CHECK_OK(redlatch_semaphore_new(client, "co:sem-free", 0, &sem));
+    CHECK_OK(redlatch_semaphore_available(sem, &available));
+    CHECK(available == 3, "each permit given back once: %llu of 3", (unsigned long long)available);
+    redlatch_semaphore_free(sem);
+    redlatch_client_free(client);
+}
+
 static void test_application_data_under_a_lock_name_is_a_key_conflict(void) {
     redlatch_client *client = connect_with(0);
     raw("SET", "co:data", "not a lock", NULL);
@@ -219,6 +243,7 @@ int main(void) {
     RUN(test_every_not_owned_says_why_and_a_lost_hold_is_not_held);
     RUN(test_a_release_with_an_unknown_outcome_is_retried);
     RUN(test_a_final_semaphore_release_with_an_unknown_outcome_gives_back_once);
+    RUN(test_freeing_a_handle_settles_a_release_of_unknown_outcome);
     RUN(test_application_data_under_a_lock_name_is_a_key_conflict);
     return finish();
 }
