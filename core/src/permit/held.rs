@@ -330,13 +330,14 @@ impl Permit {
         id: String,
         lease: Duration,
         renewed: bool,
+        sent: Duration,
     ) -> Permit {
         let state = Arc::new(PermitState {
             engine: engine.clone(),
             name: name.to_owned(),
             id,
             lease,
-            valid_until_ms: AtomicU64::new((engine.now() + lease).as_millis() as u64),
+            valid_until_ms: AtomicU64::new(valid_until_ms(sent, lease)),
             renewed,
             registry_id: engine.registry.next_id(),
             ended: AtomicBool::new(false),
@@ -359,4 +360,14 @@ impl Permit {
             origin: crate::origin::Origin::here(),
         }
     }
+}
+
+/// The end of a permit's validity for a lease granted by a request sent at `sent` (the
+/// engine's clock): the lease counted from the send, less the clock-drift allowance of lock
+/// grants (`quorum::drift`), so that the holder sees it end no later than Redis does. Counted
+/// from the reply before stop 45, it ended a round trip after Redis' expiry, and a release
+/// made in that window said `deleted` where the permit had expired (a CI run under load).
+pub(super) fn valid_until_ms(sent: Duration, lease: Duration) -> u64 {
+    let lasts = lease.saturating_sub(crate::protocol::quorum::drift(lease));
+    (sent + lasts).as_millis() as u64
 }

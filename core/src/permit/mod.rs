@@ -215,7 +215,7 @@ impl PermitSemaphore {
             match reply.and_then(|r| permits::decode_acquire(&r)) {
                 Ok(AcquireReply::Acquired { .. }) => {
                     undo.armed = false;
-                    return Ok(self.new_permit(id, Duration::from_millis(lease_ms), renewed));
+                    return Ok(self.new_permit(id, Duration::from_millis(lease_ms), renewed, started));
                 }
                 Ok(AcquireReply::NotEnough { earliest_expiry }) => {
                     // A definite answer to the same ids: no earlier attempt took the permit.
@@ -234,8 +234,9 @@ impl PermitSemaphore {
         }
     }
 
-    fn new_permit(&self, id: String, lease: Duration, renewed: bool) -> Permit {
-        Permit::new(&self.engine, &self.name, id, lease, renewed)
+    /// `sent`: when its acquire went out (the engine's clock), from which its lease counts.
+    fn new_permit(&self, id: String, lease: Duration, renewed: bool, sent: Duration) -> Permit {
+        Permit::new(&self.engine, &self.name, id, lease, renewed, sent)
     }
 
     /// Releases the permit `id` (taken by any client, Java included), by its 32 hex digits.

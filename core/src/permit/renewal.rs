@@ -85,7 +85,7 @@ async fn renew_while_held(state: &Weak<PermitState>, renewals: &Arc<Engine>, fir
         };
         match outcome {
             Ok(true) => {
-                let until = (sent + timeout).as_millis() as u64;
+                let until = super::held::valid_until_ms(sent, timeout);
                 strong.valid_until_ms.fetch_max(until, Ordering::AcqRel);
                 pause = None;
             }
