@@ -145,6 +145,15 @@ impl Error {
         Self::new(redis_error_kind(&reply), reply)
     }
 
+    /// Whether this is Redis refusing the `EVALSHA` command itself to the ACL user (a user
+    /// granted `EVAL` only: `NoPermission` naming `'evalsha'`), not a command the script runs.
+    /// The transports then send every script by source (`EVAL`); before stop 45 the first call
+    /// of each script on a connection (by source) passed and the next (by digest) was
+    /// `NoPermission`, so such a user passed a smoke test and failed later.
+    pub fn refuses_evalsha(&self) -> bool {
+        self.kind == ErrorKind::NoPermission && self.message.to_ascii_lowercase().contains("'evalsha'")
+    }
+
     /// The server refused the URL's user name or password: `Connection`, one message whatever
     /// the protocol or transport said (as redis-py's `AuthenticationError` is a
     /// `ConnectionError`).

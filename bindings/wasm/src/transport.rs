@@ -187,10 +187,7 @@ impl JsTransport {
                 Err(e) if is_noscript(&e) => {}
                 // An ACL user granted EVAL only: by source from now on (as the native
                 // transports do, `scripts_run.rs`).
-                Err(e)
-                    if e.kind() == ErrorKind::NoPermission
-                        && e.message().to_ascii_lowercase().contains("'evalsha'") =>
-                {
+                Err(e) if e.refuses_evalsha() => {
                     self.evalsha_denied.set(true);
                 }
                 other => return other,

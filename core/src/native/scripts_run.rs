@@ -26,12 +26,9 @@ pub struct ScriptsRun {
     evalsha_denied: AtomicBool,
 }
 
-/// Whether `e` refuses the `EVALSHA` command itself (an ACL user granted `EVAL` only), not a
-/// command the script runs: calls then go by source (`EVAL`), every time. Before stop 45 the
-/// first call of each script on a connection (by source) passed and the next (by digest) was
-/// `NoPermission`, so such a user passed a smoke test and failed later (a deployments trial).
+/// Whether `e` refuses the `EVALSHA` command itself ([`crate::Error::refuses_evalsha`]).
 pub(crate) fn evalsha_refused(e: &redis::RedisError) -> bool {
-    e.code() == Some("NOPERM") && e.to_string().to_ascii_lowercase().contains("'evalsha'")
+    e.code() == Some("NOPERM") && super::redis_calls::map_error(e, &[]).refuses_evalsha()
 }
 
 fn address(script: &'static Script) -> usize {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 /// What a handle and its clones count: the permits they hold, some of them maybe in releases
 /// of unknown outcome.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(super) struct Counted {
     pub(super) held: Arc<AtomicU64>,
     pub(super) unsettled: Arc<Mutex<Vec<UnsettledRelease>>>,

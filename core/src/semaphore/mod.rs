@@ -10,12 +10,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::family::{self, keys as family_keys, semaphore, PUBLISH};
 use crate::protocol::{keys, timing, token};
 use futures::future::{select, Either};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use at_close::{Counted, GiveBackAtClose};
-use release::UnsettledRelease;
 
 /// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
 /// the permits available, and the channel `redisson_sc:{name}`, whose messages wake waiters
@@ -40,10 +39,10 @@ pub struct Semaphore {
     engine: Arc<Engine>,
     name: String,
     wait: Option<Duration>,
-    held: Arc<AtomicU64>,
-    /// Releases whose outcome stayed unknown, shared by the clones (see [`Self::release`]).
-    unsettled: Arc<Mutex<Vec<UnsettledRelease>>>,
-    /// Gives back what `held` counts when the client is closed (shared by the clones).
+    /// The permits this handle acquired and the releases whose outcome stayed unknown (see
+    /// [`Self::release`]), shared by the clones.
+    counted: Counted,
+    /// Gives back what `counted` counts when the client is closed (shared by the clones).
     _at_close: Arc<GiveBackAtClose>,
 }
 
@@ -73,17 +72,13 @@ impl Client {
     /// ```
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
         let name = name.into();
-        let counted = Counted {
-            held: Arc::default(),
-            unsettled: Arc::default(),
-        };
+        let counted = Counted::default();
         Semaphore {
             _at_close: GiveBackAtClose::register(&self.engine, &name, counted.clone()),
             engine: self.engine.clone(),
             name,
             wait: None,
-            held: counted.held,
-            unsettled: counted.unsettled,
+            counted,
         }
     }
 }
@@ -124,7 +119,7 @@ impl Semaphore {
 
     /// Permits this handle (and its clones) acquired and did not release yet.
     pub fn held(&self) -> u64 {
-        self.held.load(Ordering::Acquire)
+        self.counted.held.load(Ordering::Acquire)
     }
 
     fn check(&self, what: &str, n: Option<u64>) -> Result<()> {
@@ -219,7 +214,7 @@ impl Semaphore {
             match reply.and_then(|r| semaphore::decode_acquire(&r)) {
                 Ok(semaphore::AcquireReply::Acquired { .. }) => {
                     undo.armed = false;
-                    self.held.fetch_add(permits, Ordering::AcqRel);
+                    self.counted.held.fetch_add(permits, Ordering::AcqRel);
                     return Ok(());
                 }
                 Ok(semaphore::AcquireReply::NotEnough { available }) => {

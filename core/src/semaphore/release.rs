@@ -47,11 +47,14 @@ impl Semaphore {
         // stop 45: release(2) timed out but applied, then release(1) twice took a semaphore of
         // 3 to 5).
         let unsettled = self.unsettled_besides(permits);
-        let taken = self.held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
-            h.checked_sub(unsettled)?
-                .checked_sub(permits)
-                .map(|_| h - permits)
-        });
+        let taken = self
+            .counted
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
+                h.checked_sub(unsettled)?
+                    .checked_sub(permits)
+                    .map(|_| h - permits)
+            });
         if let Err(held) = taken {
             let s = |n: u64| if n == 1 { "" } else { "s" };
             let pending = match unsettled {
@@ -89,7 +92,7 @@ impl Semaphore {
                     Ok(false) => {}
                     Err(e) => {
                         // Still unknown: kept for another retry.
-                        self.held.fetch_add(permits, Ordering::AcqRel);
+                        self.counted.held.fetch_add(permits, Ordering::AcqRel);
                         self.keep_unsettled(earlier);
                         return Err(e);
                     }
@@ -109,7 +112,7 @@ impl Semaphore {
         match send_release(engine, &self.name, permits, &request_id, false).await {
             Ok(()) => Ok(()),
             Err(e) => {
-                self.held.fetch_add(permits, Ordering::AcqRel);
+                self.counted.held.fetch_add(permits, Ordering::AcqRel);
                 if e.kind() == ErrorKind::Connection {
                     self.keep_unsettled(UnsettledRelease {
                         permits,
@@ -129,11 +132,7 @@ impl Semaphore {
     /// logged, as at `Client::close`. Before stop 45 the C handle released its whole count,
     /// which gave back twice the permits of a release that had applied unseen.
     pub async fn release_all_final(&self) {
-        let counted = super::at_close::Counted {
-            held: self.held.clone(),
-            unsettled: self.unsettled.clone(),
-        };
-        let (permits, unsettled) = counted.take();
+        let (permits, unsettled) = self.counted.take();
         super::at_close::give_back(&self.engine, &self.name, permits, unsettled).await;
     }
 
@@ -154,6 +153,7 @@ impl Semaphore {
         if result.as_ref().is_err_and(|e| e.kind() == ErrorKind::Connection) {
             if let Some(unsettled) = self.take_unsettled(permits) {
                 let _ = self
+                    .counted
                     .held
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
                 self.settle_in_background(unsettled);
@@ -196,7 +196,7 @@ impl Semaphore {
     /// Remembers a release whose outcome is unknown, for the handle's retry (bounded: the
     /// oldest go, for a handle retrying none of them).
     fn keep_unsettled(&self, release: UnsettledRelease) {
-        if let Ok(mut unsettled) = self.unsettled.lock() {
+        if let Ok(mut unsettled) = self.counted.unsettled.lock() {
             if unsettled.len() >= MAX_UNSETTLED {
                 unsettled.remove(0);
             }
@@ -207,7 +207,7 @@ impl Semaphore {
     /// The permits of the unsettled releases, besides one of `permits` (which a release of
     /// that count retries).
     fn unsettled_besides(&self, permits: u64) -> u64 {
-        let Ok(unsettled) = self.unsettled.lock() else {
+        let Ok(unsettled) = self.counted.unsettled.lock() else {
             return 0;
         };
         let total: u64 = unsettled.iter().map(|u| u.permits).sum();
@@ -218,7 +218,7 @@ impl Semaphore {
     /// The earliest unsettled release of `permits`, however old (see
     /// [`latch_may_tell`](Self::latch_may_tell)).
     fn take_unsettled(&self, permits: u64) -> Option<UnsettledRelease> {
-        let mut unsettled = self.unsettled.lock().ok()?;
+        let mut unsettled = self.counted.unsettled.lock().ok()?;
         let i = unsettled.iter().position(|u| u.permits == permits)?;
         Some(unsettled.remove(i))
     }
