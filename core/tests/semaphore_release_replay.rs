@@ -6,17 +6,46 @@
 
 mod common;
 use common::*;
-use redlatch::{Client, ErrorKind, Reason};
+use redlatch::{Client, ErrorKind, Reason, Semaphore};
+use redlatch_fleet::RedisServer;
 use std::time::Duration;
+
+/// A client whose calls give up after 300 ms without a reply.
+async fn client_with_short_timeout(s: &RedisServer) -> Client {
+    Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Semaphore `name` of 3 permits, `acquired` of them taken by the handle returned, which then
+/// released `released` while the server was paused: that release failed with `Connection`
+/// (its outcome unknown; it applies when the server runs again). The server is left paused.
+async fn release_left_unknown(
+    s: &RedisServer,
+    client: &Client,
+    name: &str,
+    acquired: u64,
+    released: u64,
+) -> Semaphore {
+    let sem = client.semaphore(name);
+    assert!(sem.try_set_permits(3).await.unwrap());
+    sem.acquire_with_wait(acquired, Some(Duration::ZERO))
+        .await
+        .unwrap();
+    s.pause().unwrap();
+    let first = within(Duration::from_secs(10), sem.release(released))
+        .await
+        .unwrap_err();
+    assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+    sem
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_retry_gets_the_answer_while_the_latch_lives_and_is_refused_after() {
     let s = server();
-    let client = Client::builder(&s.url())
-        .network_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let client = client_with_short_timeout(&s).await;
     let mut conn = raw(&s).await;
     // The latch lives 1 s (two network timeouts, at least 1 s) from when Redis applies the
     // release; the pause makes that 1.2 s after the send.
@@ -24,12 +53,7 @@ async fn a_late_retry_gets_the_answer_while_the_latch_lives_and_is_refused_after
         ("sem:replay:live", Duration::ZERO, true),
         ("sem:replay:gone", Duration::from_millis(1500), false),
     ] {
-        let sem = client.semaphore(name);
-        assert!(sem.try_set_permits(3).await.unwrap());
-        sem.acquire_with_wait(1, Some(Duration::ZERO)).await.unwrap();
-        s.pause().unwrap();
-        let first = within(Duration::from_secs(10), sem.release(1)).await.unwrap_err();
-        assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+        let sem = release_left_unknown(&s, &client, name, 1, 1).await;
         tokio::time::sleep(Duration::from_millis(900)).await;
         s.resume().unwrap();
         tokio::time::sleep(after_resume).await;
@@ -52,18 +76,9 @@ async fn a_release_of_another_count_cannot_give_back_the_permits_of_one_of_unkno
     // A Rust user trial of stop 45: release(2) timed out in a pause but applied, then
     // release(1) twice gave back two more: a semaphore of 3 had 5.
     let s = server();
-    let client = Client::builder(&s.url())
-        .network_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let client = client_with_short_timeout(&s).await;
     let mut conn = raw(&s).await;
-    let sem = client.semaphore("sem:other-count");
-    assert!(sem.try_set_permits(3).await.unwrap());
-    sem.acquire(2).await.unwrap();
-    s.pause().unwrap();
-    let first = within(Duration::from_secs(10), sem.release(2)).await.unwrap_err();
-    assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+    let sem = release_left_unknown(&s, &client, "sem:other-count", 2, 2).await;
     s.resume().unwrap();
     assert_eq!(sem.held(), 2, "counted until settled");
     let e = within(Duration::from_secs(10), sem.release(1)).await.unwrap_err();
@@ -86,18 +101,9 @@ async fn close_settles_a_release_of_unknown_outcome_instead_of_giving_its_permit
     // A re-trial of stop 45: release(2) timed out in a pause but applied, and close() gave back
     // everything the handle counted: a semaphore of 3 had 5.
     let s = server();
-    let client = Client::builder(&s.url())
-        .network_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let client = client_with_short_timeout(&s).await;
     let mut conn = raw(&s).await;
-    let sem = client.semaphore("sem:close-unknown");
-    assert!(sem.try_set_permits(3).await.unwrap());
-    sem.acquire(3).await.unwrap();
-    s.pause().unwrap();
-    let first = within(Duration::from_secs(10), sem.release(2)).await.unwrap_err();
-    assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+    let _sem = release_left_unknown(&s, &client, "sem:close-unknown", 3, 2).await;
     s.resume().unwrap();
     within(Duration::from_secs(10), client.close()).await;
     let count: Option<String> = cmd(&mut conn, &["GET", "sem:close-unknown"]).await;

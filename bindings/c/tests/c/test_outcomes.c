@@ -164,21 +164,39 @@ static void test_a_release_with_an_unknown_outcome_is_retried(void) {
     redlatch_client_free(client);
 }
 
+/* Semaphore `name` of 3 permits (its release script cached), `taken` of them acquired by the
+   handle returned, and the server paused for 1 s: the next call's outcome stays unknown. */
+static redlatch_semaphore *semaphore_taken_then_paused(redlatch_client *client, const char *name,
+                                                       uint64_t taken) {
+    redlatch_semaphore *sem = NULL;
+    bool set = false;
+    CHECK_OK(redlatch_semaphore_new(client, name, 0, &sem));
+    CHECK_OK(redlatch_semaphore_try_set_permits(sem, 3, &set));
+    CHECK_OK(redlatch_semaphore_acquire(sem, 1));
+    CHECK_OK(redlatch_semaphore_release(sem, 1)); /* its script cached */
+    CHECK_OK(redlatch_semaphore_acquire(sem, taken));
+    raw("CLIENT", "PAUSE", "1000", "ALL");
+    return sem;
+}
+
+/* The permits semaphore `name` has, read through a new handle. */
+static uint64_t available_permits(redlatch_client *client, const char *name) {
+    redlatch_semaphore *sem = NULL;
+    uint64_t available = 0;
+    CHECK_OK(redlatch_semaphore_new(client, name, 0, &sem));
+    CHECK_OK(redlatch_semaphore_available(sem, &available));
+    redlatch_semaphore_free(sem);
+    return available;
+}
+
 /* A release for a path that cannot call again (a C++ SemaphoreGuard's destructor) whose outcome
    is unknown: the permit leaves the handle at once and is given back exactly once. Found by a
    user trial: the guard's release applied after the pause while the handle kept counting the
    permit, and freeing the handle gave it back a second time (4 of 3 permits, for good). */
 static void test_a_final_semaphore_release_with_an_unknown_outcome_gives_back_once(void) {
     redlatch_client *client = connect_with(300);
-    redlatch_semaphore *sem = NULL;
-    bool set = false;
     uint64_t held = 9, available = 0;
-    CHECK_OK(redlatch_semaphore_new(client, "co:sem-final", 0, &sem));
-    CHECK_OK(redlatch_semaphore_try_set_permits(sem, 3, &set));
-    CHECK_OK(redlatch_semaphore_acquire(sem, 1));
-    CHECK_OK(redlatch_semaphore_release(sem, 1)); /* its script cached */
-    CHECK_OK(redlatch_semaphore_acquire(sem, 1));
-    raw("CLIENT", "PAUSE", "1000", "ALL");
+    redlatch_semaphore *sem = semaphore_taken_then_paused(client, "co:sem-final", 1);
     CHECK_STATUS(redlatch_semaphore_release_final(sem, 1), REDLATCH_CONNECTION);
     CHECK_OK(redlatch_semaphore_held(sem, &held));
     CHECK(held == 0, "the permit left the handle: held %llu", (unsigned long long)held);
@@ -187,10 +205,8 @@ static void test_a_final_semaphore_release_with_an_unknown_outcome_gives_back_on
     CHECK(available == 3, "given back: %llu of 3", (unsigned long long)available);
     CHECK_STATUS(redlatch_semaphore_release(sem, 1), REDLATCH_NOT_OWNED);
     redlatch_semaphore_free(sem); /* gives back what it still holds: nothing */
-    CHECK_OK(redlatch_semaphore_new(client, "co:sem-final", 0, &sem));
-    CHECK_OK(redlatch_semaphore_available(sem, &available));
+    available = available_permits(client, "co:sem-final");
     CHECK(available == 3, "given back once: %llu of 3", (unsigned long long)available);
-    redlatch_semaphore_free(sem);
     redlatch_client_free(client);
 }
 
@@ -199,22 +215,12 @@ static void test_a_final_semaphore_release_with_an_unknown_outcome_gives_back_on
    count went above its size (the handle gave back everything it counted). */
 static void test_freeing_a_handle_settles_a_release_of_unknown_outcome(void) {
     redlatch_client *client = connect_with(300);
-    redlatch_semaphore *sem = NULL;
-    bool set = false;
-    uint64_t available = 0;
-    CHECK_OK(redlatch_semaphore_new(client, "co:sem-free", 0, &sem));
-    CHECK_OK(redlatch_semaphore_try_set_permits(sem, 3, &set));
-    CHECK_OK(redlatch_semaphore_acquire(sem, 1));
-    CHECK_OK(redlatch_semaphore_release(sem, 1)); /* its script cached */
-    CHECK_OK(redlatch_semaphore_acquire(sem, 3));
-    raw("CLIENT", "PAUSE", "1000", "ALL");
+    redlatch_semaphore *sem = semaphore_taken_then_paused(client, "co:sem-free", 3);
     CHECK_STATUS(redlatch_semaphore_release(sem, 2), REDLATCH_CONNECTION);
     sleep_ms(1200); /* applied when the pause ended */
     redlatch_semaphore_free(sem);
-    CHECK_OK(redlatch_semaphore_new(client, "co:sem-free", 0, &sem));
-    CHECK_OK(redlatch_semaphore_available(sem, &available));
+    uint64_t available = available_permits(client, "co:sem-free");
     CHECK(available == 3, "each permit given back once: %llu of 3", (unsigned long long)available);
-    redlatch_semaphore_free(sem);
     redlatch_client_free(client);
 }
 
