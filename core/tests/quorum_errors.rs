@@ -105,3 +105,32 @@ async fn a_failed_extend_or_release_lists_every_node() {
     // Still held: released once the nodes are back.
     within(Duration::from_secs(10), guard.release()).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_error_message_says_why_each_node_did_not_grant() {
+    // A user trial of stop 45: a lazily connected quorum with no node reachable said only
+    // "0 of 3 nodes granted; a majority is 2", its reasons in `nodes()` alone (a Python
+    // traceback or a log line shows the message).
+    let nodes = servers(3);
+    let urls: Vec<String> = nodes.iter().map(|s| s.url()).collect();
+    let client = Client::quorum_builder(&urls).build_lazy().unwrap();
+    nodes[1].stop().unwrap();
+    nodes[2].stop().unwrap();
+    let err = within(
+        Duration::from_secs(10),
+        client
+            .lock("qe:why")
+            .acquire_with_wait(Some(Duration::from_millis(300))),
+    )
+    .await
+    .expect_err("one node of three");
+    assert_eq!(err.kind(), ErrorKind::Quorum, "{err}");
+    for failed in &err.nodes()[1..] {
+        let why = failed.result.as_ref().unwrap_err();
+        assert!(err.message().contains(why.as_str()), "{why} in: {err}");
+    }
+    assert!(
+        !err.message().contains(&err.nodes()[0].node),
+        "the node that granted: {err}"
+    );
+}

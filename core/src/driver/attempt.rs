@@ -228,18 +228,21 @@ pub(super) async fn attempt(
                 elapsed.as_millis()
             ),
         )),
-        _ => Attempt::Failed(
-            Error::new(
-                ErrorKind::Quorum,
-                format!(
-                    "lock {:?}: {} of {n} nodes granted; a majority is {}",
-                    spec.name,
-                    granted,
-                    quorum::majority(n)
-                ),
+        _ => {
+            let nodes = engine.nodes.outcomes(reasons);
+            Attempt::Failed(
+                Error::new(
+                    ErrorKind::Quorum,
+                    format!(
+                        "lock {:?}: {granted} of {n} nodes granted; a majority is {}: {}",
+                        spec.name,
+                        quorum::majority(n),
+                        quorum::not_granted(&nodes)
+                    ),
+                )
+                .with_nodes(nodes),
             )
-            .with_nodes(engine.nodes.outcomes(reasons)),
-        ),
+        }
     }
 }
 

@@ -370,16 +370,20 @@ async fn attempt(
     match (tally, first_error, busy) {
         (_, Some(e), _) if e.is_permanent() || n == 1 => Outcome::Failed(e),
         (Tally::Refused, _, Some((index, pttl))) => Outcome::Busy { index, pttl, plain },
-        _ => Outcome::Failed(
-            Error::new(
-                ErrorKind::Quorum,
-                format!(
-                    "multi-lock: {granted} of {n} nodes granted; a majority is {}",
-                    quorum::majority(n)
-                ),
+        _ => {
+            let nodes = engine.nodes.outcomes(reasons);
+            Outcome::Failed(
+                Error::new(
+                    ErrorKind::Quorum,
+                    format!(
+                        "multi-lock: {granted} of {n} nodes granted; a majority is {}: {}",
+                        quorum::majority(n),
+                        quorum::not_granted(&nodes)
+                    ),
+                )
+                .with_nodes(nodes),
             )
-            .with_nodes(engine.nodes.outcomes(reasons)),
-        ),
+        }
     }
 }
 

@@ -150,6 +150,25 @@ pub fn enough_answered(labels: &[&str], pings: Vec<crate::Result<()>>) -> crate:
     })
 }
 
+/// The nodes of `outcomes` that did not grant, each with why (`a:1: why; b:2: why`), for the
+/// message of a quorum error: its node list has the same, but a reader of the message alone (a
+/// log line, a traceback) saw only "0 of 3 nodes granted" (a user trial of stop 45).
+pub(crate) fn not_granted(outcomes: &[crate::NodeOutcome]) -> String {
+    outcomes
+        .iter()
+        .filter_map(|o| {
+            let why = o.result.as_ref().err()?;
+            // Connection errors name their node already.
+            Some(if why.contains(o.node.as_str()) {
+                why.clone()
+            } else {
+                format!("{}: {why}", o.node)
+            })
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
