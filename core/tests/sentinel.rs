@@ -386,3 +386,20 @@ async fn a_sentinel_url_at_a_data_node_says_so() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.message().contains("does not point to a Redis Sentinel"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_url_at_a_data_node_with_a_password_names_that_mistake() {
+    // A deployments trial of stop 45: such a node answers NOAUTH to everything, as a sentinel
+    // with a password would, and the message spoke of the sentinels' password only.
+    let node = redlatch_fleet::RedisServer::start_with_options(&redlatch_fleet::ServerOptions {
+        password: Some("data-pw".into()),
+        acl_user: Some(false),
+        ..redlatch_fleet::ServerOptions::default()
+    })
+    .unwrap();
+    let url = format!("redis+sentinel://127.0.0.1:{}/mymaster", node.port());
+    let e = within(Duration::from_secs(20), Client::connect(&url))
+        .await
+        .unwrap_err();
+    assert!(e.message().contains("not a Sentinel"), "{e}");
+}

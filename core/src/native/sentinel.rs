@@ -262,9 +262,11 @@ impl SentinelSource {
                 format!("Sentinel master {master:?}: {} (the data nodes' ACL user needs ROLE; docs/deployments.md)", refused.message()),
             ),
             // No sentinel password given: the sentinels want one (a user trial of stop 42 read
-            // "refused the sentinel user name or password" with none given).
+            // "refused the sentinel user name or password" with none given). A data node with
+            // a password at the sentinel address answers the same (it tells nothing more before
+            // `AUTH`), so the message names that mistake too (a deployments trial of stop 45).
             (_, true) if !self.sentinel_credentials => Error::refused_credentials(format!(
-                "Sentinel: the sentinels of {master:?} require a password and none was given (the client's sentinel password option: Rust `sentinel_auth`, Python `sentinel_password`, Node `sentinelPassword`, C `sentinel_password`)"
+                "Sentinel: the sentinels of {master:?} require a password and none was given (the client's sentinel password option: Rust `sentinel_auth`, Python `sentinel_password`, Node `sentinelPassword`, C `sentinel_password`); or the URL's address is a Redis data node, not a Sentinel: reach a single node with redis://"
             )),
             (_, true) => Error::refused_credentials(format!(
                 "Sentinel: the sentinels of {master:?} refused the sentinel user name or password (the client's sentinel user name and password options: Rust `sentinel_auth`, Python `sentinel_username` / `sentinel_password`, Node `sentinelUsername` / `sentinelPassword`, C `sentinel_username` / `sentinel_password`)"
