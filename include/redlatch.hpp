@@ -124,6 +124,17 @@ std::uint64_t wait_millis(const std::chrono::duration<Rep, Period> &d) {
     return ms > REDLATCH_MAX_DURATION_MS ? REDLATCH_WAIT_FOREVER : ms;
 }
 
+// The time left until deadline `t` on its clock (zero or less once it passed), in ms as a
+// long double: `t - Clock::now()` overflows for far deadlines (a C++ user trial of stop 46:
+// try_lock_until(time_point::min()) wrapped around to a wait of centuries and blocked).
+template <class Clock, class Duration>
+std::chrono::duration<long double, std::milli> until(const std::chrono::time_point<Clock, Duration> &t) {
+    using ms = std::chrono::duration<long double, std::milli>;
+    const auto now = Clock::now();
+    return std::chrono::duration_cast<ms>(t.time_since_epoch()) -
+           std::chrono::duration_cast<ms>(now.time_since_epoch());
+}
+
 // A ClientOptions duration in whole ms: zero is the library default (the C struct's 0); a
 // negative one throws InvalidArgument (it used to become the default without a word).
 template <class Rep, class Period>
@@ -304,7 +315,7 @@ class Lock {
     /// Waits until `t`: true when acquired, false when the time ran out.
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t) {
-        return try_lock_for(t - Clock::now());
+        return try_lock_for(detail::until(t));
     }
 
     /// Releases the calling thread's most recent hold, ignoring errors (see the file comment).

@@ -116,7 +116,7 @@ class MultiLock {
     }
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t) {
-        return try_lock_for(t - Clock::now());
+        return try_lock_for(detail::until(t));
     }
     void unlock() noexcept { (void)redlatch_multi_lock_release(handle_.get()); }
     void release() { detail::check(redlatch_multi_lock_release(handle_.get())); }

@@ -43,7 +43,7 @@ class Semaphore {
     /// Waits until `t` for `n` permits: true when taken, false when the time ran out.
     template <class Clock, class Duration>
     bool try_acquire_until(const std::chrono::time_point<Clock, Duration> &t, std::uint64_t n = 1) {
-        return try_acquire_for(t - Clock::now(), n);
+        return try_acquire_for(detail::until(t), n);
     }
     /// Gives back `n` of the permits this object acquired (NOT_OWNED beyond that).
     void release(std::uint64_t n = 1) { detail::check(redlatch_semaphore_release(handle_.get(), n)); }
@@ -244,7 +244,7 @@ class CountDownLatch {
     /// Waits until `t`: true when the count reached zero, false when the time ran out.
     template <class Clock, class Duration>
     bool wait_until(const std::chrono::time_point<Clock, Duration> &t) {
-        return wait_for(t - Clock::now());
+        return wait_for(detail::until(t));
     }
     redlatch_count_down_latch *native_handle() const noexcept { return handle_.get(); }
 

@@ -147,6 +147,7 @@ void test_semaphore_guard_and_permits() {
         EXPECT_ERROR(REDLATCH_NOT_ACQUIRED, other.acquire());
         CHECK(!other.try_acquire_for(200ms));
         CHECK(!other.try_acquire_until(Clock::now() + 100ms, 2));
+        CHECK(!other.try_acquire_until(Clock::time_point::min(), 2));  // past: one try
         EXPECT_ERROR(REDLATCH_NOT_OWNED, other.release());
     }
     CHECK(sem.held() == 0);
@@ -184,6 +185,7 @@ void test_count_down_latch_wait_for_and_wake() {
     CHECK(latch.try_set_count(2));
     CHECK(!latch.wait_for(100ms));
     CHECK(!latch.wait_until(Clock::now() + 100ms));
+    CHECK(!latch.wait_until(std::chrono::system_clock::time_point::min()));  // past: one look
     std::thread counter([] {
         redlatch::Client c(url);
         redlatch::CountDownLatch l = c.count_down_latch("cppf:latch");

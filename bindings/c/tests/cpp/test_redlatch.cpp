@@ -125,6 +125,13 @@ void test_unique_lock_try_lock_for_times_out_then_succeeds() {
     CHECK(!ul.try_lock_until(Clock::now() + 200ms));
     took = elapsed_ms(t0);
     CHECK(took >= 190 && took <= 1200);
+    // A deadline already past, however far: one try (time_point::min() overflowed
+    // `t - now()` into a wait of centuries before stop 46: a C++ user trial saw it block).
+    t0 = Clock::now();
+    CHECK(!waiter.try_lock_until(Clock::time_point::min()));
+    CHECK(!waiter.try_lock_until(std::chrono::system_clock::time_point::min()));
+    CHECK(!waiter.try_lock_until(Clock::now() - 1h));
+    CHECK(elapsed_ms(t0) <= 1200);
     CHECK(!ul.try_lock());
 
     redlatch_status other_thread = REDLATCH_OK;
