@@ -55,6 +55,26 @@ for (const entry of ENTRIES) {
       }
     })
 
+    test('every latch waiter of one client wakes at zero by the open message', { skip: !entry.pubsub }, async () => {
+      // A user trial of stop 46: on the local engine the latch's open message ('0') woke one
+      // waiter per client, as a lock's release does; the others waited for their poll. With
+      // a poll longer than the bound below, only the message can wake them in time.
+      const name = key('latch')
+      const { client: slow, close: closeSlow } = await entry.connect({ pollIntervalMs: 30_000 })
+      try {
+        const latch = slow.countDownLatch(name)
+        assert.equal(await latch.trySetCount(1), true)
+        const waiters = Array.from({ length: 5 }, () => latch.wait({ timeoutMs: 20_000 }))
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        await client.countDownLatch(name).countDown()
+        const bound = new Promise((resolve) => setTimeout(resolve, 5_000, 'poll'))
+        const woken = await Promise.race([Promise.all(waiters), bound])
+        assert.deepEqual(woken, [true, true, true, true, true], 'woken by the open message')
+      } finally {
+        await closeSlow()
+      }
+    })
+
     test('multi-lock: all or nothing, sorted, released together', async () => {
       const [a, b, c] = [key('ma'), key('mb'), key('mc')]
       const multi = client.multiLock([c, a, client.rlock(b)], { leaseMs: 5000 })

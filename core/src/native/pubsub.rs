@@ -17,6 +17,7 @@ use super::connection::{Reconnecting, Settings, Source};
 use super::redis_calls::map_error;
 use crate::driver::{BoxFut, Subscription};
 use crate::error::Result;
+use crate::protocol::family::keys::wakes_every_waiter;
 use redis::{PushInfo, PushKind, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
@@ -93,23 +94,20 @@ impl Channels {
                 let Some(ch) = map.get(&name) else {
                     return;
                 };
-                if text(push.data.get(1)).as_deref() == Some("0") && !opens_for_all(&name) {
-                    ch.notify.notify_one();
-                } else {
+                let payload = match push.data.get(1) {
+                    Some(Value::BulkString(b)) => b.as_slice(),
+                    _ => &[],
+                };
+                if wakes_every_waiter(&name, payload) {
                     wake_all(&ch.notify);
+                } else {
+                    ch.notify.notify_one();
                 }
             }
             PushKind::Disconnection | PushKind::SUnsubscribe => self.wake_all(),
             _ => {}
         }
     }
-}
-
-/// A count-down latch's `0` is its open message (Redisson's `CountDownLatchPubSub`), for
-/// every waiter, where a lock's `0` tells of one release (a user trial of stop 44 saw one
-/// latch waiter per client woken, the others by their poll).
-fn opens_for_all(channel: &str) -> bool {
-    channel.starts_with(crate::protocol::family::keys::LATCH_CHANNEL_START)
 }
 
 fn wake_all(notify: &Notify) {

@@ -2,9 +2,10 @@
 //! JavaScript thread, shared by every waiter of the client. The same rules as the native
 //! subscriber (core/src/native/pubsub.rs), so waiters behave alike in both engines:
 //!
-//! - a message `0` (one lock released) wakes one local waiter, as Redisson's `LockPubSub`
-//!   does; any other message (`1` = wake all) wakes them all; a wake-up with nobody parked is
-//!   kept as a permit for the next one, so a release is never missed;
+//! - a lock's message `0` (one lock released) wakes one local waiter, as Redisson's
+//!   `LockPubSub` does; a latch's open message and any other message (`1` = wake all) wake
+//!   them all (`redlatch::protocol::family::keys::wakes_every_waiter`); a wake-up with nobody
+//!   parked is kept as a permit for the next one, so a release is never missed;
 //! - channels are reference-counted: the first waiter subscribes, the last one's drop
 //!   unsubscribes; (un)subscribe commands are serialized, so an unsubscribe never overtakes
 //!   a later subscribe;
@@ -19,6 +20,7 @@
 use super::conn::{Conn, MessageHandler};
 use super::node::Node;
 use futures::future::{select, Either};
+use redlatch::protocol::family::keys::wakes_every_waiter;
 use redlatch::{BoxFut, Result, Runtime, Subscription};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -142,10 +144,10 @@ impl Subscriber {
             };
             let channels = lock(&me.channels);
             if let Some(ch) = channels.get(channel) {
-                if payload == b"0" {
-                    ch.notify.notify_one();
-                } else {
+                if wakes_every_waiter(channel, payload) {
                     wake_all(&ch.notify);
+                } else {
+                    ch.notify.notify_one();
                 }
             }
         })

@@ -86,6 +86,17 @@ pub fn latch_channel(name: &str) -> String {
     format!("{LATCH_CHANNEL_START}{{{name}}}")
 }
 
+/// Whether pub/sub message `payload` on `channel` wakes every waiter of a client, rather than
+/// one: a lock's `0` tells of one release (one waiter may take it, as Redisson's `LockPubSub`
+/// wakes one), a count-down latch's `0` is its open message, for every waiter (Redisson's
+/// `CountDownLatchPubSub`), and any other message (`1`: Redisson's read/write and semaphore
+/// releases) wakes all. One rule for every subscriber (the native one and the Node local
+/// engine's): user trials of stops 44 and 46 saw one latch waiter per client woken, the
+/// others by their poll, first on the native subscriber, then on the Node local engine.
+pub fn wakes_every_waiter(channel: &str, payload: &[u8]) -> bool {
+    payload != b"0" || channel.starts_with(LATCH_CHANNEL_START)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
