@@ -39,6 +39,24 @@ for (const entry of ENTRIES) {
       await close()
     })
 
+    test('a scope ending on a lost permit or multi-lock rejects LockLostError, once', async () => {
+      // A Node family trial of stop 46: `await using` on a multi-lock whose lease ran out
+      // resolved silently (release() rejected), as for a permit.
+      const { LockLostError } = entry.api
+      const permits = client.permitSemaphore(key('lost-permit'), { permits: 1 })
+      const multi = client.multiLock([key('lost-ma'), key('lost-mb')], { leaseMs: 100 })
+      const held = [await permits.acquire({ leaseMs: 100 }), await multi.acquire()]
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      for (const h of held) {
+        assert.equal(h.lost, true)
+        await assert.rejects(h[Symbol.asyncDispose](), LockLostError)
+        await h[Symbol.asyncDispose]() // released (given back) already: nothing to do
+      }
+      const other = await multi.acquire({ waitMs: 0 })
+      await other.release()
+      await other[Symbol.asyncDispose]() // released through the object: nothing to do
+    })
+
     test('acquire, tryAcquire, release and available; a handle releases only what it holds', async () => {
       const name = key('sem')
       const sem = client.semaphore(name, { permits: 3 })

@@ -21,6 +21,8 @@ const releaseScopeEnd = Symbol('releaseScopeEnd')
 /** The locks of one multi-lock acquisition, released together. */
 export class MultiHeld {
   #raw
+  /** A release through this object ended it (a scope end then has nothing to do). */
+  #released = false
 
   /** @internal Returned by `multiLock.acquire()`. */
   constructor(token, raw) {
@@ -46,7 +48,10 @@ export class MultiHeld {
   async release() {
     try {
       await this.#raw.release(false)
+      this.#released = true
     } catch (err) {
+      // An unknown outcome leaves members held: release again (or let the scope end do it).
+      if (this.#raw.ended) this.#released = true
       throw toLockError(err)
     }
   }
@@ -61,12 +66,19 @@ export class MultiHeld {
       await this.#raw.release(true)
     } catch (err) {
       throw toLockError(err)
+    } finally {
+      this.#released = true
     }
   }
 
-  /** `await using held = await multi.acquire()`: releases unless already released. */
+  /**
+   * `await using held = await multi.acquire()`: releases unless already released through this
+   * object; a member lost meanwhile rejects with LockLostError, as `release()` does. (Before
+   * stop 46 a lost multi-lock's scope end resolved silently: the engine's `ended` also means
+   * "nothing held any more", which a loss is too.)
+   */
   async [asyncDispose]() {
-    if (this.#raw.ended) return
+    if (this.#released) return
     await this[releaseScopeEnd]()
   }
 }

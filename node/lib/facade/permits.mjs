@@ -26,6 +26,8 @@ async function engineCall(call) {
 export class Permit {
   #raw
   #name
+  /** A release through this object ended it (a scope end then has nothing to do). */
+  #released = false
 
   /** @internal Returned by `permitSemaphore.acquire()`. */
   constructor(token, raw, name) {
@@ -72,7 +74,14 @@ export class Permit {
    * now), as for a lock released late.
    */
   async release() {
-    return engineCall(() => this.#raw.release(false))
+    try {
+      await engineCall(() => this.#raw.release(false))
+      this.#released = true
+    } catch (err) {
+      // An unknown outcome leaves the permit held: release again (or let the scope end do it).
+      if (this.#raw.ended) this.#released = true
+      throw err
+    }
   }
 
   /**
@@ -81,12 +90,20 @@ export class Permit {
    * collected.
    */
   async [releaseScopeEnd]() {
-    return engineCall(() => this.#raw.release(true))
+    try {
+      await engineCall(() => this.#raw.release(true))
+    } finally {
+      this.#released = true
+    }
   }
 
-  /** `await using permit = await sem.acquire()`: releases at the end of the block unless released. */
+  /**
+   * `await using permit = await sem.acquire()`: releases at the end of the block unless
+   * released through this object; a permit lost meanwhile rejects with LockLostError, as
+   * `release()` does (it resolved silently before stop 46, as for a multi-lock).
+   */
   async [asyncDispose]() {
-    if (this.#raw.ended) return
+    if (this.#released) return
     await this[releaseScopeEnd]()
   }
 
