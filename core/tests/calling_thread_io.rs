@@ -210,3 +210,44 @@ fn a_release_whose_new_connection_cannot_log_in_during_a_stop_still_applies_when
         "both releases held up by the stop applied when it resumed"
     );
 }
+
+#[test]
+fn a_semaphore_release_after_two_releases_timed_out_in_a_pause_applies_when_it_ends() {
+    // A C user trial of stop 46: during a CLIENT PAUSE a lease lock's and a reentrant lock's
+    // releases timed out, each on a calling-thread connection; the semaphore release after them
+    // was never sent (its permits taken for good).
+    let s = server();
+    let builder = redlatch::Client::builder(&s.url()).network_timeout(Duration::from_millis(1000));
+    let client = blocking::Client::from_builder(builder).expect("connect");
+    let mut admin = sync_redis(&s);
+    let lease = client.lock("local:stall:lease").lease(Duration::from_secs(30));
+    let rlock = client.rlock("local:stall:rlock").lease(Duration::from_secs(30));
+    let sem = client.semaphore("local:stall:sem");
+    assert!(sem.try_set_permits(3).expect("set permits"));
+    let held_lease = lease.acquire().expect("lease");
+    let held_rlock = rlock.acquire().expect("rlock");
+    sem.acquire(2).expect("permits");
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["PAUSE", "4000", "ALL"])
+        .query(&mut admin)
+        .unwrap();
+    let _ = held_lease.release_final();
+    let _ = held_rlock.release_final();
+    let e = sem.release(2).expect_err("no reply while paused");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    let mut available = String::new();
+    for _ in 0..300 {
+        available = redis::cmd("GET")
+            .arg("local:stall:sem")
+            .query(&mut admin)
+            .unwrap();
+        if available == "3" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        available, "3",
+        "the release held up by the pause applied when it ended"
+    );
+}

@@ -31,12 +31,12 @@ use super::sentinel::SentinelSource;
 use super::warnings::Warnings;
 use crate::error::Result;
 use crate::protocol::independence::QuorumServers;
-use crate::protocol::request::{AttemptMark, Request};
+use crate::protocol::request::Request;
 use futures::future::{BoxFuture, FutureExt, Shared};
 use redis::PushInfo;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where the node is: a fixed address, or the master a Sentinel deployment names.
 #[derive(Clone)]
@@ -106,26 +106,6 @@ pub(crate) struct Reconnecting {
     runtime: std::sync::OnceLock<tokio::runtime::Handle>,
 }
 
-/// How long a connection a call was abandoned on stays open after the suspicion (calls are
-/// steered by it for a connect timeout only): requests still queued on it, such as a release
-/// held up by a paused Redis, reach Redis when it runs again instead of being thrown away with
-/// the connection (the calling thread's connections linger the same way, `local_io`). Found by
-/// the re-trial of stop 35: a scope-end release sent while Redis was
-/// paused for 3 s was never applied, its connection closed after a connect timeout of 0.5 s,
-/// and the background retries, bounded by the release latch, gave up meanwhile. The undos of
-/// acquire tries queued there follow them (see the module docs), so a late try is undone.
-pub(crate) const LINGER: Duration = Duration::from_secs(30);
-
-/// At most this many abandoned calls keep their connection open (the oldest go first).
-pub(crate) const MAX_LINGERING: usize = 64;
-
-/// A call abandoned on `live` at `since`: the acquire attempt it was, if one.
-struct Suspect {
-    live: Live,
-    since: Instant,
-    attempt: Option<AttemptMark>,
-}
-
 impl Reconnecting {
     pub(crate) fn new(source: Source, settings: Settings) -> Self {
         Reconnecting {
@@ -187,7 +167,23 @@ impl Reconnecting {
             }
             slot.get_or_insert_with(|| self.connect()).clone()
         };
-        let result = connecting.clone().await;
+        let result = match self.newest_open_suspect() {
+            Some(suspect) if tokio::runtime::Handle::try_current().is_ok() => {
+                // A connection exists, suspect: a set-up held past half a connect timeout
+                // means a paused or stalled server, and the request queues there instead, to
+                // apply when it runs again (see `get_while_set_up_is_held`). A flow that is
+                // only dead lets the new connection's set-up finish first.
+                let held = Box::pin(tokio::time::sleep(self.settings.connect_timeout / 2));
+                match futures::future::select(connecting.clone(), held).await {
+                    futures::future::Either::Left((result, _)) => result,
+                    futures::future::Either::Right(_) => {
+                        tracing::debug!("the new connection's set-up is held: queued on the suspect one");
+                        return Ok(suspect);
+                    }
+                }
+            }
+            _ => connecting.clone().await,
+        };
         let mut slot = self.connecting();
         if slot.as_ref().is_some_and(|c| c.ptr_eq(&connecting)) {
             // The first of its callers to see it done makes it the live connection.
@@ -199,47 +195,26 @@ impl Reconnecting {
         result
     }
 
+    /// A connection to queue a request on while the node holds the set-up of new connections
+    /// (the calling thread could not make one within half its time: a paused or stalled server
+    /// accepts the TCP connection but not its `HELLO`/`AUTH`): the live one even if suspect,
+    /// else the newest suspect still open to the same node, else [`get`](Self::get). Queued
+    /// there, the request applies when the server runs again, as one sent before the stall
+    /// does; on a new connection it waited for a set-up that never finished in its time, and
+    /// was never sent at all (a C user trial of stop 46: a semaphore release after two timed
+    /// out lock releases never reached Redis, its permits taken for good).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub(crate) async fn get_while_set_up_is_held(&self) -> Result<Live> {
+        match self.current().or_else(|| self.newest_open_suspect()) {
+            Some(live) => Ok(live),
+            None => self.get().await,
+        }
+    }
+
     fn connecting(&self) -> std::sync::MutexGuard<'_, Option<Connecting>> {
         self.connecting.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The connection a try of the attempt `undo` undoes was abandoned on, if one was within a
-    /// connect timeout (see the module docs).
-    pub(crate) fn suspect_for(&self, undo: &Request) -> Option<Live> {
-        let suspects = self.live_suspects();
-        let own = suspects
-            .iter()
-            .find(|s| self.is_recent(s) && undo.undoes(s.attempt.as_ref()))?;
-        Some(own.live.clone())
-    }
-
-    /// Every connection a try of the attempt `undo` undoes was abandoned on and that still
-    /// lingers, however long ago: an acquire retried within its wait leaves one try per
-    /// timeout, each queued on its own connection, and each may still apply when a stalled
-    /// Redis runs again (a user trial of stop 38: the undo followed only the latest, and the
-    /// first try's grant stayed for the whole lease).
-    pub(crate) fn suspects_for(&self, undo: &Request) -> Vec<Live> {
-        self.live_suspects()
-            .iter()
-            .filter(|s| undo.undoes(s.attempt.as_ref()))
-            .map(|s| s.live.clone())
-            .collect()
-    }
-
-    /// Whether `suspect` is recent enough to steer calls: within a connect timeout (an undo
-    /// comes at once after its attempt, or it went elsewhere).
-    fn is_recent(&self, suspect: &Suspect) -> bool {
-        suspect.since.elapsed() < self.settings.connect_timeout
-    }
-
-    /// The abandoned calls whose connection is kept open: for [`LINGER`] after the suspicion
-    /// (at most [`MAX_LINGERING`] of them), unless found dropped.
-    fn live_suspects(&self) -> std::sync::MutexGuard<'_, Vec<Suspect>> {
-        let mut suspects = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
-        suspects.retain(|s| s.since.elapsed() < LINGER && !s.live.is_lost());
-        let excess = suspects.len().saturating_sub(MAX_LINGERING);
-        suspects.drain(..excess);
-        suspects
     }
 
     /// `true` while a connection to a TLS address (a fixed one) is being made, its handshake
@@ -254,38 +229,6 @@ impl Reconnecting {
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         if live.as_ref().is_some_and(|l| l.id == id) {
             *live = None;
-        }
-    }
-
-    /// Marks `live` suspect: a call on it (`request`, if it was one) was abandoned or timed
-    /// out (see the module docs).
-    pub(crate) fn suspect(&self, live: &Live, request: Option<&Request>) {
-        if live.is_lost() {
-            return; // nothing more is delivered on it
-        }
-        let attempt = request.and_then(Request::attempt_mark);
-        let mut suspects = self.live_suspects();
-        if !suspects
-            .iter()
-            .any(|s| s.live.id == live.id && s.attempt == attempt)
-        {
-            suspects.push(Suspect {
-                live: live.clone(),
-                since: Instant::now(),
-                attempt,
-            });
-        }
-    }
-
-    /// Marks `request` (`None`: a call of the client's own, such as `PING`) on `live` as in
-    /// flight until [`InFlight::done`]; dropped before that, the connection becomes suspect
-    /// (see the module docs).
-    pub(crate) fn in_flight<'a>(&'a self, live: &'a Live, request: Option<&'a Request>) -> InFlight<'a> {
-        InFlight {
-            conn: self,
-            live,
-            request,
-            done: false,
         }
     }
 
@@ -323,82 +266,7 @@ impl Reconnecting {
     }
 }
 
-impl Drop for Reconnecting {
-    /// The client is gone (`Client::close`, or dropped): the connections calls were abandoned
-    /// on stay open until every reply owed on them came, at most [`LINGER`] after the
-    /// suspicion, so what is still queued there (the releases `Client::close` sends, held up
-    /// by a Redis paused past the network timeout) reaches Redis when it runs again. Closed
-    /// with the client before stop 36, and Redis threw those requests away with them (stop
-    /// 35's N5: a client closed during a pause gave no semaphore permit back). A `PING` tells
-    /// when the replies came: it is answered after every request before it.
-    fn drop(&mut self) {
-        let suspects = std::mem::take(self.suspects.get_mut().unwrap_or_else(|p| p.into_inner()));
-        let mut lingering: Vec<(Live, Instant)> = Vec::new();
-        for s in suspects.into_iter().filter(|s| !s.live.is_lost()) {
-            match lingering.iter_mut().find(|(l, _)| l.id == s.live.id) {
-                Some((_, since)) => *since = (*since).max(s.since),
-                None => lingering.push((s.live, s.since)),
-            }
-        }
-        let Some(runtime) = self.runtime.get().filter(|_| !lingering.is_empty()) else {
-            return;
-        };
-        runtime.spawn(async move {
-            for (live, since) in lingering {
-                let until = tokio::time::Instant::from_std(since + LINGER);
-                let (mut conn, ping) = (live.conn.clone(), redis::cmd("PING"));
-                loop {
-                    let ping = ping.query_async::<()>(&mut conn);
-                    match tokio::time::timeout_at(until, ping).await {
-                        // Its reply timed out (the node is still paused): ask again.
-                        Ok(Err(e)) if e.is_timeout() => {}
-                        // Answered (so was everything before it), gone, or out of time.
-                        _ => break,
-                    }
-                }
-            }
-        });
-    }
-}
-
-/// Keeps `connections` (a closed client's calling-thread connections, `local_io`, that calls
-/// were abandoned on) open until `until`, on a thread of their own, for the reason the
-/// multiplexed ones linger (`Reconnecting`'s drop). Blocking connections cannot tell when the
-/// replies owed on them came (a `PING` read could take an earlier reply for its own), so they
-/// stay for the whole linger; and a thread, since the runtime may be shutting down with the
-/// client.
-pub(crate) fn linger_after_close<T: Send + 'static>(until: Instant, connections: T) {
-    let spawned = std::thread::Builder::new()
-        .name("redlatch-linger".to_owned())
-        .spawn(move || {
-            std::thread::sleep(until.saturating_duration_since(Instant::now()));
-            drop(connections);
-        });
-    if let Err(e) = spawned {
-        tracing::debug!(error = %e, "no thread to keep a closed client's abandoned connections open");
-    }
-}
-
-/// A call on one connection, from sending to its reply (see [`Reconnecting::in_flight`]).
-pub(crate) struct InFlight<'a> {
-    conn: &'a Reconnecting,
-    live: &'a Live,
-    request: Option<&'a Request>,
-    done: bool,
-}
-
-impl InFlight<'_> {
-    /// The reply (or an error) came: the connection answered.
-    pub(crate) fn done(mut self) {
-        self.done = true;
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            tracing::debug!("a call was abandoned before its reply: its connection is suspect");
-            self.conn.suspect(self.live, self.request);
-        }
-    }
-}
+#[path = "connection_suspects.rs"]
+mod suspects;
+use suspects::Suspect;
+pub(crate) use suspects::{linger_after_close, LINGER, MAX_LINGERING};

@@ -13,7 +13,7 @@
 //! since no retry can help.
 
 use super::connection::{Live, Reconnecting, Settings, Source};
-use super::local_io::{self, LocalConnections, Sent};
+use super::local_io::{self, LocalConnections};
 use super::loop_io::LoopNode;
 use super::node::{node_spec, NodeSpec};
 use super::pubsub::Subscriber;
@@ -169,57 +169,6 @@ impl RedisTransport {
         describe(&live.node, e, args)
     }
 
-    /// The request sent from the calling thread, when this is a blocking call's first poll
-    /// on a single-node client (see `local_io`); `None` sends it on the multiplexed
-    /// connection. The undo of an attempt that timed out there follows it onto its
-    /// connection wherever it runs (off the calling thread on a blocking-pool thread, since
-    /// it may wait a network timeout).
-    async fn eval_local(&self, request: &Request) -> Option<Result<Reply>> {
-        let local = self.local.as_ref()?;
-        let follows_a_timeout = request.is_undo() && local.has_suspect_for(request);
-        if !follows_a_timeout && !local_io::active() {
-            return None; // checked first: the async path pays one thread-local read
-        }
-        if follows_a_timeout {
-            // Whatever state the multiplexed connection is in (being replaced, since an
-            // abandoned call there makes it suspect): the undo's place is behind its attempt.
-            let sent = if local_io::active() {
-                local.follow_up(request)?
-            } else {
-                let (local, undo) = (local.clone(), request.clone());
-                tokio::task::spawn_blocking(move || local.follow_up(&undo))
-                    .await
-                    .ok()??
-            };
-            return Some(sent.map_err(|e| describe(&self.label, &e, &request.args)));
-        }
-        let live = self.conn.existing()?;
-        let node = live.node;
-        if live.facts.ifeq {
-            return None;
-        }
-        match local.send(request) {
-            Sent::Reply(reply) => Some(Ok(reply)),
-            Sent::Failed { timed_out: true, .. } => {
-                // The driver's timer cannot interrupt a blocking read; it was started before
-                // this attempt and is due by now. As on the multiplexed connection, a reply
-                // timeout ends the call by that timer, with no retry elsewhere: a retry on the
-                // multiplexed connection could be granted (the same token) and released
-                // before this attempt, still queued on the stalled connection, applied, and
-                // leave its grant behind for a whole lease (seen in CI under load). Its undo
-                // follows it onto that connection (`follow_up`); the rest of the call leaves
-                // this thread.
-                local_io::end_scope();
-                std::future::pending().await
-            }
-            Sent::Failed { error, .. } => Some(Err(describe(&node, &error, &request.args))),
-            Sent::NoConnection => {
-                local_io::end_scope();
-                None
-            }
-        }
-    }
-
     /// The request sent on the calling event loop's connection, when a binding polls this
     /// call inside `loop_io::poll_on_loop` (or on the connection a timed-out attempt is queued
     /// on, for its undo); `None` sends it on the multiplexed connection.
@@ -266,12 +215,22 @@ impl Transport for RedisTransport {
                 if let Some(reply) = Box::pin(self.undo_behind_its_attempt(request)).await {
                     return reply;
                 }
-            } else if let Some(reply) = self.eval_local(request).await {
-                return reply;
-            } else if let Some(reply) = self.eval_on_loop(request).await {
-                return reply;
             }
-            let live = self.conn.get_for(request.is_undo().then_some(request)).await?;
+            // Not for an undo: its place is behind its attempt (above), else any connection.
+            let set_up_held = !request.is_undo()
+                && match self.eval_local(request).await {
+                    Local::Done(reply) => return reply,
+                    Local::SetUpHeld => true,
+                    Local::Elsewhere => match self.eval_on_loop(request).await {
+                        Some(reply) => return reply,
+                        None => false,
+                    },
+                };
+            let live = if set_up_held {
+                self.conn.get_while_set_up_is_held().await?
+            } else {
+                self.conn.get_for(request.is_undo().then_some(request)).await?
+            };
             let mut conn = live.conn.clone();
             let in_flight = self.conn.in_flight(&live, Some(request));
             // Pinned here and passed by reference: moved into `unless_lost`, the call's future
@@ -449,3 +408,7 @@ mod undo;
 #[cfg(test)]
 #[path = "transport_lost_tests.rs"]
 mod lost_connection_tests;
+
+#[path = "transport_local.rs"]
+mod local;
+use local::Local;

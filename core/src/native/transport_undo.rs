@@ -7,6 +7,7 @@
 //! by a user trial of the sync Python client, stop 35). Each undo is safe to repeat: it gives
 //! back only what its attempt's latch (or token) proves, and only once.
 
+use super::Local;
 use super::RedisTransport;
 use crate::error::Result;
 use crate::protocol::reply::Reply;
@@ -21,8 +22,8 @@ impl RedisTransport {
     pub(super) async fn undo_behind_its_attempt(&self, undo: &Request) -> Option<Result<Reply>> {
         let calling_thread_or_loop = async {
             match self.eval_local(undo).await {
-                Some(reply) => Some(reply),
-                None => self.eval_on_loop(undo).await,
+                Local::Done(reply) => Some(reply),
+                Local::Elsewhere | Local::SetUpHeld => self.eval_on_loop(undo).await,
             }
         };
         // Behind every try abandoned on a multiplexed connection, not only the latest (an

@@ -168,12 +168,11 @@ impl Semaphore {
         crate::driver::cleanup::spawn(
             &*self.engine.runtime,
             Box::pin(async move {
-                let exact_until = unsettled.sent + Duration::from_millis(engine.latch_ttl_ms());
                 let mut failures = 0;
                 loop {
                     engine.pause_before_retry(failures).await;
                     failures += 1;
-                    if engine.registry.is_closed() || engine.now() >= exact_until {
+                    if engine.registry.is_closed() || !latch_may_tell(&engine, &unsettled) {
                         tracing::warn!(semaphore = %name, permits = unsettled.permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back");
                         return;
                     }
@@ -224,17 +223,23 @@ impl Semaphore {
     }
 
     /// Whether the latch of `earlier`, if it applied, is still there when its id is sent again
-    /// now: the latch lives `latch_ttl_ms` from when the release applied, which was no earlier
-    /// than its first send (50 ms are kept back for the trip).
+    /// now (see the function of that name below).
     fn latch_may_tell(&self, earlier: &UnsettledRelease) -> bool {
         latch_may_tell(&self.engine, earlier)
     }
 }
 
-/// [`Semaphore::latch_may_tell`], for `engine`.
+/// Whether the latch of `earlier`, if it applied, is certainly still there when its id, sent
+/// again now, reaches Redis: the latch lives `latch_ttl_ms` from when the release applied, no
+/// earlier than its first send; a request sent now may leave up to a network timeout later
+/// (after a new connection's set-up, or queued behind a suspect one once that set-up is held:
+/// `connection.rs`), and 50 ms are kept back for the trip. (Counted from the check alone, a
+/// re-send queued behind a set-up held by a slow node left after the latch had gone and gave
+/// the permits back twice.)
 pub(super) fn latch_may_tell(engine: &Engine, earlier: &UnsettledRelease) -> bool {
     let lives = Duration::from_millis(engine.latch_ttl_ms());
-    engine.now().saturating_sub(earlier.sent) + Duration::from_millis(50) < lives
+    let may_leave_within = engine.config.network_timeout + Duration::from_millis(50);
+    engine.now().saturating_sub(earlier.sent) + may_leave_within < lives
 }
 
 /// Sends the release of `permits` as request `request_id` (its latch makes a repeat exact;
