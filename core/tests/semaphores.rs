@@ -490,6 +490,32 @@ async fn close_gives_back_the_permits_of_handles_dropped_while_holding() {
     assert_eq!(direct.available().await.unwrap(), 5, "given back at close, once");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_deleted_while_held_is_not_released_fine_by_a_retry_after_a_lost_connection() {
+    // A Python user trial of stop 46: the release's first try met a killed connection, and the
+    // retry that found no such id took that for the first try's release: "released", for a
+    // permit whose entry a restart without persistence had deleted. Its latch tells now.
+    let s = server();
+    let c = client(&s).await;
+    let mut conn = raw(&s).await;
+    let sem = c.permit_semaphore("psem:killed");
+    assert!(sem.try_set_permits(2).await.unwrap());
+    for round in 0..3 {
+        let held = sem.acquire(Some(Duration::from_secs(30))).await.unwrap();
+        let _: i64 = cmd(&mut conn, &["DEL", "psem:killed", "{psem:killed}:timeout"]).await;
+        let _: i64 = cmd(&mut conn, &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]).await;
+        let e = within(Duration::from_secs(10), held.release())
+            .await
+            .expect_err("gone");
+        assert_eq!(
+            (e.kind(), e.reason()),
+            (ErrorKind::NotOwned, Some(Reason::Deleted)),
+            "round {round}: {e}"
+        );
+        assert!(sem.try_set_permits(2).await.unwrap());
+    }
+}
+
 #[tokio::test]
 async fn a_permit_gone_while_held_says_why() {
     // Found by a user trial (stop 35): a held permit whose entry was deleted (a restart without

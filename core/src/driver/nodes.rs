@@ -131,22 +131,10 @@ impl Nodes {
 
     /// Sends `request` to node `i`, giving up after `timeout`.
     pub(crate) async fn call(&self, i: usize, request: &Request, timeout: Duration) -> Result<Reply> {
-        self.call_noting_retry(i, request, timeout).await.0
-    }
-
-    /// As [`call`](Self::call), and whether the answer came from a retry after a connection
-    /// error (so an earlier try of the same request may have applied).
-    pub(crate) async fn call_noting_retry(
-        &self,
-        i: usize,
-        request: &Request,
-        timeout: Duration,
-    ) -> (Result<Reply>, bool) {
-        let connections = match self.for_call() {
-            Ok(connections) => connections,
-            Err(e) => return (Err(e), false),
-        };
-        call_once_more(&*connections[i], request, &*self.runtime, timeout).await
+        let connections = self.for_call()?;
+        call_once_more(&*connections[i], request, &*self.runtime, timeout)
+            .await
+            .0
     }
 
     /// Sends `request` to every node concurrently; one result per node, in node order.

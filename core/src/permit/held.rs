@@ -69,17 +69,17 @@ impl std::fmt::Debug for Permit {
 
 /// Releases permit `id` of `name`, mapping Redis' answer to the error taxonomy.
 pub(super) async fn release_id(engine: &Engine, name: &str, id: &str) -> Result<()> {
-    let request = permits::release(name, id, engine.runtime.wall_clock_ms(), PUBLISH)?;
+    let now = engine.runtime.wall_clock_ms();
+    let request_id = crate::protocol::token::new_token()?;
+    let request = permits::release_once(name, id, now, PUBLISH, &request_id, engine.latch_ttl_ms())?;
     let timeout = engine.config.network_timeout;
-    let (reply, retried) = engine.nodes.call_noting_retry(0, &request, timeout).await;
+    let reply = engine.nodes.call(0, &request, timeout).await;
+    // A try whose reply was lost with its connection is answered by its latch on the retry.
+    // (Stops 36-45 took "no such id" on a retry for that try's release: a permit deleted
+    // meanwhile, a restart without persistence, then read as released, a user trial of stop
+    // 46; before stop 36 a try that had released it read as gone.)
     match permits::decode_release(&reply?)? {
         ReleaseReply::Released => Ok(()),
-        // A try whose reply was lost with its connection, then the retry found no such id:
-        // that try released it (permit ids are random: no other holder; a Redisson release
-        // has no idempotency latch to ask). Before stop 36 this said the permit was gone
-        // although this release had given it back (found by a user trial: 10/10 with the
-        // reply dropped, and about 1 in 4,000 under random CLIENT KILL).
-        ReleaseReply::Unknown if retried => Ok(()),
         ReleaseReply::Expired => Err(Error::not_owned(
             false,
             Reason::Expired,

@@ -126,6 +126,29 @@ pub fn release(name: &str, id: &str, now_ms: u64, publish: &str) -> Result<Reque
     ))
 }
 
+/// [`release`] as request `request_id` (random, one per release call, reused by its retries),
+/// whose idempotency latch (`redisson_unlock_latch:{N}:<request id>`) is kept `latch_ttl_ms`:
+/// a retry whose first reply was lost gets the first answer back (the permit released, or
+/// released late) instead of "unknown id", which a permit deleted meanwhile also answers.
+///
+/// # Errors
+/// As [`release`].
+pub fn release_once(
+    name: &str,
+    id: &str,
+    now_ms: u64,
+    publish: &str,
+    request_id: &str,
+    latch_ttl_ms: u64,
+) -> Result<Request> {
+    let mut request = release(name, id, now_ms, publish)?;
+    request
+        .keys
+        .push(crate::protocol::keys::unlock_latch(name, request_id));
+    request.args.push(latch_ttl_ms.to_string());
+    Ok(request)
+}
+
 /// Gives back permit `id` if the acquire that asked for it applied: [`release`] sent by
 /// source, which transports recognize as the undo of that acquire (`Request::is_undo`) and
 /// send behind it on its connection. Reply: [`decode_release`].
