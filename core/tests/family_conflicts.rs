@@ -130,6 +130,19 @@ async fn semaphores_and_latches_over_a_text_string_are_key_conflicts() {
             "permit acquire",
             within(BOUND, permits.acquire(None)).await.map(drop),
         ),
+        // A C user trial of stop 46: OK and "already set" (false) over application data.
+        (
+            "semaphore try_set_permits",
+            within(BOUND, sem.try_set_permits(2)).await.map(drop),
+        ),
+        (
+            "permit try_set_permits",
+            within(BOUND, permits.try_set_permits(2)).await.map(drop),
+        ),
+        (
+            "latch try_set_count",
+            within(BOUND, latch.try_set_count(2)).await.map(drop),
+        ),
     ];
     for (what, result) in kinds {
         let err = result.unwrap_err();
@@ -137,6 +150,11 @@ async fn semaphores_and_latches_over_a_text_string_are_key_conflicts() {
     }
     let value: String = cmd(&mut conn, &["GET", "pool"]).await;
     assert_eq!(value, "hello");
+    let _: i64 = cmd(&mut conn, &["HSET", "pool:hash", "f", "v"]).await;
+    let err = within(BOUND, client.semaphore("pool:hash").try_set_permits(2))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::KeyConflict, "a hash: {err}");
     // A semaphore's own count still works.
     let sem = client.semaphore("pool:ok");
     assert!(sem.try_set_permits(2).await.unwrap());

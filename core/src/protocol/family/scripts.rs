@@ -64,7 +64,7 @@ family_script!(
 );
 family_script!(
     /// Set the permits of a semaphore that does not exist yet (both semaphore kinds).
-    SEMAPHORE_SET, "semaphore_set"
+    SEMAPHORE_SET, "semaphore_set", "lua/count.lua"
 );
 family_script!(
     /// Permits available.
@@ -92,7 +92,7 @@ family_script!(
 );
 family_script!(
     /// Count-down latch: set the count if absent.
-    LATCH_SET, "latch_set"
+    LATCH_SET, "latch_set", "lua/count.lua"
 );
 family_script!(
     /// Count-down latch: count down, open at zero.
