@@ -543,8 +543,10 @@ enum redlatch_status redlatch_rlock_new(const struct redlatch_client *client,
 // (first come, first served), across processes and languages, using Redisson 4.7's queue list
 // `redisson_lock_queue:{name}` and timeout set `redisson_lock_timeout:{name}`
 // (docs/family-protocol.md). A waiter whose wait runs out leaves the queue at once; a waiter
-// that dies stays queued until its slot passes, so it stalls those behind it for at most its
-// wait (`wait_ms`; 300000 ms, Redisson's `fairLockWaitTimeout`, when it waits forever).
+// that dies stays queued until its slot passes, so it stalls those behind it: its slot ends
+// its wait (`wait_ms`; 300000 ms, Redisson's `fairLockWaitTimeout`, when it waits forever)
+// after the holder's remaining lease as it was when the waiter queued (Redisson's timeout
+// arithmetic: a release before that lease ends does not shorten it).
 // `redlatch_lock_try_acquire` never queues (Redisson's `tryLock()`).
 //
 // Arguments and errors as `redlatch_lock_new`; acquiring on a quorum client fails with
@@ -810,7 +812,9 @@ enum redlatch_status redlatch_permit_is_lost(const struct redlatch_permit *permi
 
 // Releases the permit, waking waiters.
 //
-// Errors: `REDLATCH_NOT_OWNED` (already released, or its lease ran out: reason `EXPIRED`);
+// Errors: `REDLATCH_LOCK_LOST` (its lease ran out: reason `EXPIRED`, as for a lock released
+// late); `REDLATCH_NOT_OWNED` (already released: reason `NEVER_HELD`; its entry gone within
+// its lease: reason `DELETED`);
 // `REDLATCH_INVALID_ARGUMENT` (NULL; a permit from a parent process gives `NOT_OWNED`);
 // `REDLATCH_CONNECTION`, `REDLATCH_REDIS` (the outcome is unknown: call again).
 //

@@ -45,7 +45,7 @@ const NO_SUCH_DATABASE: &str = "DB index is out of range";
 const NO_SUCH_DATABASE_MESSAGE: &str =
     "the server has no database of the URL's number (ERR DB index is out of range: it has as many as its `databases` setting, 16 by default, numbered from 0)";
 const AUTH_REQUIRED: &str =
-    "the server requires a password (NOAUTH): connect with a user name and password (in a URL: redis://user:password@host:port; for the wasm entry, in the host's Redis client)";
+    "the server requires a password (NOAUTH): connect with a user name and password (in the URL: redis://user:password@host:port)";
 /// What Redis answers an `AUTH` with a password when the default user has none.
 const NO_PASSWORD_SET: &str = "called without any password configured";
 /// The message of a connection that gave a password to a server that has none set.

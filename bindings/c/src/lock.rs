@@ -219,8 +219,10 @@ pub unsafe extern "C" fn redlatch_rlock_new(
 /// (first come, first served), across processes and languages, using Redisson 4.7's queue list
 /// `redisson_lock_queue:{name}` and timeout set `redisson_lock_timeout:{name}`
 /// (docs/family-protocol.md). A waiter whose wait runs out leaves the queue at once; a waiter
-/// that dies stays queued until its slot passes, so it stalls those behind it for at most its
-/// wait (`wait_ms`; 300000 ms, Redisson's `fairLockWaitTimeout`, when it waits forever).
+/// that dies stays queued until its slot passes, so it stalls those behind it: its slot ends
+/// its wait (`wait_ms`; 300000 ms, Redisson's `fairLockWaitTimeout`, when it waits forever)
+/// after the holder's remaining lease as it was when the waiter queued (Redisson's timeout
+/// arithmetic: a release before that lease ends does not shorten it).
 /// `redlatch_lock_try_acquire` never queues (Redisson's `tryLock()`).
 ///
 /// Arguments and errors as `redlatch_lock_new`; acquiring on a quorum client fails with

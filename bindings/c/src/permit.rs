@@ -316,7 +316,9 @@ pub unsafe extern "C" fn redlatch_permit_is_lost(
 
 /// Releases the permit, waking waiters.
 ///
-/// Errors: `REDLATCH_NOT_OWNED` (already released, or its lease ran out: reason `EXPIRED`);
+/// Errors: `REDLATCH_LOCK_LOST` (its lease ran out: reason `EXPIRED`, as for a lock released
+/// late); `REDLATCH_NOT_OWNED` (already released: reason `NEVER_HELD`; its entry gone within
+/// its lease: reason `DELETED`);
 /// `REDLATCH_INVALID_ARGUMENT` (NULL; a permit from a parent process gives `NOT_OWNED`);
 /// `REDLATCH_CONNECTION`, `REDLATCH_REDIS` (the outcome is unknown: call again).
 ///
