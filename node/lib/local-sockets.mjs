@@ -11,6 +11,9 @@ import tls from 'node:tls'
  * Returns `connect(id, port, flags, target)`, `write(id, latin1)`, `destroy(id)` and
  * `setTimer(ms)`, the records' actions.
  */
+/** The longest delay Node's `setTimeout` takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 export function localSockets(native, out, deliver) {
   // The local engine's sockets (net.Socket | tls.TLSSocket), each in its Outbox: id -> Outbox.
   const outboxes = new Map()
@@ -132,7 +135,10 @@ export function localSockets(native, out, deliver) {
   let timer = null
   function setTimer(ms) {
     if (timer !== null) clearTimeout(timer)
-    timer = setTimeout(fire, ms)
+    // Node's timers take at most 2^31 - 1 ms (longer ones fire after 1 ms, with a
+    // TimeoutOverflowWarning: a networkTimeoutMs of 2^31 did, a Node family trial of stop 46);
+    // a timer that fires early re-arms for the rest (../src/local/timer.rs `fire`).
+    timer = setTimeout(fire, Math.min(ms, MAX_TIMER_MS))
     timer.unref()
   }
   function fire() {

@@ -2,6 +2,7 @@
 // and touches nothing in Redis (shared/API.md "Durations", "Errors").
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { ENTRIES, key, redis } from './helpers.mjs'
 
 const BAD_MS = [-1, -0.5, NaN, 1.5, 0.1, 2 ** 53, Number.MAX_VALUE, Infinity, -Infinity, '100', 10n, null, {}, true]
@@ -103,4 +104,21 @@ test('both entries refuse a client option with the same message', async () => {
     messages.push(error.message)
   }
   assert.equal(new Set(messages).size, 1, messages.join(' / '))
+})
+
+// A Node family trial of stop 46: the local engine's one timer asked Node for more than
+// 2^31 - 1 ms, which Node answers with a TimeoutOverflowWarning and a 1 ms timer. In a process
+// of its own: here other clients' earlier timers would keep the long one from being armed.
+test('a network timeout beyond 2^31 - 1 ms arms no overflowing timer', () => {
+  const script = `
+    const { Client } = await import(${JSON.stringify(import.meta.resolve('redlatch'))})
+    const client = await Client.connect(process.env.REDLATCH_TEST_URL, { networkTimeoutMs: 2 ** 31 })
+    const held = await client.fairLock(${JSON.stringify(key('big-timeout'))}).acquire()
+    await held.release()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await client.close()
+  `
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 })
+  assert.equal(run.status, 0, run.stderr)
+  assert.doesNotMatch(run.stderr, /TimeoutOverflowWarning/)
 })
