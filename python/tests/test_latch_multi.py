@@ -151,6 +151,43 @@ def test_multi_lock_bad_input(client: redlatch.Client, redis_url: str, name: str
         client.multi_lock([name], lease=0)
 
 
+def test_a_multi_lock_over_a_lease_lock_this_thread_holds_raises_at_once(client: redlatch.Client, name: str) -> None:
+    # A Python user trial of stop 46: it waited for itself (forever with no wait), where the
+    # lease lock's own acquire raises LockError at once.
+    held = client.lock(name + ":a", lease=10)
+    held.acquire()
+    try:
+        multi = client.multi_lock([held, name + ":b"])
+        with pytest.raises(redlatch.LockError) as err:
+            multi.acquire(timeout=5)
+        assert err.value.code == 6, err.value
+        assert name + ":a" in str(err.value)
+        # Another thread contends as usual (another owner).
+        other: List[bool] = []
+        t = threading.Thread(target=lambda: other.append(multi.acquire(timeout=0.2)))
+        t.start()
+        t.join()
+        assert other == [False]
+    finally:
+        held.release()
+    assert multi.acquire(timeout=5)
+    multi.release()
+
+
+@pytest.mark.asyncio
+async def test_an_async_multi_lock_over_a_lease_lock_this_task_holds_raises_at_once(redis_url: str, name: str) -> None:
+    aclient = redlatch.asyncio.Client(redis_url)
+    held = aclient.lock(name + ":a", lease=10)
+    await held.acquire()
+    try:
+        multi = aclient.multi_lock([held, name + ":b"])
+        with pytest.raises(redlatch.LockError) as err:
+            await multi.acquire(timeout=5)
+        assert err.value.code == 6, err.value
+    finally:
+        await held.release()
+
+
 @pytest.mark.asyncio
 async def test_async_latch_and_multi_lock(redis_url: str, r: redis.Redis, name: str) -> None:
     aclient = redlatch.asyncio.Client(redis_url)

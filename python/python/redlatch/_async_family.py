@@ -8,12 +8,15 @@ from __future__ import annotations
 import asyncio as _asyncio
 import weakref
 from types import TracebackType
-from typing import Any, List, Optional, Type, TypeVar
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Type, TypeVar
 
 from . import _native
 from ._common import add_note, already_held, disown, exit_error, forget, live_holds, not_held
 from ._errors import LockError
 from ._tasks import _current, _task, _task_owner
+
+if TYPE_CHECKING:
+    from .asyncio import Lock
 
 __all__ = ["Semaphore", "PermitSemaphore", "Permit", "CountDownLatch", "MultiLock"]
 
@@ -248,13 +251,16 @@ class MultiLock:
     """Several locks taken together by one task, all or none; see
     :class:`redlatch.MultiLock`. Each acquisition belongs to the acquiring task."""
 
-    __slots__ = ("_native", "_holds")
+    __slots__ = ("_native", "_holds", "_lease_members")
 
-    def __init__(self, native: _native.MultiLock) -> None:
+    def __init__(self, native: _native.MultiLock, lease_members: "Sequence[Lock]" = ()) -> None:
         self._native = native
         self._holds: "weakref.WeakKeyDictionary[_asyncio.Task[object], List[_native.MultiHold]]" = (
             weakref.WeakKeyDictionary()
         )
+        # Lease-lock members given as lock objects: one the acquiring task holds already would
+        # wait for itself (a Python user trial of stop 46: forever with no wait).
+        self._lease_members = tuple(lease_members)
 
     @property
     def names(self) -> List[str]:
@@ -272,6 +278,10 @@ class MultiLock:
         if holds:
             self._native.check_acquire(bool(blocking), timeout)
             raise already_held(",".join(self.names), "task")
+        for member in self._lease_members:
+            if live_holds(member._holds.get(task) or []):
+                self._native.check_acquire(bool(blocking), timeout)
+                raise already_held(member.name, "task")
         hold = await _granted(self._native.acquire_async(bool(blocking), timeout, _task_owner(task), raising=raising))
         if hold is None:
             return False

@@ -238,7 +238,8 @@ class Client(ClientBase):
             durations
         :raises TypeError: a member that is neither a lock of this API nor a str
         """
-        return MultiLock(self._native.multi_lock(_members(locks, Lock, "redlatch.Lock"), lease=lease, wait=wait))
+        native = self._native.multi_lock(_members(locks, Lock, "redlatch.Lock"), lease=lease, wait=wait)
+        return MultiLock(native, [m for m in locks if isinstance(m, Lock) and not m.reentrant])
 
     def force_unlock(self, name: str) -> bool:
         """Admin: deletes lock ``name`` whatever its owner, waking its waiters.

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import List, Optional, Type
+from typing import TYPE_CHECKING, List, Optional, Sequence, Type
 
 from . import _native
 from ._common import (
@@ -18,6 +18,9 @@ from ._common import (
     not_held,
 )
 from ._errors import LockError
+
+if TYPE_CHECKING:
+    from ._sync import Lock
 
 __all__ = ["Semaphore", "PermitSemaphore", "Permit", "CountDownLatch", "MultiLock"]
 
@@ -294,11 +297,14 @@ class MultiLock:
     :meth:`redlatch.Client.multi_lock`. Each acquisition belongs to the acquiring thread; it is
     not reentrant (acquiring it again from the holding thread raises ``LockError``)."""
 
-    __slots__ = ("_native", "_store")
+    __slots__ = ("_native", "_store", "_lease_members")
 
-    def __init__(self, native: _native.MultiLock) -> None:
+    def __init__(self, native: _native.MultiLock, lease_members: "Sequence[Lock]" = ()) -> None:
         self._native = native
         self._store: ThreadHolds[_native.MultiHold] = ThreadHolds()
+        # Lease-lock members given as lock objects: one the acquiring thread holds already
+        # would wait for itself (a Python user trial of stop 46: forever with no wait).
+        self._lease_members = tuple(lease_members)
 
     @property
     def names(self) -> List[str]:
@@ -317,6 +323,10 @@ class MultiLock:
         if holds:
             self._native.check_acquire(bool(blocking), timeout)
             raise already_held(",".join(self.names), "thread")
+        for member in self._lease_members:
+            if live_holds(member._holds()):
+                self._native.check_acquire(bool(blocking), timeout)
+                raise already_held(member.name, "thread")
         hold = self._native.acquire(bool(blocking), timeout, raising=raising)
         if hold is None:
             return False

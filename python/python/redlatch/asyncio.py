@@ -164,7 +164,8 @@ class Client(ClientBase):
         """Several locks taken together by one task, all or none, in sorted order; see
         :meth:`redlatch.Client.multi_lock` (members: asyncio lock objects of this client, or
         names)."""
-        return MultiLock(self._native.multi_lock(_members(locks, Lock, "redlatch.asyncio.Lock"), lease=lease, wait=wait))
+        native = self._native.multi_lock(_members(locks, Lock, "redlatch.asyncio.Lock"), lease=lease, wait=wait)
+        return MultiLock(native, [m for m in locks if isinstance(m, Lock) and not m.reentrant])
 
     async def force_unlock(self, name: str) -> bool:
         """Admin: deletes lock ``name`` whatever its owner. True if a lock was deleted.
