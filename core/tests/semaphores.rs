@@ -516,6 +516,41 @@ async fn a_permit_deleted_while_held_is_not_released_fine_by_a_retry_after_a_los
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_known_lost_is_refused_at_once_even_by_a_paused_redis_and_comes_back() {
+    // A Node family trial of stop 46: with `lost` already true, release() went to Redis and,
+    // Redis paused, failed with `Connection` after a network timeout instead of `LockLost`.
+    let s = server();
+    let c = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(2000))
+        .connect()
+        .await
+        .unwrap();
+    let sem = c.permit_semaphore("psem:known-lost");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let permit = sem.acquire(Some(Duration::from_millis(100))).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(permit.is_lost());
+    s.pause().unwrap();
+    let started = Instant::now();
+    let e = within(Duration::from_secs(10), permit.release())
+        .await
+        .expect_err("lost");
+    let took = started.elapsed();
+    s.resume().unwrap();
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::LockLost, Some(Reason::Expired)),
+        "{e}"
+    );
+    assert!(
+        took < Duration::from_millis(1000),
+        "at once, not after a round trip: {took:?}"
+    );
+    let direct = client(&s).await.permit_semaphore("psem:known-lost");
+    assert_eq!(direct.available().await.unwrap(), 1, "given back (or reclaimed)");
+}
+
 #[tokio::test]
 async fn a_permit_gone_while_held_says_why() {
     // Found by a user trial (stop 35): a held permit whose entry was deleted (a restart without

@@ -106,6 +106,9 @@ impl PermitState {
             ));
         }
         self.stop.notify(usize::MAX);
+        if let Some(known) = self.known_loss() {
+            return Err(known);
+        }
         let result = match release_id(&self.engine, &self.name, &self.id).await {
             // Gone after a release of this handle whose outcome stayed unknown, while its lease
             // runs: that release removed it (permit ids are random, as for the driver's own
@@ -137,6 +140,40 @@ impl PermitState {
 }
 
 impl PermitState {
+    /// The loss of this permit when it is known here (its lease ended, or a renewal found it
+    /// gone) and no earlier release of unknown outcome may be what ended it: said at once, as
+    /// for a lock, not after a round trip a slow Redis may not answer (a Node family trial of
+    /// stop 46 got `Connection` after a network timeout for a permit already `lost`). An
+    /// expired entry Redis has not reclaimed yet is given back from the background (any
+    /// acquire reclaims it too).
+    fn known_loss(&self) -> Option<Error> {
+        if self.maybe_released.load(Ordering::Acquire) {
+            return None;
+        }
+        let (reason, why) = if self.lease_ended() {
+            (Reason::Expired, "its lease had ended")
+        } else if self.lost.load(Ordering::Acquire) {
+            (Reason::Deleted, "its entry is gone (found by its renewal)")
+        } else {
+            return None;
+        };
+        self.engine.registry.untrack_other(self.registry_id);
+        if reason == Reason::Expired {
+            let (engine, name, id) = (self.engine.clone(), self.name.clone(), self.id.clone());
+            crate::driver::cleanup::spawn(
+                &*self.engine.runtime,
+                Box::pin(async move {
+                    let _ = release_id(&engine, &name, &id).await;
+                }),
+            );
+        }
+        Some(Error::not_owned(
+            true,
+            reason,
+            format!("permit of semaphore {:?} is no longer held: {why}", self.name),
+        ))
+    }
+
     /// Its lease has run out: a fixed lease, or the last renewal's (the watchdog's renewals
     /// failed for a whole watchdog timeout).
     pub(super) fn lease_ended(&self) -> bool {
