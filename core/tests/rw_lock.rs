@@ -465,3 +465,32 @@ async fn a_dropped_guards_background_release_lands_before_the_next_acquire_of_it
         within(Duration::from_secs(10), other.release()).await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_shorter_read_extend_shortens_the_lock_unless_another_reader_needs_it() {
+    // A Python user trial of stop 46: extend(2 s) of a 10 s read hold left the hash for 10 s:
+    // ttl() said 10 s and writers waited that long for a hold lost after 2 s.
+    let s = server();
+    let c = client(&s).await;
+    let rw = c.rw_lock("rw:shorter");
+    let read = rw.read().lease(Duration::from_secs(10));
+    let held = read.acquire().await.unwrap();
+    held.extend(Duration::from_secs(2)).await.unwrap();
+    let ttl = read.ttl().await.unwrap().expect("held");
+    assert!(
+        ttl <= Duration::from_secs(2),
+        "the hash follows its one reader: {ttl:?}"
+    );
+    // Another owner's longer read hold keeps the hash alive for itself.
+    let other = c
+        .rw_lock("rw:shorter")
+        .owner(7)
+        .read()
+        .lease(Duration::from_secs(10));
+    let other_held = other.acquire().await.unwrap();
+    held.extend(Duration::from_secs(1)).await.unwrap();
+    let ttl = read.ttl().await.unwrap().expect("held");
+    assert!(ttl > Duration::from_secs(8), "another reader needs it: {ttl:?}");
+    other_held.release().await.unwrap();
+    held.release().await.unwrap();
+}

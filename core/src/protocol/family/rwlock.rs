@@ -195,6 +195,7 @@ pub fn read_extend(name: &str, owner: &str, lease_ms: u64) -> Request {
             lease_ms.to_string(),
             owner.to_owned(),
             family_keys::rw_timeout_prefix(name, owner),
+            keys::tag(name),
         ],
     )
 }
@@ -265,7 +266,7 @@ mod tests {
         );
         assert_eq!(
             read_extend("rw", "u:1", 7).args,
-            ["7", "u:1", "{rw}:u:1:rwlock_timeout"]
+            ["7", "u:1", "{rw}:u:1:rwlock_timeout", "{rw}"]
         );
         assert_eq!(write_extend("rw", "u:1", 7).args, ["7", "u:1:write"]);
         assert_eq!(write_holder("u:1").spec(), "Ru:1:write");

@@ -187,7 +187,8 @@ impl Holder {
 
     /// Extend request: replace the TTL with `lease_ms` while still held. Fair holds extend as
     /// reentrant ones (the same hash), write holds on their `:write` field, read holds every
-    /// timeout key of the owner (`rw_read_extend`, which never shortens the hash).
+    /// timeout key of the owner (`rw_read_extend`: the hash then lives as long as its longest read
+    /// hold, never shorter than another reader needs).
     pub fn extend(&self, name: &str, lease_ms: u64) -> Request {
         let keys = vec![name.to_owned()];
         match self {
