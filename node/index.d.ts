@@ -65,9 +65,10 @@ export declare class NativeClient {
   /** A permit-expirable semaphore handle on key `name`. */
   permitSemaphore(name: string): NativePermitSemaphore
   /**
-   * The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended` and `lost`
-   * (the core's `Permit::is_lost`): the string `"<id>:<renewed 0|1>:<ended 0|1>:<lost
-   * 0|1>"`; `ended` also for a number not in the table.
+   * The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended`, `lost` (the
+   * core's `Permit::is_lost`) and `closed` (`Permit::released_by_close`): the string
+   * `"<id>:<renewed 0|1>:<ended 0|1>:<lost 0|1>:<closed 0|1>"`; `ended` also for a number
+   * not in the table.
    */
   permitState(permit: number): string
   /**
@@ -187,7 +188,10 @@ export declare class NativeClient {
   multiAcquire(members: Array<MultiMember>, owners: Array<number | undefined | null>, leaseMs: number | undefined | null, waitMs: number | undefined | null, ticket: number, id: number, out: Scratch): string | null
   /** The members' names of acquisition `multi`, in the order taken. */
   multiNames(multi: number): Array<string>
-  /** Acquisition `multi`'s state: bit 1 = a member is known lost, bit 2 = no member held. */
+  /**
+   * Acquisition `multi`'s state: bit 1 = a member is known lost, bit 2 = no member held,
+   * bit 4 = `client.close()` released a member still held (`MultiGuard::released_by_close`).
+   */
   multiState(multi: number): number
   /**
    * Releases every member of acquisition `multi` still held; settles call `id`.

@@ -283,6 +283,12 @@ impl MultiGuard {
         self.guards.iter().any(Guard::is_lost)
     }
 
+    /// `true` when `Client::close` released a member while it was still held
+    /// ([`Guard::released_by_close`]).
+    pub fn released_by_close(&self) -> bool {
+        self.guards.iter().any(Guard::released_by_close)
+    }
+
     /// Releases every member still held: in one `multi_release` request when the set was
     /// taken by one script, else concurrently, each by its own lock. Retryable as
     /// [`Guard::release`], member by member: a member whose release failed stays held (with

@@ -109,6 +109,10 @@ class NativeEnginePermit {
     return this.#client.permitState(this.#slot).split(':')[3] === '1'
   }
 
+  get closedByClient() {
+    return this.#client.permitState(this.#slot).split(':')[4] === '1'
+  }
+
   release(scopeEnd) {
     return this.#run((id, out) => this.#client.permitRelease(this.#slot, scopeEnd, id, out), discard)
   }
@@ -188,6 +192,10 @@ class NativeEngineMultiHold {
 
   get ended() {
     return (this.#client.multiState(this.#slot) & 2) !== 0
+  }
+
+  get closedByClient() {
+    return (this.#client.multiState(this.#slot) & 4) !== 0
   }
 
   release(scopeEnd) {

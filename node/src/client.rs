@@ -53,6 +53,9 @@ pub(crate) struct Shared {
     pub(crate) permits: Mutex<HashMap<u64, Arc<PermitSlot>>>,
     /// Multi-lock acquisitions (multi.rs), by the numbers JavaScript holds.
     pub(crate) multis: Mutex<HashMap<u64, Arc<MultiGuard>>>,
+    /// The permits and multi-lock acquisitions `close()` released while held (they leave
+    /// their tables then): their state reads lost to their holders, as a lock's does.
+    pub(crate) released_by_close: Mutex<std::collections::HashSet<u64>>,
     next_hold: Mutex<u64>,
     pub(crate) meta: OnceLock<Meta>,
     /// Runs this client's core futures and settles its calls (calls.rs).
@@ -229,6 +232,7 @@ impl NativeClient {
                 holds: Mutex::new(HashMap::new()),
                 permits: Mutex::new(HashMap::new()),
                 multis: Mutex::new(HashMap::new()),
+                released_by_close: Mutex::default(),
                 next_hold: Mutex::new(0),
                 meta: OnceLock::new(),
                 driver: Driver::current(local)?,
@@ -297,12 +301,25 @@ impl NativeClient {
             // (`Guard::released_by_close`), which also lets go of the connections.
             client.close().await;
             // Permits and multi-lock acquisitions leave their tables (settled by now), so
-            // they read as ended.
-            let permits: Vec<Arc<PermitSlot>> = locked(&shared.permits).values().cloned().collect();
-            for permit in permits {
-                locked(&permit).take();
+            // they read as ended; those it released while held read as lost too.
+            let permits: Vec<(u64, Arc<PermitSlot>)> = locked(&shared.permits)
+                .iter()
+                .map(|(n, p)| (*n, p.clone()))
+                .collect();
+            let mut released = Vec::new();
+            for (n, permit) in permits {
+                if locked(&permit).take().is_some_and(|p| p.released_by_close()) {
+                    released.push(n);
+                }
             }
-            locked(&shared.multis).clear();
+            let multis = std::mem::take(&mut *locked(&shared.multis));
+            released.extend(
+                multis
+                    .into_iter()
+                    .filter(|(_, g)| g.released_by_close())
+                    .map(|(n, _)| n),
+            );
+            locked(&shared.released_by_close).extend(released);
             Ok(Value::Unit)
         })
     }

@@ -266,19 +266,24 @@ impl NativeClient {
         })
     }
 
-    /// The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended` and `lost`
-    /// (the core's `Permit::is_lost`): the string `"<id>:<renewed 0|1>:<ended 0|1>:<lost
-    /// 0|1>"`; `ended` also for a number not in the table.
+    /// The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended`, `lost` (the
+    /// core's `Permit::is_lost`) and `closed` (`Permit::released_by_close`): the string
+    /// `"<id>:<renewed 0|1>:<ended 0|1>:<lost 0|1>:<closed 0|1>"`; `ended` also for a number
+    /// not in the table.
     #[napi]
     pub fn permit_state(&self, permit: f64) -> String {
         match self.shared.permit(permit).and_then(|slot| locked(&slot).clone()) {
             Some(p) => format!(
-                "{}:{}:0:{}",
+                "{}:{}:0:{}:{}",
                 p.id(),
                 u8::from(p.is_renewed()),
-                u8::from(p.is_lost())
+                u8::from(p.is_lost()),
+                u8::from(p.released_by_close())
             ),
-            None => String::from("::1:0"),
+            None if locked(&self.shared.released_by_close).contains(&(permit as u64)) => {
+                String::from("::1:0:1")
+            }
+            None => String::from("::1:0:0"),
         }
     }
 

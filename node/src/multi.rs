@@ -117,13 +117,17 @@ impl NativeClient {
             .unwrap_or_default()
     }
 
-    /// Acquisition `multi`'s state: bit 1 = a member is known lost, bit 2 = no member held.
+    /// Acquisition `multi`'s state: bit 1 = a member is known lost, bit 2 = no member held,
+    /// bit 4 = `client.close()` released a member still held (`MultiGuard::released_by_close`).
     #[napi]
     pub fn multi_state(&self, multi: f64) -> u32 {
         match self.shared.multi(multi) {
             Some(g) => {
-                u32::from(g.is_lost()) | (u32::from(!g.guards().iter().any(redlatch::Guard::is_held)) << 1)
+                u32::from(g.is_lost())
+                    | (u32::from(!g.guards().iter().any(redlatch::Guard::is_held)) << 1)
+                    | (u32::from(g.released_by_close()) << 2)
             }
+            None if locked(&self.shared.released_by_close).contains(&(multi as u64)) => 2 | 4,
             None => 2,
         }
     }

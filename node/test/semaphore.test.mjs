@@ -39,6 +39,28 @@ for (const entry of ENTRIES) {
       await close()
     })
 
+    test('close() during a permit or multi-lock scope is a loss, as for a lock', async () => {
+      // A Node family trial of stop 46: their `using` rejected RedisConnectionError where a
+      // lock's rejects LockLostError, and their `lost` stayed false after close().
+      const { LockLostError } = entry.api
+      const { client: closing, close } = await entry.connect()
+      const slow = () => new Promise((resolve) => setTimeout(resolve, 300, 'done'))
+      const scopes = Promise.allSettled([
+        closing.permitSemaphore(key('close-p'), { permits: 1 }).using(slow),
+        closing.multiLock([key('close-m1'), key('close-m2')]).using(slow),
+        closing.lock(key('close-l')).using(slow),
+      ])
+      const permit = await closing.permitSemaphore(key('close-p2'), { permits: 1 }).acquire()
+      const multi = await closing.multiLock([key('close-m3')]).acquire()
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      await close()
+      assert.deepEqual([permit.lost, multi.lost], [true, true])
+      for (const scope of await scopes) {
+        assert.equal(scope.status, 'rejected', String(scope.value))
+        assert.ok(scope.reason instanceof LockLostError && scope.reason.reason === 'deleted', String(scope.reason))
+      }
+    })
+
     test('a scope ending on a lost permit or multi-lock rejects LockLostError, once', async () => {
       // A Node family trial of stop 46: `await using` on a multi-lock whose lease ran out
       // resolved silently (release() rejected), as for a permit.

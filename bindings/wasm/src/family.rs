@@ -258,6 +258,12 @@ impl WasmPermit {
         self.permit.is_lost()
     }
 
+    /// `true` when `client.close()` released it while held (`Permit::released_by_close`).
+    #[wasm_bindgen(getter, js_name = closedByClient)]
+    pub fn closed_by_client(&self) -> bool {
+        self.permit.released_by_close()
+    }
+
     /// `true` once a release settled it (released, or found no longer held).
     #[wasm_bindgen(getter)]
     pub fn ended(&self) -> bool {

@@ -129,6 +129,13 @@ impl WasmMultiHeld {
         self.guard.is_lost()
     }
 
+    /// `true` when `client.close()` released a member still held
+    /// (`MultiGuard::released_by_close`).
+    #[wasm_bindgen(getter, js_name = closedByClient)]
+    pub fn closed_by_client(&self) -> bool {
+        self.guard.released_by_close()
+    }
+
     /// `true` once no member is held (released, or lost).
     #[wasm_bindgen(getter)]
     pub fn ended(&self) -> bool {

@@ -51,6 +51,8 @@ pub(super) struct PermitState {
     pub(super) background: AtomicBool,
     /// A release was sent whose outcome stayed unknown: it may have applied.
     pub(super) maybe_released: AtomicBool,
+    /// `Client::close` released it while its holder still held it.
+    pub(super) released_by_close: AtomicBool,
     /// Wakes the renewal task so that it stops.
     pub(super) stop: Event,
     /// A renewal task runs (watchdog mode).
@@ -219,6 +221,9 @@ impl PermitState {
 impl OnClose for PermitState {
     fn close(self: Arc<Self>) -> BoxFut<'static, ()> {
         Box::pin(async move {
+            if !self.ended.load(Ordering::Acquire) {
+                self.released_by_close.store(true, Ordering::Release);
+            }
             if let Err(e) = self.release().await {
                 tracing::debug!(semaphore = %self.name, error = %e, "permit release at close failed");
             }
@@ -252,6 +257,13 @@ impl Permit {
     pub fn is_lost(&self) -> bool {
         let state = &self.state;
         state.lost.load(Ordering::Acquire) || (!state.ended.load(Ordering::Acquire) && state.lease_ended())
+    }
+
+    /// `true` when `Client::close` released it while it was still held, as
+    /// [`Guard::released_by_close`](crate::Guard::released_by_close) for locks: bindings then
+    /// report it lost to its holder (a scope still running at close rejects `LockLost`).
+    pub fn released_by_close(&self) -> bool {
+        self.state.released_by_close.load(Ordering::Acquire)
     }
 
     /// Gives the permit back, at most once (the renewal stops first).
@@ -381,6 +393,7 @@ impl Permit {
             lost: AtomicBool::new(false),
             background: AtomicBool::new(false),
             maybe_released: AtomicBool::new(false),
+            released_by_close: AtomicBool::new(false),
             stop: Event::new(),
             renewing: AtomicBool::new(false),
         });

@@ -84,6 +84,7 @@
 // @property {number} leaseMs
 // @property {boolean} renewed
 // @property {boolean} lost             known no longer held (the core's Permit::is_lost)
+// @property {boolean} closedByClient   released by client.close() while held
 // @property {boolean} ended            released (or a release is under way)
 // @property {(scopeEnd: boolean) => Promise<void>} release
 //           `scopeEnd` as for EngineHold: an unknown outcome goes on in the core's background
@@ -101,6 +102,7 @@
 // @typedef {object} EngineMultiHold
 // @property {string[]} names
 // @property {boolean} lost
+// @property {boolean} closedByClient   a member released by client.close() while held
 // @property {boolean} ended
 // @property {(scopeEnd: boolean) => Promise<void>} release
 //           `scopeEnd` as for EngineHold: a member whose outcome is unknown goes on being

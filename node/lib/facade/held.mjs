@@ -163,12 +163,17 @@ export class Held {
 
 /** The LockLostError of a hold lost for `why` ('expired', 'taken', 'deleted'), or 'closed'. */
 function lossError(name, why) {
-  if (why === 'closed') {
-    // Its key was deleted (by this client's close()) while the holder held it.
-    return new LockLostError(`lock ${JSON.stringify(name)} was released by client.close()`, { reason: 'deleted' })
-  }
+  if (why === 'closed') return closedError(`lock ${JSON.stringify(name)}`)
   const reason = why ?? 'expired'
   return new LockLostError(`lock ${JSON.stringify(name)} was lost while held (${reason})`, { reason })
+}
+
+/**
+ * The loss of `what` (e.g. `lock "a"`) that this client's close() released while its holder
+ * held it: its key was deleted (reason 'deleted'), for locks, permits and multi-locks alike.
+ */
+export function closedError(what) {
+  return new LockLostError(`${what} was released by client.close()`, { reason: 'deleted' })
 }
 
 /** Gives a hold back whatever happens (an acquire aborted or closed as it succeeded, a block that threw). */

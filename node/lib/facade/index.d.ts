@@ -266,7 +266,8 @@ export declare class Permit implements AsyncDisposable {
    * `true` once it is known no longer held, before a release: its lease ran out (a fixed
    * lease, or watchdog renewals that failed for a whole watchdog timeout: Redis then gives it
    * back, to any client) or a renewal found it gone; `release()` then rejects with
-   * LockLostError.
+   * LockLostError. Also once `client.close()` released it while held (a `using` scope still
+   * running then rejects LockLostError, reason `deleted`, as for a lock).
    */
   readonly lost: boolean
   /** Gives it back, at most once; `NotOwnedError` (reason `never_held` or `deleted`) when no longer held, `LockLostError` (reason `expired`) when its fixed lease had ended. */
@@ -324,7 +325,7 @@ export declare class MultiHeld implements AsyncDisposable {
   private constructor()
   /** The members' names, in the order taken. */
   readonly names: string[]
-  /** `true` once any member is known lost. */
+  /** `true` once any member is known lost, or `client.close()` released them while held. */
   readonly lost: boolean
   /** Releases every member, at most once (the first member's error, the others released regardless). */
   release(): Promise<void>

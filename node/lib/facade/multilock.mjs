@@ -11,6 +11,7 @@
 import * as args from './args.mjs'
 import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
+import { closedError } from './held.mjs'
 import { engineLock, Lock, memberOwner } from './lock.mjs'
 import { freshOwner } from './owner.mjs'
 import { cancellable, engineWait } from './wait.mjs'
@@ -35,9 +36,9 @@ export class MultiHeld {
     return this.#raw.names
   }
 
-  /** `true` once any member is known lost. */
+  /** `true` once any member is known lost (or released by `client.close()`). */
   get lost() {
-    return this.#raw.lost
+    return this.#raw.lost || this.#raw.closedByClient
   }
 
   /**
@@ -65,6 +66,8 @@ export class MultiHeld {
     try {
       await this.#raw.release(true)
     } catch (err) {
+      // Released by client.close() while the block held it: a loss, as for a lock's scope.
+      if (this.#raw.closedByClient) throw closedError(`multi-lock ${JSON.stringify(this.names)}`)
       throw toLockError(err)
     } finally {
       this.#released = true

@@ -7,6 +7,7 @@
 import * as args from './args.mjs'
 import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
+import { closedError } from './held.mjs'
 import { InitialPermits } from './semaphore.mjs'
 import { cancellable, engineWait } from './wait.mjs'
 
@@ -63,7 +64,7 @@ export class Permit {
    * `release()` then rejects with LockLostError.
    */
   get lost() {
-    return this.#raw.lost
+    return this.#raw.lost || this.#raw.closedByClient
   }
 
   /**
@@ -92,6 +93,10 @@ export class Permit {
   async [releaseScopeEnd]() {
     try {
       await engineCall(() => this.#raw.release(true))
+    } catch (err) {
+      // Released by client.close() while the block held it: a loss, as for a lock's scope.
+      if (this.#raw.closedByClient) throw closedError(`permit of semaphore ${JSON.stringify(this.#name)}`)
+      throw err
     } finally {
       this.#released = true
     }

@@ -94,6 +94,10 @@ class WasmEnginePermit {
     return this.#raw.lost
   }
 
+  get closedByClient() {
+    return this.#raw.closedByClient
+  }
+
   get ended() {
     return this.#raw.ended
   }
@@ -159,6 +163,10 @@ class WasmEngineMultiHold {
 
   get lost() {
     return this.#raw.lost
+  }
+
+  get closedByClient() {
+    return this.#raw.closedByClient
   }
 
   get ended() {
