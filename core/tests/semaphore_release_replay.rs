@@ -109,3 +109,28 @@ async fn close_settles_a_release_of_unknown_outcome_instead_of_giving_its_permit
     let count: Option<String> = cmd(&mut conn, &["GET", "sem:close-unknown"]).await;
     assert_eq!(count.as_deref(), Some("3"), "each permit given back once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_within_the_latch_life_sends_a_release_that_never_went_out() {
+    // A re-trial of stop 46: connections killed, then Redis paused: the release found no
+    // connection to go out on (the new one's set-up held), and the caller's retry after the
+    // pause, within the latch's life, was refused ("cannot tell"): its permits stayed taken.
+    let s = server();
+    let client = client_with_short_timeout(&s).await;
+    let mut conn = raw(&s).await;
+    let sem = client.semaphore("sem:never-sent");
+    assert!(sem.try_set_permits(3).await.unwrap());
+    sem.acquire(2).await.unwrap();
+    let _: i64 = cmd(&mut conn, &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]).await;
+    let _: () = cmd(&mut conn, &["CLIENT", "PAUSE", "500", "ALL"]).await;
+    let first = within(Duration::from_secs(10), sem.release(2)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await; // the pause is over
+    if first.is_err() {
+        within(Duration::from_secs(10), sem.release(2))
+            .await
+            .expect("retried within the latch's life: sent, or answered by its latch");
+    }
+    let count: Option<String> = cmd(&mut conn, &["GET", "sem:never-sent"]).await;
+    assert_eq!(count.as_deref(), Some("3"), "given back once");
+    assert_eq!(sem.held(), 0);
+}

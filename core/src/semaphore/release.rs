@@ -230,16 +230,24 @@ impl Semaphore {
 }
 
 /// Whether the latch of `earlier`, if it applied, is certainly still there when its id, sent
-/// again now, reaches Redis: the latch lives `latch_ttl_ms` from when the release applied, no
+/// again now, reaches Redis: the latch lives [`release_latch_ttl`] from when the release applied, no
 /// earlier than its first send; a request sent now may leave up to a network timeout later
 /// (after a new connection's set-up, or queued behind a suspect one once that set-up is held:
 /// `connection.rs`), and 50 ms are kept back for the trip. (Counted from the check alone, a
 /// re-send queued behind a set-up held by a slow node left after the latch had gone and gave
 /// the permits back twice.)
 pub(super) fn latch_may_tell(engine: &Engine, earlier: &UnsettledRelease) -> bool {
-    let lives = Duration::from_millis(engine.latch_ttl_ms());
     let may_leave_within = engine.config.network_timeout + Duration::from_millis(50);
-    engine.now().saturating_sub(earlier.sent) + may_leave_within < lives
+    engine.now().saturating_sub(earlier.sent) + may_leave_within < release_latch_ttl(engine)
+}
+
+/// How long a semaphore release's latch lives: the client's latch TTL plus a network timeout,
+/// the longest a re-send may leave after [`latch_may_tell`] said yes, so that a caller's retry
+/// may still come as late as with any other latch (a re-trial of stop 46: with the margin taken
+/// from the latch's life instead, an asyncio retry 1.7 s after a release that never went out,
+/// within the 2 s the docs give, was refused and its permits stayed taken).
+fn release_latch_ttl(engine: &Engine) -> Duration {
+    Duration::from_millis(engine.latch_ttl_ms()) + engine.config.network_timeout
 }
 
 /// Sends the release of `permits` as request `request_id` (its latch makes a repeat exact;
@@ -252,7 +260,8 @@ pub(super) async fn send_release(
     request_id: &str,
     by_source: bool,
 ) -> Result<()> {
-    let mut request = semaphore::release_once(name, permits, PUBLISH, request_id, engine.latch_ttl_ms())?;
+    let ttl_ms = release_latch_ttl(engine).as_millis() as u64;
+    let mut request = semaphore::release_once(name, permits, PUBLISH, request_id, ttl_ms)?;
     request.by_source = by_source;
     let reply = waiting::call(engine, &request).await?;
     semaphore::decode_release(&reply).map(|_| ())
