@@ -120,18 +120,31 @@ async fn a_call_kept_unpolled_while_it_connects_holds_up_no_other_call() {
     // once and then kept unpolled (a `select!` loser kept in a variable) stopped the connect,
     // and every other call of the client waited for it until its network timeout.
     let s = server();
-    let client = redlatch::Client::builder(&s.url()).build_lazy().unwrap();
+    let client = redlatch::Client::builder(&s.url())
+        .network_timeout(Duration::from_secs(5))
+        .build_lazy()
+        .unwrap();
     let lock = client.lock("c:unpolled");
+    // Paused, the server accepts the TCP connection but answers nothing, so the connect is
+    // surely still in progress after the first poll (a fast machine could otherwise finish it
+    // in that poll: the project CI did once, and the test had nothing to test).
+    s.pause().unwrap();
     let mut kept = Box::pin(lock.locked());
     assert!(
         futures::poll!(kept.as_mut()).is_pending(),
         "connecting on first use"
     );
     let other = client.lock("c:other");
-    let held = tokio::time::timeout(Duration::from_secs(10), other.try_acquire())
-        .await
+    let (_, held) = tokio::join!(
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            s.resume().unwrap();
+        },
+        tokio::time::timeout(Duration::from_secs(10), other.try_acquire())
+    );
+    let held = held
         .expect("not held up by the kept call")
-        .expect("connected")
+        .expect("connected, not a network timeout waiting for the kept call's connect")
         .expect("free");
     held.release().await.unwrap();
     assert!(!kept.await.unwrap(), "the kept call completes too");
