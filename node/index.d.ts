@@ -58,12 +58,13 @@ export declare class NativeClient {
    */
   connect(id: number, out: Scratch): string | null
   /**
-   * A semaphore handle on key `name`. Throws `ERR_INVALID_ARGUMENT` for a bad name,
-   * `ERR_CONNECTION` on a closed client.
+   * A semaphore handle on key `name`; `permits`: its `initial_permits` (set by its first
+   * acquire or `available` if the semaphore has no count yet). Throws
+   * `ERR_INVALID_ARGUMENT` for a bad name, `ERR_CONNECTION` on a closed client.
    */
-  semaphore(name: string): NativeSemaphore
-  /** A permit-expirable semaphore handle on key `name`. */
-  permitSemaphore(name: string): NativePermitSemaphore
+  semaphore(name: string, permits?: number | undefined | null): NativeSemaphore
+  /** A permit-expirable semaphore handle on key `name`; `permits` as for `semaphore`. */
+  permitSemaphore(name: string, permits?: number | undefined | null): NativePermitSemaphore
   /**
    * The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended`, `lost` (the
    * core's `Permit::is_lost`) and `closed` (`Permit::released_by_close`): the string

@@ -226,12 +226,12 @@ class NativeEngine {
     return call((id) => this.#raw.forceUnlock(name, id, out))
   }
 
-  semaphore(name) {
-    return new NativeEngineSemaphore(this.#raw.semaphore(name), run)
+  semaphore(name, permits) {
+    return new NativeEngineSemaphore(this.#raw.semaphore(name, permits), run)
   }
 
-  permitSemaphore(name) {
-    return new NativeEnginePermitSemaphore(this.#raw, this.#raw.permitSemaphore(name), run, this.#permits)
+  permitSemaphore(name, permits) {
+    return new NativeEnginePermitSemaphore(this.#raw, this.#raw.permitSemaphore(name, permits), run, this.#permits)
   }
 
   countDownLatch(name) {

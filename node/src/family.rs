@@ -243,23 +243,36 @@ impl NativePermitSemaphore {
 
 #[napi]
 impl NativeClient {
-    /// A semaphore handle on key `name`. Throws `ERR_INVALID_ARGUMENT` for a bad name,
-    /// `ERR_CONNECTION` on a closed client.
+    /// A semaphore handle on key `name`; `permits`: its `initial_permits` (set by its first
+    /// acquire or `available` if the semaphore has no count yet). Throws
+    /// `ERR_INVALID_ARGUMENT` for a bad name, `ERR_CONNECTION` on a closed client.
     #[napi]
-    pub fn semaphore(&self, name: String) -> napi::Result<NativeSemaphore> {
+    pub fn semaphore(&self, name: String, permits: Option<u32>) -> napi::Result<NativeSemaphore> {
         keys::validate_name(&name).js()?;
         let sem = self.shared.client()?.semaphore(name);
+        let sem = match permits {
+            Some(n) => sem.initial_permits(n.into()),
+            None => sem,
+        };
         Ok(NativeSemaphore {
             shared: self.shared.clone(),
             sem,
         })
     }
 
-    /// A permit-expirable semaphore handle on key `name`.
+    /// A permit-expirable semaphore handle on key `name`; `permits` as for `semaphore`.
     #[napi]
-    pub fn permit_semaphore(&self, name: String) -> napi::Result<NativePermitSemaphore> {
+    pub fn permit_semaphore(
+        &self,
+        name: String,
+        permits: Option<u32>,
+    ) -> napi::Result<NativePermitSemaphore> {
         keys::validate_name(&name).js()?;
         let sem = self.shared.client()?.permit_semaphore(name);
+        let sem = match permits {
+            Some(n) => sem.initial_permits(n.into()),
+            None => sem,
+        };
         Ok(NativePermitSemaphore {
             shared: self.shared.clone(),
             sem,

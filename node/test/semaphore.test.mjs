@@ -129,6 +129,27 @@ for (const entry of ENTRIES) {
       assert.deepEqual(await r.keys(`*${name}*`), [])
     })
 
+    test('the permits option is set within the acquire\'s wait, through a pause longer than the network timeout', async () => {
+      // A Node family trial of stop 46: the facade set `permits` by a call of its own before
+      // the acquire, which a Redis paused past the network timeout rejected at once with
+      // RedisConnectionError, although the acquire could wait 10 s. The core's acquire sets
+      // them now, retrying within its wait as it retries its own request.
+      const own = await entry.connect({ networkTimeoutMs: 300 })
+      try {
+        const name = key('sem-init-paused')
+        const sem = own.client.semaphore(name, { permits: 2 })
+        const permits = own.client.permitSemaphore(`${name}:p`, { permits: 2 })
+        await r.call('CLIENT', 'PAUSE', '1200')
+        const [, permit] = await Promise.all([sem.acquire(1, { waitMs: 10000 }), permits.acquire({ waitMs: 10000 })])
+        assert.equal(sem.held, 1)
+        await permit.release()
+        await sem.release()
+        assert.deepEqual([await r.get(name), await r.get(`${name}:p`)], ['2', '2'])
+      } finally {
+        await own.close()
+      }
+    })
+
     test('bad input is refused before anything reaches Redis', async () => {
       const name = key('sem-bad')
       const sem = client.semaphore(name)

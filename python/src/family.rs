@@ -1,11 +1,10 @@
 //! What the semaphore, permit, latch and multi-lock classes share: a core handle per process
-//! (remade in a forked child, as the client is) and the "set the count on first use" step.
+//! (remade in a forked child, as the client is).
 
 use crate::client::Shared;
 use crate::runtime::pid;
 use pyo3::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// A core handle made from this process's core client, kept so that its state (a
 /// semaphore's count of held permits) lasts across calls. A forked child makes its own: the
@@ -50,32 +49,5 @@ impl<T: Clone> Drop for PerProcess<T> {
                 std::mem::forget(s);
             }
         }
-    }
-}
-
-/// `semaphore(name, permits=n)`: `try_set_permits(n)` before the handle's first call in a
-/// process (lazily, so that making the handle sends nothing, like making a lock). Setting
-/// twice is harmless (it only sets a semaphore that does not exist).
-#[derive(Clone)]
-pub(crate) struct InitialPermits {
-    permits: Option<u64>,
-    done: Arc<AtomicBool>,
-}
-
-impl InitialPermits {
-    pub(crate) fn new(permits: Option<u64>) -> InitialPermits {
-        InitialPermits {
-            permits,
-            done: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// The count still to set, if any.
-    pub(crate) fn pending(&self) -> Option<u64> {
-        self.permits.filter(|_| !self.done.load(Ordering::Acquire))
-    }
-
-    pub(crate) fn set(&self) {
-        self.done.store(true, Ordering::Release);
     }
 }

@@ -8,7 +8,7 @@
 use crate::args;
 use crate::client::Shared;
 use crate::errors::{not_owned, IntoPy};
-use crate::family::{InitialPermits, PerProcess};
+use crate::family::PerProcess;
 use crate::lock::not_acquired_is_none;
 use crate::runtime::{self, pid};
 use pyo3::prelude::*;
@@ -22,7 +22,8 @@ pub(crate) struct PermitSemaphore {
     shared: Arc<Shared>,
     name: String,
     wait: Option<Duration>,
-    initial: InitialPermits,
+    /// Set by the core's first acquire or `available` if the semaphore has no count yet.
+    permits: Option<u64>,
     core: PerProcess<redlatch::PermitSemaphore>,
 }
 
@@ -37,11 +38,12 @@ impl PermitSemaphore {
             shared,
             name,
             wait,
-            initial: InitialPermits::new(permits),
+            permits,
             core: PerProcess::new(),
         }
     }
 
+    /// `f`'s future on this process's handle, and the runtime to run it on.
     fn prepared<F, Fut, T>(
         &self,
         f: F,
@@ -53,20 +55,14 @@ impl PermitSemaphore {
         F: FnOnce(redlatch::PermitSemaphore) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = redlatch::Result<T>> + Send,
     {
-        let (sem, rt) = self
-            .core
-            .get(&self.shared, |c| c.permit_semaphore(self.name.as_str()))?;
-        let initial = self.initial.clone();
-        Ok((
-            async move {
-                if let Some(n) = initial.pending() {
-                    sem.try_set_permits(n).await?;
-                    initial.set();
-                }
-                f(sem).await
-            },
-            rt,
-        ))
+        let (sem, rt) = self.core.get(&self.shared, |c| {
+            let sem = c.permit_semaphore(self.name.as_str());
+            match self.permits {
+                Some(n) => sem.initial_permits(n),
+                None => sem,
+            }
+        })?;
+        Ok((f(sem), rt))
     }
 
     fn acquire_future(
@@ -162,7 +158,6 @@ impl PermitSemaphore {
     /// Releases permit `permit_id` (32 hex digits). Raises `NotOwnedError` (unknown or
     /// expired id), `ValueError` (not a permit id), `RedisConnectionError`.
     fn release(&self, py: Python<'_>, permit_id: String) -> PyResult<()> {
-        // A bad id is refused before the lazy permit setup of `prepared` writes anything.
         permits::validate_permit_id(&permit_id).py()?;
         let (fut, rt) = self.prepared(move |s| async move { s.release(&permit_id).await })?;
         runtime::block(py, &rt, fut)?.py()

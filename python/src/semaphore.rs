@@ -9,7 +9,7 @@
 use crate::args;
 use crate::client::Shared;
 use crate::errors::IntoPy;
-use crate::family::{InitialPermits, PerProcess};
+use crate::family::PerProcess;
 use crate::lock::not_acquired_is_none;
 use crate::runtime::{self, pid};
 use pyo3::prelude::*;
@@ -22,7 +22,8 @@ pub(crate) struct Semaphore {
     shared: Arc<Shared>,
     name: String,
     wait: Option<Duration>,
-    initial: InitialPermits,
+    /// Set by the core's first acquire or `available` if the semaphore has no count yet.
+    permits: Option<u64>,
     core: PerProcess<redlatch::Semaphore>,
 }
 
@@ -37,16 +38,22 @@ impl Semaphore {
             shared,
             name,
             wait,
-            initial: InitialPermits::new(permits),
+            permits,
             core: PerProcess::new(),
         }
     }
 
     fn core(&self) -> PyResult<(redlatch::Semaphore, tokio::runtime::Handle)> {
-        self.core.get(&self.shared, |c| c.semaphore(self.name.as_str()))
+        self.core.get(&self.shared, |c| {
+            let sem = c.semaphore(self.name.as_str());
+            match self.permits {
+                Some(n) => sem.initial_permits(n),
+                None => sem,
+            }
+        })
     }
 
-    /// `fut` on this process's handle, after setting the initial permits if still pending.
+    /// `f`'s future on this process's handle, and the runtime to run it on.
     fn prepared<F, Fut, T>(
         &self,
         f: F,
@@ -59,17 +66,7 @@ impl Semaphore {
         Fut: std::future::Future<Output = redlatch::Result<T>> + Send,
     {
         let (sem, rt) = self.core()?;
-        let initial = self.initial.clone();
-        Ok((
-            async move {
-                if let Some(n) = initial.pending() {
-                    sem.try_set_permits(n).await?;
-                    initial.set();
-                }
-                f(sem).await
-            },
-            rt,
-        ))
+        Ok((f(sem), rt))
     }
 }
 

@@ -327,3 +327,40 @@ def test_a_scope_end_release_held_up_by_a_pause_lands_with_an_empty_script_cache
         sem = asyncio.run(scope())  # type: ignore[assignment]
     assert wait_until(lambda: r.get(name) == b"3", timeout=6.0), r.get(name)
     assert sem.held == 0
+
+
+@pytest.mark.parametrize("kind", ["semaphore", "permit_semaphore"])
+def test_permits_declared_by_the_handle_are_set_within_the_acquires_wait(
+    redis_url: str, r: redis.Redis, name: str, kind: str
+) -> None:
+    # A Python family trial of stop 46: `permits=` was set by a call of its own before the
+    # acquire, which a Redis paused for longer than the network timeout failed at once with
+    # RedisConnectionError, although the acquire could wait 10 s. The core's acquire sets them
+    # now, retrying within its wait as it retries its own request.
+    client = redlatch.Client(redis_url, network_timeout=0.3)
+    sem = getattr(client, kind)(name, permits=2)
+    r.execute_command("CLIENT", "PAUSE", 1200)
+    got = sem.acquire(timeout=10.0)
+    assert got, "acquired once the pause ended"
+    if kind == "permit_semaphore":
+        got.release()
+    else:
+        sem.release()
+    assert int(r.get(name) or 0) == 2
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["semaphore", "permit_semaphore"])
+async def test_async_permits_declared_by_the_handle_are_set_within_the_acquires_wait(
+    redis_url: str, r: redis.Redis, name: str, kind: str
+) -> None:
+    client = redlatch.asyncio.Client(redis_url, network_timeout=0.3)
+    sem = getattr(client, kind)(name, permits=2)
+    r.execute_command("CLIENT", "PAUSE", 1200)
+    got = await sem.acquire(timeout=10.0)
+    assert got, "acquired once the pause ended"
+    if kind == "permit_semaphore":
+        await got.release()
+    else:
+        await sem.release()
+    assert int(r.get(name) or 0) == 2

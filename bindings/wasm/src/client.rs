@@ -161,23 +161,38 @@ impl WasmClient {
         Ok(WasmLock::new(spec))
     }
 
-    /// A semaphore handle (Redisson RSemaphore) on key `name`.
+    /// A semaphore handle (Redisson RSemaphore) on key `name`; `permits`: its
+    /// `initial_permits` (set by its first acquire or `available` if the semaphore has no
+    /// count yet).
     ///
     /// # Errors
     /// `InvalidArgumentError` for a bad name.
-    pub fn semaphore(&self, name: String) -> Result<WasmSemaphore, JsValue> {
+    pub fn semaphore(&self, name: String, permits: Option<u32>) -> Result<WasmSemaphore, JsValue> {
         keys::validate_name(&name).js()?;
-        Ok(WasmSemaphore::new(self.client.semaphore(name)))
+        let sem = self.client.semaphore(name);
+        Ok(WasmSemaphore::new(match permits {
+            Some(n) => sem.initial_permits(n.into()),
+            None => sem,
+        }))
     }
 
-    /// A permit-expirable semaphore handle (Redisson RPermitExpirableSemaphore).
+    /// A permit-expirable semaphore handle (Redisson RPermitExpirableSemaphore); `permits`
+    /// as for `semaphore`.
     ///
     /// # Errors
     /// `InvalidArgumentError` for a bad name.
     #[wasm_bindgen(js_name = permitSemaphore)]
-    pub fn permit_semaphore(&self, name: String) -> Result<WasmPermitSemaphore, JsValue> {
+    pub fn permit_semaphore(
+        &self,
+        name: String,
+        permits: Option<u32>,
+    ) -> Result<WasmPermitSemaphore, JsValue> {
         keys::validate_name(&name).js()?;
-        Ok(WasmPermitSemaphore::new(self.client.permit_semaphore(name)))
+        let sem = self.client.permit_semaphore(name);
+        Ok(WasmPermitSemaphore::new(match permits {
+            Some(n) => sem.initial_permits(n.into()),
+            None => sem,
+        }))
     }
 
     /// A count-down latch handle (Redisson RCountDownLatch).

@@ -6,8 +6,9 @@ use crate::driver::waiting::{self, GiveBackOnDrop, Waiter};
 use crate::driver::{BoxFut, Engine, CLOSED};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::family::permits::{self, AcquireReply, ReleaseReply};
-use crate::protocol::family::{keys as family_keys, semaphore, validate_count, PUBLISH};
+use crate::protocol::family::{keys as family_keys, validate_count, PUBLISH};
 use crate::protocol::{keys, timing};
+use crate::semaphore::initial::{try_set_permits, InitialPermits};
 use futures::future::{select, Either};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,8 @@ pub struct PermitSemaphore {
     engine: Arc<Engine>,
     name: String,
     wait: Option<Duration>,
+    /// The permits this handle declares ([`Self::initial_permits`]), offered once.
+    initial: InitialPermits,
 }
 
 impl std::fmt::Debug for PermitSemaphore {
@@ -44,13 +47,15 @@ impl std::fmt::Debug for PermitSemaphore {
         f.debug_struct("PermitSemaphore")
             .field("name", &self.name)
             .field("wait", &self.wait)
+            .field("initial_permits", &self.initial.permits())
             .finish()
     }
 }
 
 impl Client {
     /// A permit-expirable semaphore on key `name` (Redisson `RPermitExpirableSemaphore`; see
-    /// [`PermitSemaphore`]). Set its permits once with [`PermitSemaphore::try_set_permits`].
+    /// [`PermitSemaphore`]). Set its permits once with [`PermitSemaphore::try_set_permits`],
+    /// or declare them with [`PermitSemaphore::initial_permits`].
     ///
     /// ```no_run
     /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
@@ -67,6 +72,7 @@ impl Client {
             engine: self.engine.clone(),
             name: name.into(),
             wait: None,
+            initial: InitialPermits::default(),
         }
     }
 }
@@ -103,6 +109,17 @@ impl PermitSemaphore {
         self
     }
 
+    /// The permits the semaphore starts with: the handle's first [`acquire`](Self::acquire),
+    /// [`try_acquire`](Self::try_acquire) or [`available`](Self::available) (of it and its
+    /// clones) first sets them if the semaphore does not exist yet, as
+    /// [`try_set_permits`](Self::try_set_permits) does (a count that exists is left as it is).
+    /// An acquire retries that set within its wait, as it retries its own request. Checked
+    /// by those calls: 1 ..= `i32::MAX`, else `InvalidArgument` with nothing sent.
+    pub fn initial_permits(mut self, permits: u64) -> PermitSemaphore {
+        self.initial = InitialPermits::new(permits);
+        self
+    }
+
     /// The semaphore's name (its Redis key).
     pub fn name(&self) -> &str {
         &self.name
@@ -110,6 +127,9 @@ impl PermitSemaphore {
 
     fn check(&self) -> Result<()> {
         keys::validate_name(&self.name)?;
+        if let Some(n) = self.initial.permits() {
+            validate_count("initial permits", n)?;
+        }
         waiting::single_node(&self.engine)
     }
 
@@ -125,15 +145,7 @@ impl PermitSemaphore {
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         self.check()?;
         validate_count("permits", permits)?;
-        let request = semaphore::try_set_permits_once(
-            &self.name,
-            permits,
-            None,
-            PUBLISH,
-            &crate::protocol::token::new_token()?,
-            self.engine.latch_ttl_ms(),
-        )?;
-        semaphore::decode_try_set(&waiting::call(&self.engine, &request).await?)
+        try_set_permits(&self.engine, &self.name, permits).await
     }
 
     /// Acquires one permit, waiting up to the handle's [`wait`](Self::wait) (forever by
@@ -202,6 +214,10 @@ impl PermitSemaphore {
         let mut waiter = Waiter::new(engine, family_keys::semaphore_channel(&self.name), wait);
         loop {
             let started = waiter.attempt_starts();
+            if let Err(e) = self.initial.offer(engine, &self.name).await {
+                waiter.failed(e, started).await?;
+                continue;
+            }
             let now = engine.runtime.wall_clock_ms();
             let request = permits::acquire(
                 &self.name,
@@ -252,13 +268,15 @@ impl PermitSemaphore {
         release_id(&self.engine, &self.name, id).await
     }
 
-    /// Permits available now, after giving expired ones back (0 when never set).
+    /// Permits available now, after giving expired ones back (0 when never set). Sets the
+    /// handle's [`initial_permits`](Self::initial_permits) first if not set yet.
     ///
     /// # Errors
     /// `InvalidArgument` for a bad name or a quorum client; `Connection`/`Redis` when Redis
-    /// fails.
+    /// fails (one try, no retry).
     pub async fn available(&self) -> Result<u64> {
         self.check()?;
+        self.initial.offer(&self.engine, &self.name).await?;
         let request = permits::available(&self.name, self.engine.runtime.wall_clock_ms(), PUBLISH);
         let reply = waiting::call(&self.engine, &request).await?;
         Ok(permits::decode_available(&reply)?.0.max(0) as u64)

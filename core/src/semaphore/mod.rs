@@ -1,6 +1,7 @@
 //! [`Semaphore`]: Redisson's `RSemaphore` (a count of permits in Redis, not owned by anyone).
 
 mod at_close;
+pub(crate) mod initial;
 mod release;
 
 use crate::client::Client;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use at_close::{Counted, GiveBackAtClose};
+use initial::InitialPermits;
 
 /// A counting semaphore on key `name`, in Redisson 4.7's `RSemaphore` layout: a STRING holding
 /// the permits available, and the channel `redisson_sc:{name}`, whose messages wake waiters
@@ -39,6 +41,8 @@ pub struct Semaphore {
     engine: Arc<Engine>,
     name: String,
     wait: Option<Duration>,
+    /// The permits this handle declares ([`Self::initial_permits`]), offered once.
+    initial: InitialPermits,
     /// The permits this handle acquired and the releases whose outcome stayed unknown (see
     /// [`Self::release`]), shared by the clones.
     counted: Counted,
@@ -51,6 +55,7 @@ impl std::fmt::Debug for Semaphore {
         f.debug_struct("Semaphore")
             .field("name", &self.name)
             .field("wait", &self.wait)
+            .field("initial_permits", &self.initial.permits())
             .field("held", &self.held())
             .finish()
     }
@@ -58,7 +63,8 @@ impl std::fmt::Debug for Semaphore {
 
 impl Client {
     /// A semaphore on key `name` (Redisson `RSemaphore`; see [`Semaphore`]). Nothing is sent
-    /// until a call; set the permits once with [`Semaphore::try_set_permits`].
+    /// until a call; set the permits once with [`Semaphore::try_set_permits`], or declare
+    /// them with [`Semaphore::initial_permits`].
     ///
     /// ```no_run
     /// # async fn demo(client: redlatch::Client) -> Result<(), redlatch::Error> {
@@ -78,6 +84,7 @@ impl Client {
             engine: self.engine.clone(),
             name,
             wait: None,
+            initial: InitialPermits::default(),
             counted,
         }
     }
@@ -112,6 +119,17 @@ impl Semaphore {
         self
     }
 
+    /// The permits the semaphore starts with: the handle's first [`acquire`](Self::acquire),
+    /// [`try_acquire`](Self::try_acquire) or [`available`](Self::available) (of it and its
+    /// clones) first sets them if the semaphore does not exist yet, as
+    /// [`try_set_permits`](Self::try_set_permits) does (a count that exists is left as it is).
+    /// An acquire retries that set within its wait, as it retries its own request. Checked
+    /// by those calls: 1 ..= `i32::MAX`, else `InvalidArgument` with nothing sent.
+    pub fn initial_permits(mut self, permits: u64) -> Semaphore {
+        self.initial = InitialPermits::new(permits);
+        self
+    }
+
     /// The semaphore's name (its Redis key).
     pub fn name(&self) -> &str {
         &self.name
@@ -126,6 +144,9 @@ impl Semaphore {
         keys::validate_name(&self.name)?;
         if let Some(n) = n {
             family::validate_count(what, n)?;
+        }
+        if let Some(n) = self.initial.permits() {
+            family::validate_count("initial permits", n)?;
         }
         waiting::single_node(&self.engine)
     }
@@ -142,21 +163,14 @@ impl Semaphore {
     /// `KeyConflict`-class `Redis` error (WRONGTYPE) when the key holds other data.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         self.check("permits", Some(permits))?;
-        let request = semaphore::try_set_permits_once(
-            &self.name,
-            permits,
-            None,
-            PUBLISH,
-            &token::new_token()?,
-            self.engine.latch_ttl_ms(),
-        )?;
-        semaphore::decode_try_set(&waiting::call(&self.engine, &request).await?)
+        initial::try_set_permits(&self.engine, &self.name, permits).await
     }
 
     /// Acquires `permits`, waiting up to the handle's [`wait`](Self::wait) (forever by
     /// default). Waiters are woken by the count Redisson (or redlatch) publishes on
     /// `redisson_sc:{name}` after a release, with polling every poll interval as the fallback.
-    /// A semaphore never set has 0 permits: the call waits for `try_set_permits` or a release.
+    /// A semaphore never set has 0 permits: the call waits for `try_set_permits` or a release
+    /// (or sets the handle's [`initial_permits`](Self::initial_permits) first).
     ///
     /// Cancellation-safe: dropping the future gives back, in the background, permits an
     /// attempt in flight may have taken (each acquire request leaves a short-lived latch
@@ -209,6 +223,10 @@ impl Semaphore {
         let mut waiter = Waiter::new(engine, family_keys::semaphore_channel(&self.name), wait);
         loop {
             let started = waiter.attempt_starts();
+            if let Err(e) = self.initial.offer(engine, &self.name).await {
+                waiter.failed(e, started).await?;
+                continue;
+            }
             undo.armed = true;
             let reply = waiting::call(engine, &request).await;
             match reply.and_then(|r| semaphore::decode_acquire(&r)) {
@@ -240,11 +258,14 @@ impl Semaphore {
     /// Permits available now: 0 when the semaphore was never set, and 0 when its count is
     /// below zero (Redisson's `reducePermits` can take it there; its `availablePermits` then
     /// returns the negative count; an acquire waits until releases bring it above zero).
+    /// Sets the handle's [`initial_permits`](Self::initial_permits) first if not set yet.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad name or a quorum client; `Connection`/`Redis` when Redis fails.
+    /// `InvalidArgument` for a bad name or a quorum client; `Connection`/`Redis` when Redis
+    /// fails (one try, no retry).
     pub async fn available(&self) -> Result<u64> {
         self.check("permits", None)?;
+        self.initial.offer(&self.engine, &self.name).await?;
         let reply = waiting::call(&self.engine, &semaphore::available(&self.name)).await?;
         Ok(semaphore::decode_available(&reply)?.max(0) as u64)
     }

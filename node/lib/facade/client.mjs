@@ -87,14 +87,15 @@ export class Client {
 
   /**
    * A semaphore (Redisson RSemaphore). `permits`: set when the semaphore has none yet
-   * (`trySetPermits`, before the first call that needs them); `waitMs`: the default wait of
+   * (`trySetPermits`) by the handle's first acquire, tryAcquire or available, an acquire
+   * retrying it within its wait as it does its own request; `waitMs`: the default wait of
    * `acquire`. Permits are not owned in Redis; this handle releases only what it acquired.
    * Not on quorum clients (InvalidArgumentError from the first call).
    */
   semaphore(name, options) {
     args.name(name)
     const o = args.semaphoreOptions(options)
-    return new Semaphore(INTERNAL, this.#engine, this.#call(() => this.#engine.semaphore(name)), name, o)
+    return new Semaphore(INTERNAL, this.#engine, this.#call(() => this.#engine.semaphore(name, o.permits)), name, o)
   }
 
   /**
@@ -105,7 +106,7 @@ export class Client {
   permitSemaphore(name, options) {
     args.name(name)
     const o = args.semaphoreOptions(options)
-    return new PermitSemaphore(INTERNAL, this.#engine, this.#call(() => this.#engine.permitSemaphore(name)), name, o)
+    return new PermitSemaphore(INTERNAL, this.#engine, this.#call(() => this.#engine.permitSemaphore(name, o.permits)), name, o)
   }
 
   /**

@@ -14,8 +14,8 @@
 // @property {(name: string, options: { kind: 'lease' | 'reentrant' | 'fair' | 'read' | 'write', leaseMs?: number, fenced?: boolean, fenceTtlMs?: number }) => EngineLock} lock
 //           throws for bad names/options (a fair or read/write lock on a quorum client) and
 //           on a closed client
-// @property {(name: string) => EngineSemaphore} semaphore            throws for a bad name / closed client
-// @property {(name: string) => EnginePermitSemaphore} permitSemaphore
+// @property {(name: string, permits?: number) => EngineSemaphore} semaphore  permits: initial_permits; throws for a bad name / closed client
+// @property {(name: string, permits?: number) => EnginePermitSemaphore} permitSemaphore
 // @property {(name: string) => EngineLatch} countDownLatch
 // @property {(members: EngineLock[], options: { leaseMs?: number }) => EngineMultiLock} multiLock
 //           members: engine locks this client made; throws for an empty set, a name given

@@ -197,7 +197,11 @@ export declare class Held implements AsyncDisposable {
 
 /** Options of `client.semaphore` / `client.permitSemaphore`. */
 export interface SemaphoreOptions {
-  /** Permits to set when the semaphore has none yet (Redisson `trySetPermits`), 1 ..= 2^31 - 1. */
+  /**
+   * Permits to set when the semaphore has none yet (Redisson `trySetPermits`), 1 ..= 2^31 - 1:
+   * set by the handle's first acquire, tryAcquire or available; an acquire retries the set
+   * within its wait, as it retries its own request.
+   */
   permits?: number
   /** Default wait of `acquire` in ms (0 = one try). Absent or `Infinity`: until acquired. */
   waitMs?: number

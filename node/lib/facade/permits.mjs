@@ -8,7 +8,6 @@ import * as args from './args.mjs'
 import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
 import { closedError } from './held.mjs'
-import { InitialPermits } from './semaphore.mjs'
 import { cancellable, engineWait } from './wait.mjs'
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
@@ -123,7 +122,6 @@ export class PermitSemaphore {
   #raw
   #name
   #waitMs
-  #initial
 
   /** @internal Use `client.permitSemaphore(name, options)`. */
   constructor(token, engine, raw, name, options) {
@@ -132,7 +130,6 @@ export class PermitSemaphore {
     this.#raw = raw
     this.#name = name
     this.#waitMs = options.waitMs
-    this.#initial = new InitialPermits(raw, options.permits)
   }
 
   /** The semaphore's name (its Redis key; the leases are in the zset `{name}:timeout`). */
@@ -155,7 +152,6 @@ export class PermitSemaphore {
    */
   async acquire(options) {
     const o = args.permitAcquireOptions(options)
-    await this.#initial.ready(o.signal)
     const wait = engineWait(o.waitMs === undefined ? this.#waitMs : o.waitMs)
     const lease = o.leaseMs ?? null
     const raw = await cancellable(o.signal, this.#engine, (ticket) => this.#raw.acquire(lease, wait, ticket))
@@ -173,7 +169,6 @@ export class PermitSemaphore {
     if (o.waitMs !== undefined || o.signal !== undefined) {
       throw new InvalidArgumentError('tryAcquire takes only leaseMs (it never waits)')
     }
-    await this.#initial.ready()
     const raw = await engineCall(() => this.#raw.tryAcquire(o.leaseMs ?? null))
     return raw === null ? null : new Permit(INTERNAL, raw, this.#name)
   }
@@ -191,7 +186,6 @@ export class PermitSemaphore {
 
   /** Permits available now (asks Redis; expired ones come back first). */
   async available() {
-    await this.#initial.ready()
     return engineCall(() => this.#raw.available())
   }
 

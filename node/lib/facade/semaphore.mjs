@@ -8,7 +8,7 @@
 import * as args from './args.mjs'
 import { INTERNAL } from './engine.mjs'
 import { InvalidArgumentError, toLockError } from './errors.mjs'
-import { cancellable, engineWait, orAborted } from './wait.mjs'
+import { cancellable, engineWait } from './wait.mjs'
 
 /** Runs `call()` and turns its rejection into the facade's error. */
 async function engineCall(call) {
@@ -19,43 +19,12 @@ async function engineCall(call) {
   }
 }
 
-/**
- * Sets the permits of `raw` once, before the first operation that needs them, when the
- * handle was made with `{ permits }` (Redisson `trySetPermits`: only if none are set yet).
- */
-export class InitialPermits {
-  #raw
-  #permits
-  #done = null
-
-  constructor(raw, permits) {
-    this.#raw = raw
-    this.#permits = permits
-  }
-
-  /**
-   * Resolves once the permits were offered (a failure is retried by the next call); rejects
-   * with `signal.reason` when `signal` aborts first, sending nothing when it already had (a
-   * user trial of stop 44: the offer ran, and was waited for, whatever the signal said).
-   */
-  ready(signal) {
-    if (signal?.aborted) return Promise.reject(signal.reason)
-    if (this.#permits === undefined) return undefined
-    this.#done ??= engineCall(() => this.#raw.trySetPermits(this.#permits)).catch((err) => {
-      this.#done = null
-      throw err
-    })
-    return orAborted(this.#done, signal)
-  }
-}
-
 /** A counting semaphore (Redisson RSemaphore). Made by `client.semaphore(name, options)`. */
 export class Semaphore {
   #engine
   #raw
   #name
   #waitMs
-  #initial
 
   /** @internal Use `client.semaphore(name, options)`. */
   constructor(token, engine, raw, name, options) {
@@ -64,7 +33,6 @@ export class Semaphore {
     this.#raw = raw
     this.#name = name
     this.#waitMs = options.waitMs
-    this.#initial = new InitialPermits(raw, options.permits)
   }
 
   /** The semaphore's name (its Redis key, a string holding the permits available). */
@@ -91,7 +59,6 @@ export class Semaphore {
   async acquire(permits = 1, options) {
     args.count('permits', permits)
     const o = args.acquireOptions(options)
-    await this.#initial.ready(o.signal)
     const wait = engineWait(o.waitMs === undefined ? this.#waitMs : o.waitMs)
     await cancellable(o.signal, this.#engine, (ticket) => this.#raw.acquire(permits, wait, ticket))
   }
@@ -99,7 +66,6 @@ export class Semaphore {
   /** One try, no waiting: resolves `true` when `permits` (default 1) were acquired. */
   async tryAcquire(permits = 1) {
     args.count('permits', permits)
-    await this.#initial.ready()
     return engineCall(() => this.#raw.tryAcquire(permits))
   }
 
@@ -118,7 +84,6 @@ export class Semaphore {
    * returns the negative count).
    */
   async available() {
-    await this.#initial.ready()
     return engineCall(() => this.#raw.available())
   }
 

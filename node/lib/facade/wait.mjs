@@ -35,34 +35,6 @@ export async function cancellable(signal, engine, start) {
   }
 }
 
-/**
- * `promise`, or a rejection with `signal.reason` as soon as `signal` aborts (at once when it
- * already has): for a step before the engine's wait that takes no ticket (a semaphore's
- * lazy `trySetPermits`), which then goes on by itself.
- * @template T
- * @param {Promise<T>} promise
- * @param {AbortSignal | undefined} signal
- * @returns {Promise<T>}
- */
-export function orAborted(promise, signal) {
-  if (signal === undefined) return promise
-  if (signal.aborted) return Promise.reject(signal.reason)
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (err) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(err)
-      },
-    )
-  })
-}
-
 // One 'abort' listener per signal, however many waits share it (100 waiters on one signal
 // would otherwise add 100 listeners and trip Node's leak warning).
 const watched = new WeakMap()

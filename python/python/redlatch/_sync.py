@@ -195,7 +195,8 @@ class Client(ClientBase):
         ``threading.Semaphore`` shared by every thread and process that uses the name.
 
         :param permits: set the number of permits if the semaphore does not exist yet
-            (:meth:`Semaphore.try_set_permits`, done before this object's first call)
+            (:meth:`Semaphore.try_set_permits`), by this object's first acquire or ``available()``;
+            an acquire retries it within its wait
         :param wait: how long ``acquire()`` and ``with`` wait, in seconds; 0 = one try;
             ``None`` = until acquired
         :raises TypeError: ``name`` is not a str

@@ -87,14 +87,14 @@ class WasmEngine {
     return keep(() => this.#raw.forceUnlock(name))
   }
 
-  semaphore(name) {
+  semaphore(name, permits) {
     if (this.closed) throw closedError()
-    return new WasmEngineSemaphore(this, this.#raw.semaphore(name))
+    return new WasmEngineSemaphore(this, this.#raw.semaphore(name, permits))
   }
 
-  permitSemaphore(name) {
+  permitSemaphore(name, permits) {
     if (this.closed) throw closedError()
-    return new WasmEnginePermitSemaphore(this, this.#raw.permitSemaphore(name))
+    return new WasmEnginePermitSemaphore(this, this.#raw.permitSemaphore(name, permits))
   }
 
   countDownLatch(name) {
