@@ -202,6 +202,20 @@ impl Engine {
             .as_millis() as u64
     }
 
+    /// Whether the idempotency latch of a request first sent at `sent` (engine clock), which
+    /// lives `latch_ttl` from when the request applied (no earlier than `sent`), is surely
+    /// still there when the request, sent again now, reaches Redis: one sent now may leave up
+    /// to a network timeout later (after a new connection's set-up, or queued behind a suspect
+    /// connection while that set-up is held: `native/connection.rs`), and 50 ms are kept back
+    /// for the trip. The one rule of every retry that a latch makes exact (lock and semaphore
+    /// releases): past it, a retry could apply twice, or could not tell its own success from
+    /// a loss. (Counted from the check alone, a semaphore re-send queued behind a set-up held
+    /// by a slow node left after the latch had gone and gave the permits back twice.)
+    pub(crate) fn latch_may_tell(&self, sent: Duration, latch_ttl: Duration) -> bool {
+        let may_leave_within = self.config.network_timeout + Duration::from_millis(50);
+        self.now().saturating_sub(sent) + may_leave_within < latch_ttl
+    }
+
     /// How long the latch of a release of `holder`'s hold with `lease` lives.
     ///
     /// Reentrant: at least as long as an acquire's latch, and a whole lease, because a release

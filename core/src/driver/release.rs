@@ -149,14 +149,12 @@ impl Hold {
         self.unwatch();
         let in_flight = engine.in_flight(self.name(), &self.holder);
         let latch_ttl_ms = engine.release_latch_ttl_ms(&self.holder, self.lease);
-        let unchecked = pending.as_ref().is_some_and(|p| {
-            started.saturating_sub(p.sent) + engine.config.network_timeout
-                >= Duration::from_millis(latch_ttl_ms)
-        });
+        let unchecked = pending
+            .as_ref()
+            .is_some_and(|p| !engine.latch_may_tell(p.sent, Duration::from_millis(latch_ttl_ms)));
         if let (Some(p), Holder::Reentrant { .. }) = (pending.as_ref(), &self.holder) {
             // The latch that makes the retry exact may be gone by the time it arrives.
-            let window = Duration::from_millis(latch_ttl_ms).saturating_sub(engine.config.network_timeout);
-            if started.saturating_sub(p.sent) >= window {
+            if unchecked {
                 unsettled.settle(true);
                 return Err(Error::connection(format!(
                     "release of {:?}: the outcome of the attempt sent {} ms ago is unknown and \

@@ -230,15 +230,9 @@ impl Semaphore {
 }
 
 /// Whether the latch of `earlier`, if it applied, is certainly still there when its id, sent
-/// again now, reaches Redis: the latch lives [`release_latch_ttl`] from when the release applied, no
-/// earlier than its first send; a request sent now may leave up to a network timeout later
-/// (after a new connection's set-up, or queued behind a suspect one once that set-up is held:
-/// `connection.rs`), and 50 ms are kept back for the trip. (Counted from the check alone, a
-/// re-send queued behind a set-up held by a slow node left after the latch had gone and gave
-/// the permits back twice.)
+/// again now, reaches Redis (the engine's one rule: `Engine::latch_may_tell`).
 pub(super) fn latch_may_tell(engine: &Engine, earlier: &UnsettledRelease) -> bool {
-    let may_leave_within = engine.config.network_timeout + Duration::from_millis(50);
-    engine.now().saturating_sub(earlier.sent) + may_leave_within < release_latch_ttl(engine)
+    engine.latch_may_tell(earlier.sent, release_latch_ttl(engine))
 }
 
 /// How long a semaphore release's latch lives: the client's latch TTL plus a network timeout,
