@@ -10,3 +10,14 @@ local function no_count(key)
   end
   return nil
 end
+
+-- The reply an earlier application of this request left in its latch (the number stored in
+-- `latch`, a `redisson_unlock_latch:{N}:<id>` key), or nil: none given, or none left. A retry
+-- whose first reply was lost returns it instead of applying again.
+local function latched_reply(latch)
+  if not latch then
+    return nil
+  end
+  local earlier = redis.call('GET', latch)
+  return earlier and tonumber(earlier)
+end

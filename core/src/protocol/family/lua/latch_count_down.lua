@@ -10,11 +10,9 @@ if refused then
   return refused
 end
 local latch = KEYS[2]
-if latch then
-  local before = redis.call('GET', latch)
-  if before then
-    return tonumber(before)
-  end
+local earlier = latched_reply(latch)
+if earlier then
+  return earlier
 end
 -- Read first: a key holding data of another type fails here, unchanged.
 local current = redis.call('GET', KEYS[1])

@@ -11,11 +11,9 @@
 -- Reply: 1 released, -1 released but its lease had already ended, 0 unknown id (never issued,
 -- released before or reclaimed).
 local latch = KEYS[3]
-if latch then
-  local earlier = redis.call('GET', latch)
-  if earlier then
-    return tonumber(earlier)
-  end
+local earlier = latched_reply(latch)
+if earlier then
+  return earlier
 end
 local refused = no_count(KEYS[1])
 if refused then
