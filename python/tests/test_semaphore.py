@@ -364,3 +364,16 @@ async def test_async_permits_declared_by_the_handle_are_set_within_the_acquires_
     else:
         await sem.release()
     assert int(r.get(name) or 0) == 2
+
+
+@pytest.mark.asyncio
+async def test_a_permit_release_by_something_not_an_id_says_what_to_pass(redis_url: str, name: str) -> None:
+    # A user trial of stop 46: `release(5)`, as for a counting semaphore, raised pyo3's raw
+    # "argument 'permit_id': 'int' object cannot be converted to 'PyString'".
+    sem = redlatch.Client(redis_url).permit_semaphore(name, permits=1)
+    for bad in (5, None, b"00" * 16):
+        with pytest.raises(TypeError, match=r"permit_id must be a str \(a permit's id, 32 hex digits\)"):
+            sem.release(bad)  # type: ignore[arg-type]
+    async_sem = redlatch.asyncio.Client(redis_url).permit_semaphore(name, permits=1)
+    with pytest.raises(TypeError, match="permit.release()"):
+        await async_sem.release(5)  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Type, TypeVar
 
 from . import _native
-from ._common import add_note, already_held, disown, exit_error, forget, live_holds, not_held
+from ._common import add_note, already_held, disown, exit_error, forget, live_holds, not_held, permit_id_arg
 from ._errors import LockError
 from ._tasks import _current, _task, _task_owner
 
@@ -198,7 +198,7 @@ class PermitSemaphore:
 
     async def release(self, permit_id: str) -> None:
         """As :meth:`redlatch.PermitSemaphore.release`."""
-        await self._native.release_async(permit_id)
+        await self._native.release_async(permit_id_arg(permit_id))
 
     async def available(self) -> int:
         """Permits available now (asks Redis)."""

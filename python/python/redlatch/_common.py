@@ -178,6 +178,20 @@ def disown(holds: List[_H], hold: _H) -> None:
         pass
 
 
+def permit_id_arg(permit_id: object) -> str:
+    """``permit_id`` checked to be a str (its 32 hex digits are checked by the core).
+
+    :raises TypeError: anything else, with what to pass instead (a user trial of stop 46:
+        ``release(5)``, as for a counting semaphore, raised pyo3's raw conversion message)
+    """
+    if not isinstance(permit_id, str):
+        raise TypeError(
+            f"permit_id must be a str (a permit's id, 32 hex digits), not {type(permit_id).__name__};"
+            " a Permit is released with permit.release()"
+        )
+    return permit_id
+
+
 def quoted(name: str) -> str:
     """``name`` in double quotes, as the core's messages (and so Node's and C's) quote names."""
     return json.dumps(name, ensure_ascii=False)

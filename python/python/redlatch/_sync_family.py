@@ -16,6 +16,7 @@ from ._common import (
     forget,
     live_holds,
     not_held,
+    permit_id_arg,
 )
 from ._errors import LockError
 
@@ -229,8 +230,9 @@ class PermitSemaphore:
         :raises NotOwnedError: an unknown id (``reason == "never_held"``) or one whose lease
             ended (``"expired"``); the id is never shown in the message
         :raises ValueError: not 32 hex digits
+        :raises TypeError: ``permit_id`` is not a str
         """
-        self._native.release(permit_id)
+        self._native.release(permit_id_arg(permit_id))
 
     def available(self) -> int:
         """Permits available now (asks Redis; expired permits count as available)."""
