@@ -10,10 +10,12 @@ use redlatch::{Client, ErrorKind, Reason, Semaphore};
 use redlatch_fleet::RedisServer;
 use std::time::Duration;
 
-/// A client whose calls give up after 300 ms without a reply.
+/// A client whose calls give up after 300 ms without a reply, and whose semaphore releases'
+/// latches live 1.3 s (its 1 s watchdog timeout plus a network timeout).
 async fn client_with_short_timeout(s: &RedisServer) -> Client {
     Client::builder(&s.url())
         .network_timeout(Duration::from_millis(300))
+        .watchdog_timeout(Duration::from_secs(1))
         .connect()
         .await
         .unwrap()
@@ -47,8 +49,8 @@ async fn a_late_retry_gets_the_answer_while_the_latch_lives_and_is_refused_after
     let s = server();
     let client = client_with_short_timeout(&s).await;
     let mut conn = raw(&s).await;
-    // The latch lives 1 s (two network timeouts, at least 1 s) from when Redis applies the
-    // release; the pause makes that 1.2 s after the send.
+    // The latch lives 1.3 s (the watchdog timeout plus a network timeout) from when Redis
+    // applies the release; the pause makes that 1.2 s after the send.
     for (name, after_resume, replayed) in [
         ("sem:replay:live", Duration::ZERO, true),
         ("sem:replay:gone", Duration::from_millis(1500), false),
@@ -133,4 +135,50 @@ async fn a_retry_within_the_latch_life_sends_a_release_that_never_went_out() {
     let count: Option<String> = cmd(&mut conn, &["GET", "sem:never-sent"]).await;
     assert_eq!(count.as_deref(), Some("3"), "given back once");
     assert_eq!(sem.held(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_release_that_could_not_be_sent_while_redis_stalled_lands_when_it_runs_again() {
+    // A re-trial of stop 46 (Python asyncio): the client's connections were killed, then Redis
+    // paused, so the release at a scope's end found no connection to go on (every new one's
+    // set-up held) and was never sent. The background retry gave it up once its latch could
+    // no longer tell (two network timeouts), long before the pause ended: permits taken for
+    // good. The latch of a semaphore release now lives the watchdog timeout (default 30 s).
+    let s = server();
+    let client = Client::builder(&s.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let name = "sem:unsent";
+    let sem = client.semaphore(name);
+    assert!(sem.try_set_permits(3).await.unwrap());
+    sem.acquire(2).await.unwrap();
+    let _: i64 = cmd(&mut conn, &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]).await;
+    s.pause().unwrap();
+    let e = within(Duration::from_secs(10), sem.release_final(2))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert_eq!(sem.held(), 0, "a scope's end gives its permits up");
+    // Longer than the old background window (1 s latch + 300 ms from the first try).
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    s.resume().unwrap();
+    let mut count = None;
+    for _ in 0..100 {
+        count = cmd::<Option<String>>(&mut conn, &["GET", name]).await;
+        if count.as_deref() == Some("3") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        count.as_deref(),
+        Some("3"),
+        "the permits were given back once Redis ran"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let count: Option<String> = cmd(&mut conn, &["GET", name]).await;
+    assert_eq!(count.as_deref(), Some("3"), "and only once");
 }

@@ -659,17 +659,19 @@ async fn close_during_a_pause_still_gives_the_permits_back() {
 async fn a_release_retried_after_its_latch_expired_never_gives_permits_back_twice() {
     // A user trial of stop 42: release(1) timed out on a paused Redis (it applied when Redis
     // ran again), and a retry 3 s later, past the latch, gave the permit back a second time:
-    // a semaphore of 3 had 4. A retry while the latch lives stays exact.
+    // a semaphore of 3 had 4. A retry while the latch lives stays exact. (The latch lives the
+    // watchdog timeout plus a network timeout: 1.3 s here.)
     let s = server();
     let client = Client::builder(&s.url())
         .network_timeout(Duration::from_millis(300))
+        .watchdog_timeout(Duration::from_secs(1))
         .connect()
         .await
         .unwrap();
     let mut conn = raw(&s).await;
     for (name, retry_after) in [
         ("sem:retry:soon", Duration::ZERO),
-        ("sem:retry:late", Duration::from_millis(1500)),
+        ("sem:retry:late", Duration::from_millis(2000)),
     ] {
         let sem = client.semaphore(name);
         assert!(sem.try_set_permits(3).await.unwrap());

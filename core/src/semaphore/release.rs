@@ -24,9 +24,10 @@ pub(super) struct UnsettledRelease {
 impl Semaphore {
     /// Releases `permits` this handle acquired, publishing the new count (which wakes waiters).
     ///
-    /// Each release leaves a short-lived latch `redisson_unlock_latch:{name}:<id>` (2 x the
-    /// network timeout, at least 1 s), so the transport's repeat after a lost reply adds
-    /// nothing twice. A release that failed with `Connection` may have applied: the handle
+    /// Each release leaves a latch `redisson_unlock_latch:{name}:<id>` for the client's
+    /// watchdog timeout plus a network timeout (31 s by default; at least two network
+    /// timeouts, at least 1 s), so the transport's repeat after a lost reply adds nothing
+    /// twice. A release that failed with `Connection` may have applied: the handle
     /// keeps its request id, and the next release of the same count (a caller's retry) sends
     /// that id again, so it is exact while the latch lives (from the first send); after that
     /// Redis cannot tell, so the retry is not sent: it fails with `NotOwned` (reason
@@ -235,13 +236,18 @@ pub(super) fn latch_may_tell(engine: &Engine, earlier: &UnsettledRelease) -> boo
     engine.latch_may_tell(earlier.sent, release_latch_ttl(engine))
 }
 
-/// How long a semaphore release's latch lives: the client's latch TTL plus a network timeout,
-/// the longest a re-send may leave after [`latch_may_tell`] said yes, so that a caller's retry
-/// may still come as late as with any other latch (a re-trial of stop 46: with the margin taken
-/// from the latch's life instead, an asyncio retry 1.7 s after a release that never went out,
-/// within the 2 s the docs give, was refused and its permits stayed taken).
+/// How long a semaphore release's latch lives: the client's watchdog timeout (default 30 s;
+/// at least its latch TTL), plus a network timeout, the longest a re-send may leave after
+/// [`latch_may_tell`] said yes. A semaphore's count has no TTL, so a release whose outcome
+/// stays unknown must stay exact to retry, in the background at the end of a scope or by the
+/// caller, for as long as a stall of Redis may last, as a reentrant release's latch lives its
+/// hold's lease: with two network timeouts, a release that could not be sent at all while
+/// Redis was paused for longer (connections killed, then every new one's set-up held) was
+/// given up in the background, and its permits stayed taken for good (a re-trial of stop 46).
+/// Only releases write it; Redisson never reads it (the ids are random).
 fn release_latch_ttl(engine: &Engine) -> Duration {
-    Duration::from_millis(engine.latch_ttl_ms()) + engine.config.network_timeout
+    let life = Duration::from_millis(engine.latch_ttl_ms()).max(engine.config.watchdog_timeout);
+    life + engine.config.network_timeout
 }
 
 /// Sends the release of `permits` as request `request_id` (its latch makes a repeat exact;
