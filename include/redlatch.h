@@ -653,7 +653,9 @@ enum redlatch_status redlatch_multi_lock_new_names(const struct redlatch_client 
 // or nothing.
 //
 // Errors: `REDLATCH_NOT_ACQUIRED` (the wait ran out; nothing is held); `REDLATCH_INVALID_ARGUMENT`
-// (NULL; already held through this handle); `REDLATCH_WOULD_DEADLOCK` (a write member whose
+// (NULL; already held through this handle; a lease-lock member given as a handle that the
+// acquiring owner holds through that handle: the multi-lock would wait for it, nothing is
+// sent); `REDLATCH_WOULD_DEADLOCK` (a write member whose
 // owner holds its read lock); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
 //
 // # Safety

@@ -84,7 +84,8 @@ pub struct redlatch_lock {
     pub(crate) reentrant: bool,
     pub(crate) fenced: bool,
     pub(crate) owner_id: Option<u64>,
-    pub(crate) holds: Holds,
+    /// Shared with the multi-locks made of this handle (a lease member they must not wait for).
+    pub(crate) holds: Arc<Holds>,
     pub(crate) lost: Arc<LostCallback>,
     pub(crate) origin: Origin,
 }

@@ -12,13 +12,14 @@
 use redlatch::blocking::{self, MultiGuard};
 use redlatch::{Error, Reason, Result};
 use std::ffi::c_char;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::client::redlatch_client;
 use crate::error::redlatch_status;
 use crate::ffi::{arg, opt_arg, str_arg, wait_millis, Out};
 use crate::fork::{park, Origin};
+use crate::hold::{thread_owner, Holds};
 use crate::lock::{redlatch_lock, redlatch_lock_options};
 use crate::panic::{boundary, boundary_void};
 use crate::settings::Settings;
@@ -30,7 +31,18 @@ pub struct redlatch_multi_lock {
     acquiring: Mutex<()>,
     /// The hold (held only briefly).
     held: Mutex<Option<MultiGuard>>,
+    /// The lease-lock members given as handles: one held through its handle by the acquiring
+    /// owner would be waited for by the multi-lock, for ever without a wait (a Python user
+    /// trial of stop 46 found that in Python; the C handle had the same gap).
+    lease_members: Vec<LeaseMember>,
     origin: Origin,
+}
+
+/// A lease-lock member's handle state: its name and holds, and whose holds count.
+struct LeaseMember {
+    name: String,
+    holds: Arc<Holds>,
+    owner_id: Option<u64>,
 }
 
 // The thread-safety promised above, checked by the compiler.
@@ -59,6 +71,7 @@ unsafe fn list<'a, T>(array: *const T, count: usize, what: &str) -> Result<&'a [
 /// Applies the options (only `lease_ms` and `wait_ms`) and boxes the handle into `out`.
 fn finish(
     mut inner: blocking::MultiLock,
+    lease_members: Vec<LeaseMember>,
     opts: Option<&redlatch_lock_options>,
     quorum: bool,
     origin: Origin,
@@ -75,6 +88,7 @@ fn finish(
         inner,
         acquiring: Mutex::new(()),
         held: Mutex::new(None),
+        lease_members,
         origin,
     });
     // SAFETY: checked non-NULL by `Out::new`; writable by the caller's contract.
@@ -113,16 +127,25 @@ pub unsafe extern "C" fn redlatch_multi_lock_new(
         let opts = unsafe { opt_arg(opts) };
         let out = Out::new("out", out)?;
         let mut members = Vec::with_capacity(count);
+        let mut lease_members = Vec::new();
         for (i, l) in handles.iter().enumerate() {
             // SAFETY: each element is NULL or a valid handle (caller's contract).
             let lock = unsafe { arg(&format!("locks[{i}]"), *l) }?;
             lock.origin.check("lock")?;
             members.push(lock.core_lock(lock.owner()));
+            if !lock.reentrant {
+                lease_members.push(LeaseMember {
+                    name: lock.base.as_async().name().to_owned(),
+                    holds: lock.holds.clone(),
+                    owner_id: lock.owner_id,
+                });
+            }
         }
         client.origin.check("client")?;
         let quorum = client.inner.as_async().node_count() > 1;
         finish(
             client.inner.multi_lock(members)?,
+            lease_members,
             opts,
             quorum,
             client.origin,
@@ -165,6 +188,7 @@ pub unsafe extern "C" fn redlatch_multi_lock_new_names(
         let quorum = client.inner.as_async().node_count() > 1;
         finish(
             client.inner.multi_lock_names(checked)?,
+            Vec::new(), // by name: no member handle to look at (one held elsewhere is waited for)
             opts,
             quorum,
             client.origin,
@@ -190,6 +214,16 @@ impl redlatch_multi_lock {
                 "this multi-lock is already held through this handle (it is not reentrant)",
             ));
         }
+        for member in &self.lease_members {
+            let owner = member.owner_id.unwrap_or_else(thread_owner);
+            if member.holds.has_live(owner) {
+                return Err(Error::invalid(format!(
+                    "lock {:?} is already held by this owner through its own handle and is not \
+                     reentrant: the multi-lock would wait for it (release it first)",
+                    member.name
+                )));
+            }
+        }
         let guard = match how {
             How::Configured => self.inner.acquire()?,
             How::Wait(wait) => self.inner.acquire_with_wait(wait)?,
@@ -207,7 +241,9 @@ impl redlatch_multi_lock {
 /// or nothing.
 ///
 /// Errors: `REDLATCH_NOT_ACQUIRED` (the wait ran out; nothing is held); `REDLATCH_INVALID_ARGUMENT`
-/// (NULL; already held through this handle); `REDLATCH_WOULD_DEADLOCK` (a write member whose
+/// (NULL; already held through this handle; a lease-lock member given as a handle that the
+/// acquiring owner holds through that handle: the multi-lock would wait for it, nothing is
+/// sent); `REDLATCH_WOULD_DEADLOCK` (a write member whose
 /// owner holds its read lock); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`, `REDLATCH_QUORUM`.
 ///
 /// # Safety

@@ -5,13 +5,14 @@
 use redlatch::blocking;
 use redlatch::{Error, Result};
 use std::ffi::c_char;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::callback::LostCallback;
 use crate::client::redlatch_client;
 use crate::ffi::{arg, millis, opt_arg, str_arg, wait_millis, Out};
 use crate::fork::Origin;
-use crate::hold::{Holds, THREAD_OWNER_BASE};
+use crate::hold::THREAD_OWNER_BASE;
 use crate::lock::{redlatch_lock, redlatch_lock_options, REDLATCH_MAX_OWNER_ID};
 
 /// The options of `redlatch_lock_options`, checked (nothing is built yet).
@@ -97,7 +98,7 @@ pub(crate) fn build(
         reentrant,
         fenced: settings.fenced,
         owner_id: settings.owner_id,
-        holds: Holds::default(),
+        holds: Arc::default(),
         lost: LostCallback::new(name),
         origin,
     })

@@ -362,6 +362,19 @@ static void test_multi_lock_of_handles_is_all_or_nothing(void) {
     redlatch_multi_lock_free(multi); /* releases */
     CHECK_OK(redlatch_lock_is_locked(a, &flag));
     CHECK(!flag, "free did not release the multi-lock");
+    /* A lease member this thread holds through its own handle: the multi-lock would wait for
+       it (for ever without a wait), so it is refused at once, nothing sent (Python's rule). */
+    CHECK_OK(redlatch_multi_lock_new(client, members, 2, &mo, &multi));
+    CHECK_OK(redlatch_lock_acquire(a));
+    CHECK_STATUS(redlatch_multi_lock_acquire(multi), REDLATCH_INVALID_ARGUMENT);
+    CHECK(strstr(redlatch_last_error(), "would wait for it") != NULL, "%s",
+          redlatch_last_error());
+    CHECK_OK(redlatch_lock_is_locked(b, &flag));
+    CHECK(!flag, "a member was taken by the refused multi-lock");
+    CHECK_OK(redlatch_lock_release(a));
+    CHECK_OK(redlatch_multi_lock_acquire(multi));
+    CHECK_OK(redlatch_multi_lock_release(multi));
+    redlatch_multi_lock_free(multi);
     redlatch_lock_free(a);
     redlatch_lock_free(b);
     redlatch_lock_free(busy);
