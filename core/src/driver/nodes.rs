@@ -337,8 +337,11 @@ fn timed_out(transport: &dyn Transport, request: &Request, timeout: Duration) ->
         .locate(request)
         .map(|at| format!(" ({at})"))
         .unwrap_or_default();
+    // The script's name says which step went unanswered (`semaphore_set`, `rlock_release`);
+    // "redlatch's ... script" tells a user it is no command of theirs (a user trial of stop 45
+    // read "no reply to semaphore_set" as a name to look up).
     Error::connection(format!(
-        "{}: no reply to {}{at} within {} ms",
+        "{}: no reply to redlatch's {} script{at} within {} ms",
         transport.label(),
         request.script.name(),
         timeout.as_millis()
