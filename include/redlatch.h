@@ -854,8 +854,9 @@ enum redlatch_status redlatch_rw_lock_new(const struct redlatch_client *client,
 // `redlatch_rlock_new` (NULL = defaults). On success `*out` receives a new lock handle, owned
 // by the caller and freed with `redlatch_lock_free`.
 //
-// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL `rw_lock` or `out`, a bad option, `fenced` on a
-// quorum client, a handle from a parent process).
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL `rw_lock` or `out`, a bad option, `fenced`: read
+// holds are shared and take no fencing token, so fence the write side; a handle from a parent
+// process).
 //
 // # Safety
 // `rw_lock` NULL or valid; `opts` NULL or valid; `out` NULL or writable.
@@ -866,7 +867,9 @@ enum redlatch_status redlatch_rw_lock_read(const struct redlatch_rw_lock *rw_loc
 // Makes a handle on the write side: a `redlatch_lock` whose acquire takes the exclusive write
 // hold (no readers, no other writer), reentrant per owner. An acquire by an owner that holds a
 // read hold of this lock fails at once with `REDLATCH_WOULD_DEADLOCK`, changing nothing in
-// Redis (Redisson would wait forever). Arguments and errors as `redlatch_rw_lock_read`.
+// Redis (Redisson would wait forever). Arguments and errors as `redlatch_rw_lock_read`,
+// except that `fenced` is accepted (each write hold takes a fencing token; not on a quorum
+// client).
 //
 // # Safety
 // As `redlatch_rw_lock_read`.

@@ -80,7 +80,7 @@ pub(crate) fn build(
     reentrant: bool,
     name: &str,
     origin: Origin,
-) -> Box<redlatch_lock> {
+) -> Result<Box<redlatch_lock>> {
     if let Some(lease) = settings.lease {
         base = base.lease(lease);
     }
@@ -93,7 +93,10 @@ pub(crate) fn build(
     if let Some(ttl) = settings.fence_ttl {
         base = base.fence_ttl(ttl);
     }
-    Box::new(redlatch_lock {
+    // The core's checks of the options, at once (as Python's and Node's handles do): a
+    // fenced read lock was made and refused only by its first acquire (a C user trial).
+    base.as_async().check()?;
+    Ok(Box::new(redlatch_lock {
         base,
         reentrant,
         fenced: settings.fenced,
@@ -101,7 +104,7 @@ pub(crate) fn build(
         holds: Arc::default(),
         lost: LostCallback::new(name),
         origin,
-    })
+    }))
 }
 
 /// Which constructor of the client's makes the core lock.
@@ -142,7 +145,7 @@ pub(crate) unsafe fn new_lock(
         !matches!(maker, Maker::Lease),
         name,
         client.origin,
-    );
+    )?;
     // SAFETY: checked non-NULL; writable by the caller's contract.
     unsafe { out.write(Box::into_raw(lock)) };
     Ok(())

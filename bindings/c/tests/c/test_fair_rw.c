@@ -349,6 +349,16 @@ static void test_bad_input_and_quorum_refusal(void) {
     o.lease_ms = REDLATCH_MAX_DURATION_MS + 1;
     CHECK_STATUS(redlatch_rw_lock_write(rw, &o, &lock), REDLATCH_INVALID_ARGUMENT);
     CHECK(lock == NULL, "out written on failure");
+    /* A fenced read side is refused when it is made (a C trial: it was made, and every
+       acquire of it failed); the write side takes fencing tokens. */
+    o = redlatch_lock_options_default();
+    o.fenced = true;
+    CHECK_STATUS(redlatch_rw_lock_read(rw, &o, &lock), REDLATCH_INVALID_ARGUMENT);
+    CHECK(strstr(redlatch_last_error(), "read locks cannot be fenced") != NULL, "%s", redlatch_last_error());
+    CHECK(lock == NULL, "out written on failure");
+    CHECK_OK(redlatch_rw_lock_write(rw, &o, &lock));
+    redlatch_lock_free(lock);
+    lock = NULL;
     redlatch_rw_lock_free(rw);
     redlatch_rw_lock_free(NULL);
     CHECK(redis_dbsize(URL) >= 0 && redis_int(URL, "EXISTS", "cf:bad") == 0, "bad input reached Redis");
