@@ -27,7 +27,11 @@ impl redlatch_lock {
 /// `REDLATCH_QUORUM`, `REDLATCH_REDIS`, `REDLATCH_NO_PERMISSION`, `REDLATCH_OUT_OF_MEMORY`,
 /// `REDLATCH_KEY_CONFLICT` (the outcome is unknown or nothing changed: the hold stays with the
 /// handle, and calling `redlatch_lock_release` again once Redis is reachable releases it
-/// exactly once). After any other outcome the handle forgets the hold.
+/// exactly once: the first attempt that applied left an idempotency latch whose answer the
+/// retry gets back. That latch lives two network timeouts (at least 1 s) for a lease lock and
+/// the hold's lease for the reentrant kinds; a lease-lock retry after it finds the key gone and
+/// says `NOT_OWNED`, its message naming the expired latch, as it cannot tell its own release
+/// from a loss). After any other outcome the handle forgets the hold.
 ///
 /// # Safety
 /// `lock` must be NULL or a valid handle.
