@@ -251,3 +251,38 @@ async fn unset_semaphores_create_nothing_and_an_open_latch_stays_open_until_set_
     );
     assert_eq!(rec.take().await, [(channel, "1".to_owned())]);
 }
+
+#[tokio::test]
+async fn an_undone_acquire_takes_nothing_whichever_reaches_redis_first() {
+    // The undo of an abandoned acquire may reach Redis before the acquire itself (queued
+    // behind a stall on another connection): it leaves the request's latch at 0, so the late
+    // acquire takes nothing; after the acquire, it gives back once, however often repeated.
+    let server = RedisServer::start().unwrap();
+    let node = Node::connect(&server.url()).await;
+    node.run(&semaphore::try_set_permits("u", 2, None, PUBLISH).unwrap())
+        .await;
+    let undo = |id| semaphore::undo("u", id, PUBLISH, 30_000);
+    let acquire = |id| semaphore::acquire_once("u", 1, id, 30_000).unwrap();
+    assert_eq!(
+        semaphore::decode_undo(&node.run(&undo("early")).await).unwrap(),
+        0
+    );
+    node.run(&acquire("early")).await;
+    assert_eq!(
+        node.cmd::<String>(&["GET", "u"]).await,
+        "2",
+        "the late acquire took nothing"
+    );
+
+    node.run(&acquire("late")).await;
+    assert_eq!(node.cmd::<String>(&["GET", "u"]).await, "1");
+    assert_eq!(semaphore::decode_undo(&node.run(&undo("late")).await).unwrap(), 1);
+    assert_eq!(semaphore::decode_undo(&node.run(&undo("late")).await).unwrap(), 0);
+    node.run(&acquire("late")).await;
+    assert_eq!(
+        node.cmd::<String>(&["GET", "u"]).await,
+        "2",
+        "given back once, taken no more"
+    );
+    assert!(node.pttl("redlatch_acquire_latch:{u}:early").await > 20_000);
+}

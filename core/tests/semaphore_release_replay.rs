@@ -137,6 +137,23 @@ async fn a_retry_within_the_latch_life_sends_a_release_that_never_went_out() {
     assert_eq!(sem.held(), 0);
 }
 
+/// Semaphore `name` reaches `count` permits within 10 s, and still has them 500 ms later
+/// (given back, and only once).
+async fn settles_at(conn: &mut redis::aio::MultiplexedConnection, name: &str, count: &str) {
+    let mut now = None;
+    for _ in 0..100 {
+        now = cmd::<Option<String>>(conn, &["GET", name]).await;
+        if now.as_deref() == Some(count) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(now.as_deref(), Some(count), "{name}: given back once Redis ran");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let later: Option<String> = cmd(conn, &["GET", name]).await;
+    assert_eq!(later.as_deref(), Some(count), "{name}: and only once");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_final_release_that_could_not_be_sent_while_redis_stalled_lands_when_it_runs_again() {
     // A re-trial of stop 46 (Python asyncio): the client's connections were killed, then Redis
@@ -165,20 +182,43 @@ async fn a_final_release_that_could_not_be_sent_while_redis_stalled_lands_when_i
     // Longer than the old background window (1 s latch + 300 ms from the first try).
     tokio::time::sleep(Duration::from_millis(2500)).await;
     s.resume().unwrap();
-    let mut count = None;
-    for _ in 0..100 {
-        count = cmd::<Option<String>>(&mut conn, &["GET", name]).await;
-        if count.as_deref() == Some("3") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        count.as_deref(),
-        Some("3"),
-        "the permits were given back once Redis ran"
-    );
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let count: Option<String> = cmd(&mut conn, &["GET", name]).await;
-    assert_eq!(count.as_deref(), Some("3"), "and only once");
+    settles_at(&mut conn, name, "3").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_whose_wait_ended_in_a_stall_gives_back_what_it_took_when_redis_runs_again() {
+    // A Python trial of stop 47: with Redis paused again and again, acquires whose waits
+    // ended on connection errors had applied later; their undo was tried once, while Redis
+    // could not answer, and never arrived: a permit was gone for good. Here the first
+    // attempt reaches the stopped server, everything after it is lost on the way (the
+    // connection is cut), so only an undo tried again can give the permit back.
+    let s = server();
+    let relay = common::relay::Relay::start(s.port()).await;
+    let client = Client::builder(&relay.url())
+        .network_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw(&s).await;
+    let name = "sem:undo-stall";
+    let sem = client.semaphore(name);
+    assert!(sem.try_set_permits(2).await.unwrap());
+    s.pause().unwrap();
+    let acquire = {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.acquire_with_wait(1, Some(Duration::from_millis(600))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await; // the first attempt is in Redis' socket
+    relay.blackhole();
+    let e = within(Duration::from_secs(10), acquire)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert_eq!(sem.held(), 0);
+    tokio::time::sleep(Duration::from_millis(1000)).await; // the undo's first try is lost
+    relay.restore();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.resume().unwrap();
+    settles_at(&mut conn, name, "2").await;
 }

@@ -95,18 +95,38 @@ fn give_back(engine: Arc<Engine>, name: String, request_id: String) -> BoxFut<'s
     Box::pin(give_back_now(engine, name, request_id))
 }
 
+/// Sends the undo until Redis answers it, retrying connection errors with back-off for as long
+/// as the acquire's latch lives ([`release::count_latch_ttl`]; past it the undo, which only
+/// gives back what a latch proves, could do nothing). One try used to be all: an undo sent
+/// while Redis stalled failed, and the permits its acquire took when Redis ran again stayed
+/// taken for good (a Python trial of stop 47: repeated pauses, acquires whose waits ended).
 async fn give_back_now(engine: Arc<Engine>, name: String, request_id: String) {
-    let request = semaphore::undo(&name, &request_id, PUBLISH);
-    match waiting::call(&engine, &request)
-        .await
-        .and_then(|r| semaphore::decode_undo(&r))
-    {
-        Ok(0) => {}
-        Ok(n) => {
-            tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire")
-        }
-        Err(e) => {
-            tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed")
+    let (started, life) = (engine.now(), release::count_latch_ttl(&engine));
+    let request = semaphore::undo(&name, &request_id, PUBLISH, life.as_millis() as u64);
+    let mut failures = 0;
+    loop {
+        let undone = waiting::call(&engine, &request)
+            .await
+            .and_then(|r| semaphore::decode_undo(&r));
+        match undone {
+            Ok(0) => return,
+            Ok(n) => {
+                tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire");
+                return;
+            }
+            Err(e) if e.kind() == ErrorKind::Connection && !engine.registry.is_closed() => {
+                if engine.now().saturating_sub(started) >= life {
+                    tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed while its latch lived");
+                    return;
+                }
+                tracing::debug!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed; retrying");
+                engine.pause_before_retry(failures).await;
+                failures += 1;
+            }
+            Err(e) => {
+                tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed");
+                return;
+            }
         }
     }
 }
@@ -219,7 +239,8 @@ impl Semaphore {
     async fn acquire_loop(&self, permits: u64, wait: Option<Duration>) -> Result<()> {
         let engine = &self.engine;
         let mut undo = GiveBackOnDrop::new(engine, &self.name, token::new_token()?, give_back);
-        let request = semaphore::acquire_once(&self.name, permits, undo.id(), engine.latch_ttl_ms())?;
+        let latch_ttl_ms = release::count_latch_ttl(engine).as_millis() as u64;
+        let request = semaphore::acquire_once(&self.name, permits, undo.id(), latch_ttl_ms)?;
         let mut waiter = Waiter::new(engine, family_keys::semaphore_channel(&self.name), wait);
         loop {
             let started = waiter.attempt_starts();

@@ -233,19 +233,20 @@ impl Semaphore {
 /// Whether the latch of `earlier`, if it applied, is certainly still there when its id, sent
 /// again now, reaches Redis (the engine's one rule: `Engine::latch_may_tell`).
 pub(super) fn latch_may_tell(engine: &Engine, earlier: &UnsettledRelease) -> bool {
-    engine.latch_may_tell(earlier.sent, release_latch_ttl(engine))
+    engine.latch_may_tell(earlier.sent, count_latch_ttl(engine))
 }
 
-/// How long a semaphore release's latch lives: the client's watchdog timeout (default 30 s;
-/// at least its latch TTL), plus a network timeout, the longest a re-send may leave after
-/// [`latch_may_tell`] said yes. A semaphore's count has no TTL, so a release whose outcome
-/// stays unknown must stay exact to retry, in the background at the end of a scope or by the
-/// caller, for as long as a stall of Redis may last, as a reentrant release's latch lives its
-/// hold's lease: with two network timeouts, a release that could not be sent at all while
-/// Redis was paused for longer (connections killed, then every new one's set-up held) was
-/// given up in the background, and its permits stayed taken for good (a re-trial of stop 46).
-/// Only releases write it; Redisson never reads it (the ids are random).
-fn release_latch_ttl(engine: &Engine) -> Duration {
+/// How long a semaphore's request latches live (a release's, and an acquire's, which its undo
+/// needs as proof): the client's watchdog timeout (default 30 s; at least its latch TTL),
+/// plus a network timeout, the longest a re-send may leave after [`latch_may_tell`] said yes.
+/// A semaphore's count has no TTL, so a request whose outcome stays unknown must stay exact
+/// to settle, in the background or by the caller, for as long as a stall of Redis may last, as
+/// a reentrant release's latch lives its hold's lease. With two network timeouts, a release
+/// that could not be sent while Redis was paused for longer (connections killed, then every
+/// new one's set-up held) was given up in the background, its permits taken for good (a
+/// re-trial of stop 46); so was the undo of an acquire whose wait ended in repeated pauses (a
+/// Python trial of stop 47). Redisson never reads these keys (the ids are random).
+pub(super) fn count_latch_ttl(engine: &Engine) -> Duration {
     let life = Duration::from_millis(engine.latch_ttl_ms()).max(engine.config.watchdog_timeout);
     life + engine.config.network_timeout
 }
@@ -260,7 +261,7 @@ pub(super) async fn send_release(
     request_id: &str,
     by_source: bool,
 ) -> Result<()> {
-    let ttl_ms = release_latch_ttl(engine).as_millis() as u64;
+    let ttl_ms = count_latch_ttl(engine).as_millis() as u64;
     let mut request = semaphore::release_once(name, permits, PUBLISH, request_id, ttl_ms)?;
     request.by_source = by_source;
     let reply = waiting::call(engine, &request).await?;

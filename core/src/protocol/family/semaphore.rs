@@ -41,16 +41,21 @@ pub fn acquire_once(name: &str, permits: u64, request_id: &str, latch_ttl_ms: u6
 /// Gives back the permits that acquire request `request_id` ([`acquire_once`]) took, if it
 /// applied (its latch proves it); publishes the new count. Reply: [`decode_undo`]. Sent by
 /// source, so transports recognize it as the undo of that acquire (`Request::is_undo`) and
-/// send it behind the acquire on its connection; ahead of it, it finds no latch and the
-/// acquire's permits stay taken.
-pub fn undo(name: &str, request_id: &str, publish: &str) -> Request {
+/// send it behind the acquire on its connection. Either way the latch is left at 0 for
+/// `latch_ttl_ms` (the acquire's own latch life): a copy of the acquire that reaches Redis
+/// after the undo (queued behind a stall on another connection) takes nothing.
+pub fn undo(name: &str, request_id: &str, publish: &str, latch_ttl_ms: u64) -> Request {
     let mut undo = request(
         &scripts::SEMAPHORE_UNDO,
         vec![
             name.to_owned(),
             crate::protocol::keys::acquire_latch(name, request_id),
         ],
-        vec![publish.to_owned(), family_keys::semaphore_channel(name)],
+        vec![
+            publish.to_owned(),
+            family_keys::semaphore_channel(name),
+            latch_ttl_ms.to_string(),
+        ],
     );
     undo.by_source = true;
     undo
@@ -255,7 +260,7 @@ mod tests {
     fn the_undo_is_recognized_as_the_undo_of_its_own_acquire() {
         use crate::protocol::family::PUBLISH;
         let attempt = acquire_once("s", 2, "req", 1000).unwrap();
-        let undo = undo("s", "req", PUBLISH);
+        let undo = undo("s", "req", PUBLISH, 1000);
         assert!(undo.is_undo());
         assert!(undo.undoes(attempt.attempt_mark().as_ref()));
         let another = acquire_once("s", 2, "req2", 1000).unwrap();
@@ -291,9 +296,9 @@ mod tests {
         let r = acquire_once("s", 2, "id", 900).unwrap();
         assert_eq!(r.keys, ["s", "redlatch_acquire_latch:{s}:id"]);
         assert_eq!(r.args, ["2", "900"]);
-        let r = undo("s", "id", "publish");
+        let r = undo("s", "id", "publish", 900);
         assert_eq!(r.keys, ["s", "redlatch_acquire_latch:{s}:id"]);
-        assert_eq!(r.args, ["publish", "redisson_sc:{s}"]);
+        assert_eq!(r.args, ["publish", "redisson_sc:{s}", "900"]);
         let r = release_once("s", 1, "publish", "rid", 700).unwrap();
         assert_eq!(r.keys, ["s", "redisson_unlock_latch:{s}:rid"]);
         assert_eq!(r.args, ["1", "publish", "redisson_sc:{s}", "700"]);
