@@ -91,3 +91,27 @@ async fn bad_declared_permits_are_refused_with_nothing_sent() {
     let mut conn = raw(&s).await;
     assert_eq!(cmd::<i64>(&mut conn, &["EXISTS", "init:bad"]).await, 0);
 }
+
+#[tokio::test]
+async fn declared_permits_are_not_set_over_application_data_in_the_permit_set() {
+    // A Python trial of stop 47: with application data under `{name}:timeout`, the permit
+    // semaphore's acquire was refused (KeyConflict), but the declared count was left behind.
+    let s = server();
+    let c = client(&s).await;
+    let mut conn = raw(&s).await;
+    let _: () = cmd(&mut conn, &["SET", "{init:data}:timeout", "mine"]).await;
+    let permits = c.permit_semaphore("init:data").initial_permits(2);
+    let e = permits.try_acquire(None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::KeyConflict, "{e}");
+    let e = permits.try_set_permits(2).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::KeyConflict, "{e}");
+    assert_eq!(
+        cmd::<i64>(&mut conn, &["EXISTS", "init:data"]).await,
+        0,
+        "no count left"
+    );
+    assert_eq!(
+        cmd::<String>(&mut conn, &["GET", "{init:data}:timeout"]).await,
+        "mine"
+    );
+}

@@ -119,7 +119,7 @@ impl PermitSemaphore {
     /// anew would then give out more than declared; call `try_set_permits` then. Checked by
     /// those calls: 1 ..= `i32::MAX`, else `InvalidArgument` with nothing sent.
     pub fn initial_permits(mut self, permits: u64) -> PermitSemaphore {
-        self.initial = InitialPermits::new(permits);
+        self.initial = InitialPermits::new(permits, true);
         self
     }
 
@@ -148,7 +148,7 @@ impl PermitSemaphore {
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         self.check()?;
         validate_count("permits", permits)?;
-        try_set_permits(&self.engine, &self.name, permits).await
+        try_set_permits(&self.engine, &self.name, permits, true).await
     }
 
     /// Acquires one permit, waiting up to the handle's [`wait`](Self::wait) (forever by

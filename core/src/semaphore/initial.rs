@@ -8,7 +8,7 @@
 use crate::driver::waiting;
 use crate::driver::Engine;
 use crate::error::Result;
-use crate::protocol::family::{semaphore, PUBLISH};
+use crate::protocol::family::{keys as family_keys, semaphore, PUBLISH};
 use crate::protocol::token;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,8 +16,15 @@ use std::sync::Arc;
 /// Sets the number of permits of semaphore `name` if it does not exist yet (Redisson
 /// `trySetPermits`), publishing it: `Ok(true)` when set. Its short-lived latch makes the
 /// transport's repeat of a request whose reply was lost answer `true` again.
-pub(crate) async fn try_set_permits(engine: &Engine, name: &str, permits: u64) -> Result<bool> {
-    let request = semaphore::try_set_permits_once(
+/// `permit_set`: the permit-expirable semaphore's (its permit ZSET is checked too, and the count
+/// is not set over application data there).
+pub(crate) async fn try_set_permits(
+    engine: &Engine,
+    name: &str,
+    permits: u64,
+    permit_set: bool,
+) -> Result<bool> {
+    let mut request = semaphore::try_set_permits_once(
         name,
         permits,
         None,
@@ -25,6 +32,9 @@ pub(crate) async fn try_set_permits(engine: &Engine, name: &str, permits: u64) -
         &token::new_token()?,
         engine.latch_ttl_ms(),
     )?;
+    if permit_set {
+        request.keys.push(family_keys::permit_timeouts(name));
+    }
     semaphore::decode_try_set(&waiting::call(engine, &request).await?)
 }
 
@@ -32,13 +42,16 @@ pub(crate) async fn try_set_permits(engine: &Engine, name: &str, permits: u64) -
 #[derive(Clone, Default)]
 pub(crate) struct InitialPermits {
     permits: Option<u64>,
+    /// A permit-expirable semaphore's (see [`try_set_permits`]).
+    permit_set: bool,
     offered: Arc<AtomicBool>,
 }
 
 impl InitialPermits {
-    pub(crate) fn new(permits: u64) -> InitialPermits {
+    pub(crate) fn new(permits: u64, permit_set: bool) -> InitialPermits {
         InitialPermits {
             permits: Some(permits),
+            permit_set,
             offered: Arc::default(),
         }
     }
@@ -60,7 +73,7 @@ impl InitialPermits {
         if self.offered.load(Ordering::Acquire) {
             return Ok(());
         }
-        try_set_permits(engine, name, permits).await?;
+        try_set_permits(engine, name, permits, self.permit_set).await?;
         self.offered.store(true, Ordering::Release);
         Ok(())
     }

@@ -149,7 +149,7 @@ impl Semaphore {
     /// anew would then give out more than declared; call `try_set_permits` then. Checked by
     /// those calls: 1 ..= `i32::MAX`, else `InvalidArgument` with nothing sent.
     pub fn initial_permits(mut self, permits: u64) -> Semaphore {
-        self.initial = InitialPermits::new(permits);
+        self.initial = InitialPermits::new(permits, false);
         self
     }
 
@@ -186,7 +186,7 @@ impl Semaphore {
     /// `KeyConflict`-class `Redis` error (WRONGTYPE) when the key holds other data.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         self.check("permits", Some(permits))?;
-        initial::try_set_permits(&self.engine, &self.name, permits).await
+        initial::try_set_permits(&self.engine, &self.name, permits, false).await
     }
 
     /// Acquires `permits`, waiting up to the handle's [`wait`](Self::wait) (forever by

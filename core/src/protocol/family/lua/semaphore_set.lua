@@ -1,7 +1,10 @@
 -- Set the permit count of a semaphore that does not exist yet (Redisson trySetPermits), and
 -- publish it; also for the permit-expirable semaphore, whose count key is the same.
 -- KEYS[1] semaphore key; KEYS[2] (optional) this request's latch
--- (`redlatch_acquire_latch:{N}:<id>`, a key Redisson never reads). ARGV[1] permits (>= 0),
+-- (`redlatch_acquire_latch:{N}:<id>`, a key Redisson never reads); KEYS[3] (optional, with
+-- KEYS[2]) the permit-expirable semaphore's permit ZSET (`{N}:timeout`), which must be one or
+-- absent: the count is not set over application data there, that its acquire then refuses
+-- (a Python trial of stop 47: KeyConflict, with the count left behind). ARGV[1] permits (>= 0),
 -- ARGV[2] publish command, ARGV[3] channel, ARGV[4] TTL ms of the semaphore, '0' = none,
 -- ARGV[5] latch TTL ms (with KEYS[2]).
 -- With a latch, a retry whose first reply was lost gets the first answer (1) back instead of
@@ -17,6 +20,10 @@ end
 local refused = no_count(KEYS[1])
 if refused then
   return refused
+end
+local held = KEYS[3] and redis.call('TYPE', KEYS[3]).ok
+if held and held ~= 'none' and held ~= 'zset' then
+  return redis.error_reply('WRONGTYPE the key of the held permits holds another type, not a permit semaphore (application data under its name?)')
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
