@@ -99,7 +99,7 @@ impl Lock {
     /// counter catches up; one that forgot accepts them, and a holder paused since before
     /// the expiry could then pass an old, higher token. Choose a TTL far longer than any
     /// hold, pause and resource memory (days, not seconds). Whole milliseconds, at least
-    /// 1 ms; implies nothing without [`Self::fenced`].
+    /// 1 ms; without [`Self::fenced`], `InvalidArgument` (at acquire, and from [`Self::check`]).
     pub fn fence_ttl(mut self, ttl: Duration) -> Lock {
         self.fence_ttl = Some(ttl);
         self
@@ -213,10 +213,15 @@ impl Lock {
                 "fencing tokens are not offered in quorum mode (independent nodes share no counter)",
             ));
         }
-        let fence_ttl = match self.fence_ttl {
-            Some(ttl) => timing::to_millis("fence TTL", ttl, false)?,
-            None => 0,
-        };
+        let fence_ttl =
+            match self.fence_ttl {
+                // Set without `fenced`, it did nothing, silently (a C and a Python trial of stop 46).
+                Some(_) if !self.fenced => return Err(Error::invalid(
+                    "a fence TTL applies to fenced locks only (make the lock fenced, or leave the TTL out)",
+                )),
+                Some(ttl) => timing::to_millis("fence TTL", ttl, false)?,
+                None => 0,
+            };
         Ok(LockSpec {
             name: self.name.clone(),
             kind: self.kind,
@@ -232,8 +237,9 @@ impl Lock {
     ///
     /// # Errors
     /// `InvalidArgument` as [`Self::acquire`] would return it for bad options (an empty or
-    /// too long name, a zero or too large lease, wait or fence TTL, `owner()` on a lease
-    /// lock, a fenced read lock, a fenced lock on a quorum client).
+    /// too long name, a zero or too large lease, wait or fence TTL, a fence TTL without
+    /// `fenced`, `owner()` on a lease lock, a fenced read lock, a fenced lock on a quorum
+    /// client).
     pub fn check(&self) -> Result<()> {
         self.checked(false, self.lease).map(drop)
     }

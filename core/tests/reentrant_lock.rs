@@ -159,6 +159,15 @@ async fn fence_ttl_lets_the_counter_expire() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    // Without `fenced` a fence TTL did nothing, silently (C and Python trials of stop 46).
+    let unfenced = client.lock("ft-unfenced").fence_ttl(Duration::from_secs(60));
+    let err = unfenced.check().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.message().contains("fenced locks only"), "{err}");
+    let err = unfenced.try_acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    let key: i64 = cmd(&mut conn, &["EXISTS", "ft-unfenced"]).await;
+    assert_eq!(key, 0, "nothing sent");
 }
 
 /// A user trial found `owner(0)` accepted although owner numbers start at 1. Numbers above

@@ -214,10 +214,11 @@ class NativeEngine {
     const fenceTtlMs = options.fenceTtlMs ?? null
     // The facade checked the name's type, emptiness and form (facade/args.mjs); the core's
     // remaining rule is at most 4,096 UTF-8 bytes, which 1,365 UTF-16 units never exceed.
-    const known = !fenced && !this.#closing && name.length <= 1365 && this.#checked[kind].has(leaseMs)
+    const plain = !fenced && fenceTtlMs === null
+    const known = plain && !this.#closing && name.length <= 1365 && this.#checked[kind].has(leaseMs)
     if (!known) {
       this.#raw.checkLock(name, kind, leaseMs, null, fenced, fenceTtlMs)
-      if (!fenced) this.#checked[kind].add(leaseMs)
+      if (plain) this.#checked[kind].add(leaseMs)
     }
     return new NativeEngineLock(this.#raw, this.#holds, name, kind, leaseMs, fenced, fenceTtlMs)
   }

@@ -124,6 +124,12 @@ impl NativeClient {
         fence_ttl_ms: Option<f64>,
     ) -> napi::Result<()> {
         let mut lock = self.core(&name, kind, lease_ms, fenced.then_some(fence_ttl_ms), None)?;
+        if !fenced {
+            // The core refuses a fence TTL without `fenced` (it would do nothing).
+            if let Some(ttl) = opt_millis("fenceTtlMs", fence_ttl_ms, false)? {
+                lock = lock.fence_ttl(ttl);
+            }
+        }
         if let Some(wait) = opt_millis("waitMs", wait_ms, true)? {
             lock = lock.wait(wait);
         }

@@ -168,6 +168,8 @@ for (const entry of ENTRIES) {
         assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `counter TTL ${ttl}`)
         assert.throws(() => client.lock(name, { fenced: true, fenceTtlMs: 0 }), InvalidArgumentError)
         assert.throws(() => client.lock(name, { fenced: true, fenceTtlMs: 1.5 }), InvalidArgumentError)
+        // Without fenced a fenceTtlMs did nothing, silently (trials of stop 46).
+        assert.throws(() => client.lock(name, { fenceTtlMs: 60000 }), /fenced locks only/)
       } finally {
         r.disconnect()
       }

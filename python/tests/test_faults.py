@@ -242,6 +242,11 @@ def test_reentry_keeps_the_outer_fencing_token_and_fence_ttl(
     rl.release()
     ttl = r.pttl(f"redisson_lock_token:{{{name}}}")
     assert 3_500_000 < ttl <= 3_600_000
+    # Without fenced=True a fence_ttl did nothing, silently (a Python trial of stop 46).
+    with pytest.raises(ValueError, match="fenced locks only"):
+        client.lock(name, fence_ttl=60.0)
+    with pytest.raises(ValueError, match="fenced locks only"):
+        client.rw_lock(name, fence_ttl=60.0)
 
 
 def test_an_acquire_left_pending_on_a_closed_loop_holds_nothing(redis_url: str, r: redis.Redis, name: str) -> None:

@@ -59,6 +59,7 @@ pub struct redlatch_lock_options {
     pub fenced: bool,
     /// Fenced locks: the fencing counter key `redisson_lock_token:{name}` expires this many ms
     /// after the last fenced acquire. 0 (default): it persists, one key per name ever fenced.
+    /// Not 0 without `fenced`: `REDLATCH_INVALID_ARGUMENT` when the handle is made.
     /// Hazard: after it expired, tokens start again at 1, so a resource that remembers a
     /// higher token rejects new holders until the counter catches up, and one that forgot
     /// may accept an old holder's higher token; use a TTL far longer than any hold, pause and

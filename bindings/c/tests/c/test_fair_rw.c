@@ -359,6 +359,11 @@ static void test_bad_input_and_quorum_refusal(void) {
     CHECK_OK(redlatch_rw_lock_write(rw, &o, &lock));
     redlatch_lock_free(lock);
     lock = NULL;
+    /* A fence TTL without `fenced` did nothing, silently (trials of stop 46). */
+    o = redlatch_lock_options_default();
+    o.fence_ttl_ms = 60000;
+    CHECK_STATUS(redlatch_rw_lock_write(rw, &o, &lock), REDLATCH_INVALID_ARGUMENT);
+    CHECK(strstr(redlatch_last_error(), "fenced locks only") != NULL, "%s", redlatch_last_error());
     redlatch_rw_lock_free(rw);
     redlatch_rw_lock_free(NULL);
     CHECK(redis_dbsize(URL) >= 0 && redis_int(URL, "EXISTS", "cf:bad") == 0, "bad input reached Redis");
