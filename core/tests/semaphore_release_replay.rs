@@ -222,3 +222,37 @@ async fn an_acquire_whose_wait_ended_in_a_stall_gives_back_what_it_took_when_red
     s.resume().unwrap();
     settles_at(&mut conn, name, "2").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_release_by_id_retried_after_an_unknown_outcome_is_ok() {
+    // A re-trial of stop 47: release(id) timed out in a pause and applied when Redis ran
+    // again; the caller's retry of the same id said `never_held`, which reads as "no such
+    // permit was ever valid". `Permit::release` already answered Ok there.
+    let s = server();
+    let client = client_with_short_timeout(&s).await;
+    let permits = client.permit_semaphore("permit:by-id");
+    assert!(permits.try_set_permits(2).await.unwrap());
+    let permit = permits
+        .acquire_with_wait(Some(Duration::from_secs(30)), Some(Duration::ZERO))
+        .await
+        .unwrap();
+    let id = permit.id().to_owned();
+    s.pause().unwrap();
+    let first = within(Duration::from_secs(10), permits.release(&id))
+        .await
+        .unwrap_err();
+    s.resume().unwrap();
+    assert_eq!(first.kind(), ErrorKind::Connection, "{first}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    within(Duration::from_secs(10), permits.clone().release(&id))
+        .await
+        .expect("the earlier release gave it back");
+    assert_eq!(permits.available().await.unwrap(), 2);
+    let e = permits.release(&id).await.unwrap_err();
+    assert_eq!(
+        e.reason(),
+        Some(Reason::NeverHeld),
+        "settled: a third try is told so"
+    );
+    drop(permit);
+}

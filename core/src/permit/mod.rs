@@ -4,13 +4,14 @@
 use crate::client::Client;
 use crate::driver::waiting::{self, GiveBackOnDrop, Waiter};
 use crate::driver::{BoxFut, Engine, CLOSED};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::protocol::family::permits::{self, AcquireReply, ReleaseReply};
 use crate::protocol::family::{keys as family_keys, validate_count, PUBLISH};
 use crate::protocol::{keys, timing};
 use crate::semaphore::initial::{try_set_permits, InitialPermits};
 use futures::future::{select, Either};
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod held;
@@ -40,7 +41,13 @@ pub struct PermitSemaphore {
     wait: Option<Duration>,
     /// The permits this handle declares ([`Self::initial_permits`]), offered once.
     initial: InitialPermits,
+    /// Ids whose release through this handle (and its clones) ended with an unknown outcome:
+    /// a retry that finds the id gone was given back by that release (see [`Self::release`]).
+    maybe_released: Arc<Mutex<VecDeque<String>>>,
 }
+
+/// How many ids of releases of unknown outcome a handle remembers.
+const MAX_MAYBE_RELEASED: usize = 64;
 
 impl std::fmt::Debug for PermitSemaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -73,6 +80,7 @@ impl Client {
             name: name.into(),
             wait: None,
             initial: InitialPermits::default(),
+            maybe_released: Arc::default(),
         }
     }
 }
@@ -264,11 +272,27 @@ impl PermitSemaphore {
     /// `InvalidArgument` when `id` is not 32 hex digits (not echoed), a bad name or a quorum
     /// client (nothing sent); `NotOwned` with reason `never_held` when no such permit is held,
     /// `expired` when its lease had ended but it was not given back yet (it is now);
-    /// `Connection`/`Redis` when Redis fails.
+    /// `Connection`/`Redis` when Redis fails: the outcome is unknown, and a retry of the same
+    /// id through this handle (or a clone) that finds no such permit returns `Ok` (that
+    /// release, or the end of the permit's lease, gave it back), as [`Permit::release`] does.
+    /// (Before stop 47 such a retry said `never_held`: a re-trial.)
     pub async fn release(&self, id: &str) -> Result<()> {
         self.check()?;
         permits::validate_permit_id(id)?;
-        release_id(&self.engine, &self.name, id).await
+        let result = release_id(&self.engine, &self.name, id).await;
+        let mut maybe = self.maybe_released.lock().unwrap_or_else(|p| p.into_inner());
+        let earlier = maybe.iter().position(|m| m == id).map(|i| maybe.remove(i));
+        match result {
+            Err(e) if e.kind() == ErrorKind::Connection => {
+                if maybe.len() >= MAX_MAYBE_RELEASED {
+                    maybe.pop_front();
+                }
+                maybe.push_back(id.to_owned());
+                Err(e)
+            }
+            Err(e) if e.reason() == Some(Reason::NeverHeld) && earlier.is_some() => Ok(()),
+            other => other,
+        }
     }
 
     /// Permits available now, after giving expired ones back (0 when never set). Sets the
