@@ -115,3 +115,31 @@ async fn declared_permits_are_not_set_over_application_data_in_the_permit_set() 
         "mine"
     );
 }
+
+#[tokio::test]
+async fn a_release_into_a_count_that_is_gone_writes_nothing_and_the_count_can_be_set_again() {
+    // A re-trial of stop 47: after a restart of Redis without persistence, a holder's
+    // release made the count anew at 1, so `try_set_permits(2)` found it set and the
+    // semaphore stayed a permit short for good.
+    let s = server();
+    let c = client(&s).await;
+    let mut conn = raw(&s).await;
+    let sem = c.semaphore("init:gone").initial_permits(2);
+    sem.acquire(1).await.unwrap();
+    let _: i64 = cmd(&mut conn, &["DEL", "init:gone"]).await; // as a restart would
+    let e = sem.release(1).await.unwrap_err();
+    assert_eq!(
+        (e.kind(), e.reason()),
+        (ErrorKind::NotOwned, Some(redlatch::Reason::Deleted)),
+        "{e}"
+    );
+    assert!(e.message().contains("try_set_permits"), "{e}");
+    assert_eq!(sem.held(), 0, "the permits went with the count");
+    assert_eq!(
+        cmd::<i64>(&mut conn, &["EXISTS", "init:gone"]).await,
+        0,
+        "nothing written"
+    );
+    assert!(sem.try_set_permits(2).await.unwrap());
+    assert_eq!(sem.available().await.unwrap(), 2);
+}

@@ -377,3 +377,18 @@ async def test_a_permit_release_by_something_not_an_id_says_what_to_pass(redis_u
     async_sem = redlatch.asyncio.Client(redis_url).permit_semaphore(name, permits=1)
     with pytest.raises(TypeError, match="permit.release()"):
         await async_sem.release(5)  # type: ignore[arg-type]
+
+
+def test_a_release_into_a_lost_count_writes_nothing_and_the_count_can_be_set_again(
+    client: redlatch.Client, r: redis.Redis, name: str
+) -> None:
+    # A re-trial of stop 47: after a restart without persistence a holder's release made the
+    # count anew at 1, and try_set_permits(2) then found it set: a permit short for good.
+    sem = client.semaphore(name, permits=2)
+    assert sem.acquire()
+    r.delete(name)  # as a restart of Redis without persistence would
+    with pytest.raises(redlatch.NotOwnedError) as lost:
+        sem.release()
+    assert lost.value.reason == "deleted"
+    assert sem.held == 0 and not r.exists(name)
+    assert sem.try_set_permits(2) is True and sem.available() == 2

@@ -145,8 +145,8 @@ impl Semaphore {
     /// [`try_set_permits`](Self::try_set_permits) does (a count that exists is left as it is).
     /// An acquire retries that set within its wait, as it retries its own request. Once per
     /// handle: a count gone later (a restart of Redis without persistence) is not set again
-    /// by itself, since permits taken before may still be released into it and a count set
-    /// anew would then give out more than declared; call `try_set_permits` then. Checked by
+    /// by itself; a release into it is refused (`NotOwned`, reason `deleted`, nothing
+    /// written), and `try_set_permits` restores the declared count. Checked by
     /// those calls: 1 ..= `i32::MAX`, else `InvalidArgument` with nothing sent.
     pub fn initial_permits(mut self, permits: u64) -> Semaphore {
         self.initial = InitialPermits::new(permits, false);

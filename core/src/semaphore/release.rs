@@ -38,7 +38,11 @@ impl Semaphore {
     /// # Errors
     /// `NotOwned` (reason `never_held`) when `permits` is more than [`held`](Self::held)
     /// less the permits of unsettled releases of other counts, nothing sent; `NotOwned` (reason `expired`) for the retry of a release of unknown outcome
-    /// whose latch has expired (see above), nothing sent; `InvalidArgument` for a bad count or name, or a quorum client;
+    /// whose latch has expired (see above), nothing sent; `NotOwned` (reason `deleted`) when the
+    /// semaphore has no count any more (deleted, expired, or lost in a restart of Redis
+    /// without persistence): nothing is written (a count made by the release would leave the
+    /// semaphore short once `try_set_permits` found it set) and the permits leave this
+    /// handle's count, so `try_set_permits` restores the declared count; `InvalidArgument` for a bad count or name, or a quorum client;
     /// `Connection`/`Redis`/`NoPermission`/`OutOfMemory` when Redis fails (the permits then
     /// still count as held by this handle, so the release can be retried).
     pub async fn release(&self, permits: u64) -> Result<()> {
@@ -112,6 +116,8 @@ impl Semaphore {
         };
         match send_release(engine, &self.name, permits, &request_id, false).await {
             Ok(()) => Ok(()),
+            // The count is gone, and the permits with it: they leave this handle.
+            Err(e) if e.reason() == Some(Reason::Deleted) => Err(e),
             Err(e) => {
                 self.counted.held.fetch_add(permits, Ordering::AcqRel);
                 if e.kind() == ErrorKind::Connection {
@@ -265,5 +271,14 @@ pub(super) async fn send_release(
     let mut request = semaphore::release_once(name, permits, PUBLISH, request_id, ttl_ms)?;
     request.by_source = by_source;
     let reply = waiting::call(engine, &request).await?;
+    if semaphore::released_into_no_count(&reply) {
+        return Err(Error::not_owned(
+            false,
+            Reason::Deleted,
+            format!(
+                "semaphore {name:?} has no count (deleted, expired, or lost in a restart of Redis without persistence): the permits held went with it, and none were released; set the count again with try_set_permits"
+            ),
+        ));
+    }
     semaphore::decode_release(&reply).map(|_| ())
 }

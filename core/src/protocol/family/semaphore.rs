@@ -163,6 +163,12 @@ pub fn decode_replay(reply: &Reply) -> Result<bool> {
     }
 }
 
+/// Whether the reply of [`release_once`] says the semaphore has no count (deleted, expired,
+/// or lost in a restart without persistence): nothing was changed, not even created.
+pub fn released_into_no_count(reply: &Reply) -> bool {
+    matches!(reply, Reply::Array(v) if v.len() == 2 && v[0].as_int() == Some(-1) && v[1].as_int() == Some(-2))
+}
+
 /// Decodes the reply of [`release`]: `(available after the release, clients the message
 /// reached)`.
 ///

@@ -6,7 +6,7 @@
 -- '1' = replay only: a retry that must not apply if the latch is gone.
 -- With a latch, a retry whose first reply was lost adds nothing again.
 -- Reply: {available after the release, clients that received the message}; replay only and
--- no latch: {0, -1} (nothing changed).
+-- no latch: {0, -1} (nothing changed); with a latch and no count: {-1, -2} (nothing changed).
 local refused = no_count(KEYS[1])
 if refused then
   return refused
@@ -17,6 +17,13 @@ if latch and redis.call('GET', latch) then
 end
 if ARGV[5] == '1' then
   return {0, -1}
+end
+-- redlatch's handle releases (with a latch) only into a count that exists: one that is gone
+-- (deleted, expired, a restart without persistence) took the permits with it, and a count
+-- made here would leave the semaphore short for good once `trySetPermits` finds it set (a
+-- re-trial of stop 47). Without a latch: Redisson's release, which creates it.
+if latch and redis.call('EXISTS', KEYS[1]) == 0 then
+  return {-1, -2}
 end
 -- The PUBLISH goes first: an ACL user refused the channel gets NoPermission with nothing
 -- written (subscribers see the message only after the script, with the write done).
