@@ -163,6 +163,7 @@ for (const entry of ENTRIES) {
       assert.throws(() => client.semaphore(name, { permit: 1 }), InvalidArgumentError)
       const ps = client.permitSemaphore(name)
       await assert.rejects(ps.release('not-an-id'), InvalidArgumentError)
+      await assert.rejects(ps.release(5), /a Permit is released with permit\.release\(\)/)
       await assert.rejects(ps.acquire({ leaseMs: 0 }), InvalidArgumentError)
       assert.equal(await r.exists(name), 0, 'nothing was written')
     })

@@ -179,7 +179,10 @@ export class PermitSemaphore {
    */
   async release(id) {
     if (typeof id !== 'string' || !PERMIT_ID.test(id)) {
-      throw new InvalidArgumentError('a permit id is 32 hexadecimal digits')
+      // Says what to pass, as Python's TypeError does (a re-trial of stop 47: release(permit)).
+      throw new InvalidArgumentError(
+        'release(id) takes a permit id, 32 hexadecimal digits (a string); a Permit is released with permit.release()',
+      )
     }
     return engineCall(() => this.#raw.release(id))
   }
