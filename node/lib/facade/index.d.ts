@@ -220,7 +220,12 @@ export declare class Semaphore {
   acquire(permits?: number, options?: AcquireOptions): Promise<void>
   /** One try: `true` when `permits` (default 1) were acquired. */
   tryAcquire(permits?: number): Promise<boolean>
-  /** Gives back `permits` (default 1) this handle holds; more than `held` is `NotOwnedError` (reason `never_held`). */
+  /**
+   * Gives back `permits` (default 1) this handle holds; more than `held` is `NotOwnedError`
+   * (reason `never_held`); a count that is gone (deleted, expired, a restart without
+   * persistence) is `NotOwnedError` (reason `deleted`), nothing written, the permits leave
+   * `held`, and `trySetPermits` sets the count again.
+   */
   release(permits?: number): Promise<void>
   /** Permits available now (0 when none are set or the count is below zero, which Redisson's `reducePermits` can cause). */
   available(): Promise<number>

@@ -71,7 +71,9 @@ export class Semaphore {
 
   /**
    * Gives back `permits` (default 1) of those this handle holds, waking waiters. Rejects with
-   * NotOwnedError (reason 'never_held') for more than `held`, nothing sent.
+   * NotOwnedError (reason 'never_held') for more than `held`, nothing sent; (reason 'deleted')
+   * when the semaphore's count is gone (deleted, expired, a restart without persistence):
+   * nothing written, the permits leave `held`, and `trySetPermits` sets the count again.
    */
   async release(permits = 1) {
     args.count('permits', permits)

@@ -80,7 +80,10 @@ class Semaphore:
     def release(self, permits: int = 1) -> None:
         """Gives back ``permits`` that this object acquired, waking waiters.
 
-        :raises NotOwnedError: more than :attr:`held` (``reason == "never_held"``); nothing sent
+        :raises NotOwnedError: more than :attr:`held` (``reason == "never_held"``); nothing sent.
+            ``reason == "deleted"``: the semaphore's count is gone (deleted, expired, a restart of
+            Redis without persistence); nothing written, the permits leave :attr:`held`, and
+            :meth:`try_set_permits` sets the count again
         :raises ValueError: ``permits`` not in 1..2^31-1
         :raises RedisConnectionError: Redis could not confirm (the permits count as held)
         """
