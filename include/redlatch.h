@@ -953,7 +953,10 @@ enum redlatch_status redlatch_semaphore_try_acquire(const struct redlatch_semaph
 // Gives back `n` of the permits this handle acquired, waking waiters.
 //
 // Errors: `REDLATCH_NOT_OWNED` (reason `NEVER_HELD`: more than the handle holds; nothing
-// released); `REDLATCH_INVALID_ARGUMENT` (NULL; `n` 0 or above 2^31 - 1);
+// released; reason `DELETED`: the semaphore's count is gone (deleted, expired, a restart of
+// Redis without persistence): nothing written, the permits leave the handle, and
+// `redlatch_semaphore_try_set_permits` sets the count again); `REDLATCH_INVALID_ARGUMENT`
+// (NULL; `n` 0 or above 2^31 - 1);
 // `REDLATCH_CONNECTION`, `REDLATCH_REDIS`.
 //
 // # Safety
