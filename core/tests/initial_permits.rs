@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use redlatch::{Client, ErrorKind};
+use redlatch::ErrorKind;
 use std::time::Duration;
 
 #[tokio::test]
@@ -37,11 +37,7 @@ async fn declared_permits_are_set_once_and_never_over_a_count_that_exists() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_retries_the_initial_set_within_its_wait_through_a_pause() {
     let s = server();
-    let c = Client::builder(&s.url())
-        .network_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let c = client_with_300ms_timeout(&s.url()).await;
     let sem = c.semaphore("init:paused").initial_permits(1);
     let permits = c.permit_semaphore("init:paused-p").initial_permits(1);
     s.pause().unwrap();

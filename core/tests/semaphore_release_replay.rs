@@ -162,11 +162,7 @@ async fn a_final_release_that_could_not_be_sent_while_redis_stalled_lands_when_i
     // no longer tell (two network timeouts), long before the pause ended: permits taken for
     // good. The latch of a semaphore release now lives the watchdog timeout (default 30 s).
     let s = server();
-    let client = Client::builder(&s.url())
-        .network_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let client = client_with_300ms_timeout(&s.url()).await;
     let mut conn = raw(&s).await;
     let name = "sem:unsent";
     let sem = client.semaphore(name);
@@ -194,11 +190,7 @@ async fn an_acquire_whose_wait_ended_in_a_stall_gives_back_what_it_took_when_red
     // connection is cut), so only an undo tried again can give the permit back.
     let s = server();
     let relay = common::relay::Relay::start(s.port()).await;
-    let client = Client::builder(&relay.url())
-        .network_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let client = client_with_300ms_timeout(&relay.url()).await;
     let mut conn = raw(&s).await;
     let name = "sem:undo-stall";
     let sem = client.semaphore(name);

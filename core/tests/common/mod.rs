@@ -23,6 +23,16 @@ pub async fn client(server: &RedisServer) -> Client {
     Client::connect(&server.url()).await.expect("connect")
 }
 
+/// A client of `url` whose calls give up after 300 ms without a reply (the fault tests'
+/// network timeout: a pause of a second or two outlasts several).
+pub async fn client_with_300ms_timeout(url: &str) -> Client {
+    Client::builder(url)
+        .network_timeout(std::time::Duration::from_millis(300))
+        .connect()
+        .await
+        .expect("connect")
+}
+
 pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
     redis::Client::open(server.admin_url())
         .unwrap()
