@@ -154,6 +154,9 @@ impl ClusterTransport {
         // The cluster's facts do not change with the connection.
         fresh.begin(&self.connector, Some(facts));
         *current = fresh;
+        // The subscriber's connection may be held by the same silent node, with no push to
+        // tell it (see cluster_pubsub).
+        self.subscriber.renew();
     }
 
     async fn connection(&self) -> Result<Connected> {

@@ -10,6 +10,12 @@
 //! `SSUBSCRIBE` again for every shard channel that still has waiters (redis-rs routes it to
 //! the slot's current master, following `MOVED`), retrying while the slot has no master.
 //! Either push also wakes every waiter to poll once, for a message missed meanwhile.
+//!
+//! A master that is paused (or cut off) sends no push and resets nothing: its replica takes
+//! over while the subscriber's connection stays open to it, unanswered. The data path sees
+//! that first (a waiter's poll gets no answer, and the transport connects again); it then has
+//! the subscriber [`renew`](ClusterSubscriber::renew) its connection too: a new one from the
+//! seeds (a new topology), every channel with waiters subscribed on it, the old one dropped.
 
 use super::cluster::PushHandler;
 use super::node::NodeSpec;
@@ -22,9 +28,9 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{PushInfo, PushKind, Value};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
-use tokio::sync::OnceCell;
 
 /// Tries of a subscription made again after a topology change: the pauses double from
 /// 50 ms to 1 s, so about a minute in all, longer than a Cluster's failover takes
@@ -36,10 +42,19 @@ const SETTLING_PASSES: [Duration; 2] = [Duration::from_millis(500), Duration::fr
 
 struct Inner {
     client: ClusterClient,
-    conn: OnceCell<ClusterConnection>,
     channels: Channels,
-    /// Channels subscribed (`true` = sharded); the async mutex serializes the commands.
-    subscribed: tokio::sync::Mutex<HashSet<(String, bool)>>,
+    /// The connection and its subscriptions; the async mutex serializes the commands.
+    state: tokio::sync::Mutex<State>,
+    /// A renewal is under way (one at a time).
+    renewing: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    /// Made by the first subscription; replaced by [`ClusterSubscriber::renew`].
+    conn: Option<ClusterConnection>,
+    /// Channels subscribed on `conn` (`true` = sharded).
+    subscribed: HashSet<(String, bool)>,
 }
 
 /// The shared subscriber of a cluster client.
@@ -65,9 +80,9 @@ impl ClusterSubscriber {
         let client = super::cluster::cluster_client(seeds, tls, options, Some(on_push))?;
         let inner = Arc::new(Inner {
             client,
-            conn: OnceCell::new(),
             channels,
-            subscribed: tokio::sync::Mutex::default(),
+            state: tokio::sync::Mutex::default(),
+            renewing: AtomicBool::new(false),
         });
         let _ = this.set(Arc::downgrade(&inner));
         Ok(ClusterSubscriber { inner })
@@ -87,36 +102,113 @@ impl ClusterSubscriber {
             channel: channel.to_owned(),
             notify,
         };
-        let mut subscribed = inner.subscribed.lock().await;
+        let mut state = inner.state.lock().await;
         let key = (channel.to_owned(), sharded);
-        if !subscribed.contains(&key) {
-            let mut conn = inner.connection().await?;
-            subscribed.insert(key.clone());
-            let done = if sharded {
-                conn.ssubscribe(channel).await
-            } else {
-                conn.subscribe(channel).await
+        if !state.subscribed.contains(&key) {
+            let mut conn = match &state.conn {
+                Some(conn) => conn.clone(),
+                None => {
+                    let conn = inner.connect().await?;
+                    state.conn.insert(conn).clone()
+                }
             };
-            if let Err(e) = done {
-                subscribed.remove(&key);
+            state.subscribed.insert(key.clone());
+            if let Err(e) = subscribe_on(&mut conn, channel, sharded).await {
+                state.subscribed.remove(&key);
                 return Err(map_error(&e, &[]));
             }
         }
         Ok(waker)
     }
+
+    /// After a call on the data connection got no answer (a node paused or cut off: its
+    /// replica may have taken over with no push to tell this subscriber): in the background,
+    /// a new connection with every channel that has waiters subscribed on it replaces this
+    /// one, tried again with the pauses of a resubscription while the slots have no
+    /// reachable master; then every waiter polls once, for a message missed meanwhile.
+    pub(crate) fn renew(&self) {
+        let inner = self.inner.clone();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if inner.renewing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        runtime.spawn(async move {
+            let renewed = inner.renew_with_retries().await;
+            inner.renewing.store(false, Ordering::Release);
+            if renewed {
+                inner.channels.wake_all();
+                // Settling passes, as after a push (a redirect's slot-map refresh).
+                inner.subscribe_again(None).await;
+            }
+        });
+    }
+}
+
+/// `SSUBSCRIBE` (sharded) or `SUBSCRIBE` `channel` on `conn`.
+async fn subscribe_on(conn: &mut ClusterConnection, channel: &str, sharded: bool) -> redis::RedisResult<()> {
+    if sharded {
+        // A read of a key in the channel's slot first: see `subscribe_again_once`.
+        if let Some(key) = slot_key(channel) {
+            let _: redis::RedisResult<i64> = redis::cmd("EXISTS").arg(key).query_async(conn).await;
+        }
+        conn.ssubscribe(channel).await
+    } else {
+        conn.subscribe(channel).await
+    }
 }
 
 impl Inner {
-    async fn connection(&self) -> Result<ClusterConnection> {
-        let conn = self
-            .conn
-            .get_or_try_init(|| async {
-                self.client.get_async_connection().await.map_err(|e| {
-                    Error::connection(format!("cluster subscriber: {}", map_error(&e, &[]).message()))
-                })
-            })
-            .await?;
-        Ok(conn.clone())
+    async fn connect(&self) -> Result<ClusterConnection> {
+        self.client
+            .get_async_connection()
+            .await
+            .map_err(|e| Error::connection(format!("cluster subscriber: {}", map_error(&e, &[]).message())))
+    }
+
+    /// [`ClusterSubscriber::renew`]'s tries; `true` once a new connection is in place.
+    async fn renew_with_retries(&self) -> bool {
+        let mut pause = FIRST_RESUBSCRIBE_PAUSE;
+        for _ in 0..RESUBSCRIBE_TRIES {
+            match self.renew_once().await {
+                Ok(renewed) => return renewed,
+                Err(e) => tracing::debug!(error = %e, "renewing the cluster subscriber's connection"),
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+        false
+    }
+
+    /// A new connection with the channels that have waiters, in place of the current one
+    /// (`Ok(false)`: no connection to renew; with no waiters, the next subscription makes one).
+    async fn renew_once(&self) -> Result<bool> {
+        if self.state.lock().await.conn.is_none() {
+            return Ok(false);
+        }
+        // Made before the lock is taken: subscriptions go on meanwhile, on the old one.
+        let mut conn = self.connect().await?;
+        let mut state = self.state.lock().await;
+        let wanted: HashSet<(String, bool)> = state
+            .subscribed
+            .iter()
+            .filter(|(name, _)| self.channels.wanted(name))
+            .cloned()
+            .collect();
+        for (name, sharded) in &wanted {
+            subscribe_on(&mut conn, name, *sharded)
+                .await
+                .map_err(|e| map_error(&e, &[]))?;
+        }
+        tracing::debug!(channels = wanted.len(), "cluster subscriber connected again");
+        state.subscribed = wanted;
+        state.conn = if state.subscribed.is_empty() {
+            None
+        } else {
+            Some(conn)
+        };
+        Ok(true)
     }
 
     /// After the server dropped a shard channel's subscribers (`SUNSUBSCRIBE` push: its slot
@@ -161,24 +253,22 @@ impl Inner {
     /// waiters. Our own `SUNSUBSCRIBE` (its channel no longer in `subscribed`) sends nothing;
     /// subscribing a connection twice to a channel is harmless.
     async fn subscribe_again_once(&self, only: Option<&str>) -> redis::RedisResult<()> {
-        let subscribed = self.subscribed.lock().await;
-        let Some(conn) = self.conn.get() else {
+        let state = self.state.lock().await;
+        let Some(conn) = &state.conn else {
             return Ok(());
         };
         let mut conn = conn.clone();
-        let again = subscribed.iter().filter(|(name, sharded)| {
+        let again = state.subscribed.iter().filter(|(name, sharded)| {
             *sharded && only.is_none_or(|o| o == name) && self.channels.wanted(name)
         });
         for (name, _) in again {
             // After a failover, redis-rs' slot map still names the old master, now a
             // replica, which accepts `SSUBSCRIBE` for its master's slots but was not seen to
-            // pass on the new master's messages. A read of a key in the channel's slot gets
-            // `MOVED` there, after which redis-rs knows the new master. The read may be
-            // refused (an ACL user without `EXISTS`): the subscription is made all the same.
-            if let Some(key) = slot_key(name) {
-                let _: redis::RedisResult<i64> = redis::cmd("EXISTS").arg(key).query_async(&mut conn).await;
-            }
-            conn.ssubscribe(name).await?;
+            // pass on the new master's messages. A read of a key in the channel's slot
+            // (`subscribe_on`) gets `MOVED` there, after which redis-rs knows the new master.
+            // The read may be refused (an ACL user without `EXISTS`): the subscription is
+            // made all the same.
+            subscribe_on(&mut conn, name, true).await?;
         }
         Ok(())
     }
@@ -202,10 +292,10 @@ impl Unsubscriber for Unsubscribe {
     fn unsubscribe(&self, channel: String) {
         let (inner, sharded) = (self.inner.clone(), self.sharded);
         self.runtime.spawn(async move {
-            let mut subscribed = inner.subscribed.lock().await;
+            let mut state = inner.state.lock().await;
             let key = (channel, sharded);
-            if !inner.channels.wanted(&key.0) && subscribed.remove(&key) {
-                if let Some(conn) = inner.conn.get() {
+            if !inner.channels.wanted(&key.0) && state.subscribed.remove(&key) {
+                if let Some(conn) = &state.conn {
                     let mut conn = conn.clone();
                     let _ = if sharded {
                         conn.sunsubscribe(&key.0).await

@@ -132,8 +132,9 @@ impl RedisCluster {
     /// # Errors
     /// `redis-cli` failing or no master found.
     pub fn master_of(&self, slot: u16) -> io::Result<&RedisServer> {
-        // A node a test killed serves nothing (and would fail the `redis-cli` call).
-        for n in self.nodes.iter().filter(|n| n.is_running()) {
+        // A node a test killed serves nothing (and would fail the `redis-cli` call); one it
+        // paused answers nothing (`redis-cli` would wait for it for ever).
+        for n in self.nodes.iter().filter(|n| n.is_running() && !n.is_paused()) {
             let role = n.cli(&["ROLE"])?;
             if !role.starts_with("master") {
                 continue;
@@ -235,6 +236,7 @@ impl RedisCluster {
     /// # Errors
     /// No replica taking over within 30 s; the message then holds a live node's view.
     pub fn until_promoted(&self, slot: u16, old: u16) -> io::Result<()> {
+        let answers = |n: &RedisServer| n.is_running() && !n.is_paused();
         let serves = |n: &RedisServer| {
             n.cli(&["ROLE"]).is_ok_and(|r| r.starts_with("master"))
                 && n.cli(&["CLUSTER", "NODES"]).is_ok_and(|nodes| {
@@ -248,10 +250,10 @@ impl RedisCluster {
             Ok(self
                 .nodes
                 .iter()
-                .any(|n| n.port() != old && n.is_running() && serves(n)))
+                .any(|n| n.port() != old && answers(n) && serves(n)))
         });
         promoted.map_err(|e| {
-            let live = self.nodes.iter().find(|n| n.port() != old && n.is_running());
+            let live = self.nodes.iter().find(|n| n.port() != old && answers(n));
             let view = live.and_then(|n| n.cli(&["CLUSTER", "NODES"]).ok());
             io::Error::other(format!("{e}: {}", view.unwrap_or_default()))
         })
