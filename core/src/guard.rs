@@ -1,5 +1,6 @@
 //! [`Guard`]: one held acquisition.
 
+use crate::driver::cleanup::{self, Retried};
 use crate::driver::{BoxFut, End, Hold};
 use crate::error::{Reason, Result};
 use crate::origin::{inherited_hold, Origin};
@@ -326,23 +327,20 @@ pub(crate) fn release_in_background(hold: &Arc<Hold>) {
 /// Releases `hold`, retrying while the outcome is unknown and the hold could still be valid
 /// (after that its key expires with its lease).
 async fn retry_release(hold: Arc<Hold>) {
-    let mut failures = 0;
-    loop {
-        let error = match hold.release().await {
-            Ok(()) => return,
-            Err(e) => e,
-        };
-        let now = hold.engine.now();
-        if hold.signal.is_settled() || error.is_permanent() || now >= hold.signal.deadline() {
-            tracing::debug!(lock = %hold.name(), error = %error, "background release of a dropped guard failed");
-            // No one can release it any more: it expires with its lease instead of being
-            // renewed for the life of the process (a release refused for permissions kept the
-            // hold renewed, as it must for a caller who may retry; a user trial of stop 43).
-            hold.stop_renewals();
-            return;
-        }
-        failures += 1;
-        tracing::debug!(lock = %hold.name(), error = %error, "background release of a dropped guard failed; retrying");
-        hold.engine.pause_before_retry(failures).await;
-    }
+    let released = cleanup::retry(
+        &hold.engine,
+        || hold.release(),
+        |e| !hold.signal.is_settled() && !e.is_permanent(),
+        || hold.engine.now() < hold.signal.deadline(),
+    )
+    .await;
+    let error = match released {
+        Retried::Answered(Ok(())) => return,
+        Retried::Answered(Err(e)) | Retried::GaveUp(e) => e,
+    };
+    tracing::debug!(lock = %hold.name(), error = %error, "background release of a dropped guard failed");
+    // No one can release it any more: it expires with its lease instead of being renewed for
+    // the life of the process (a release refused for permissions kept the hold renewed, as it
+    // must for a caller who may retry; a user trial of stop 43).
+    hold.stop_renewals();
 }

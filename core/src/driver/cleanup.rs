@@ -7,9 +7,11 @@
 //! exit wait for it first, bounded ([`wait_for_background_cleanup`]).
 
 use super::transport::Runtime;
-use super::BoxFut;
+use super::{BoxFut, Engine};
+use crate::error::{Error, Result};
 #[cfg(not(target_arch = "wasm32"))]
 pub use counted::wait_for_background_cleanup;
+use std::future::Future;
 
 /// Spawns `task` on `runtime`, counted as clean-up in flight until it ends (not on wasm, which
 /// has no process to exit and no process id).
@@ -23,6 +25,65 @@ pub(crate) fn spawn(runtime: &dyn Runtime, task: BoxFut<'static, ()>) {
             task.await;
             drop(counted);
         }));
+    }
+}
+
+/// How a clean-up tried by [`retry`] ended.
+pub(crate) enum Retried<T> {
+    /// The last try's result: a success, or an error not worth another try.
+    Answered(Result<T>),
+    /// Stopped before another try (the client closed, or a try could no longer help); the
+    /// last try's error.
+    GaveUp(Error),
+}
+
+/// Tries `attempt` until it is answered, for a clean-up in the background (a release, an
+/// undo): after an error that `retryable` accepts, waits the client's back-off
+/// ([`Engine::pause_before_retry`]), then tries again while the client is open and
+/// `still_useful()` holds, checked right before each new try (the life of the latch that
+/// makes the retry exact, a lease that still runs). The one retry loop of such clean-ups.
+pub(crate) async fn retry<T, F, Fut>(
+    engine: &Engine,
+    mut attempt: F,
+    retryable: impl Fn(&Error) -> bool,
+    still_useful: impl Fn() -> bool,
+) -> Retried<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    match attempt().await {
+        Ok(answer) => Retried::Answered(Ok(answer)),
+        Err(e) => retry_after(engine, e, attempt, retryable, still_useful).await,
+    }
+}
+
+/// [`retry`] after a first try that failed with `error` (a caller's own try).
+pub(crate) async fn retry_after<T, F, Fut>(
+    engine: &Engine,
+    mut error: Error,
+    mut attempt: F,
+    retryable: impl Fn(&Error) -> bool,
+    still_useful: impl Fn() -> bool,
+) -> Retried<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut failures = 0;
+    loop {
+        if !retryable(&error) || engine.registry.is_closed() {
+            return Retried::Answered(Err(error));
+        }
+        engine.pause_before_retry(failures).await;
+        failures += 1;
+        if engine.registry.is_closed() || !still_useful() {
+            return Retried::GaveUp(error);
+        }
+        match attempt().await {
+            Ok(answer) => return Retried::Answered(Ok(answer)),
+            Err(e) => error = e,
+        }
     }
 }
 

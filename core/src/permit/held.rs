@@ -3,6 +3,7 @@
 //! `renewal.rs`.
 
 use super::renewal::{start_renewals, Renew};
+use crate::driver::cleanup::{self, Retried};
 use crate::driver::{BoxFut, Engine, OnClose};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::protocol::family::permits::{self, ReleaseReply};
@@ -351,22 +352,17 @@ fn release_in_background(state: Arc<PermitState>) {
 /// Releases the permit, retrying while the outcome is unknown (a failed attempt leaves it
 /// releasable: `ended` goes back to false) and its lease could still be running.
 async fn retry_release(state: Arc<PermitState>) {
-    let engine = state.engine.clone();
+    let engine = &state.engine;
     let give_up = engine.now() + state.lease;
-    let mut failures = 0;
-    loop {
-        let error = match state.release().await {
-            Ok(()) => return,
-            Err(e) => e,
-        };
-        let releasable = !state.ended.load(Ordering::Acquire);
-        if !releasable || engine.registry.is_closed() || engine.now() >= give_up {
-            tracing::debug!(semaphore = %state.name, error = %error, "background release of a permit failed");
-            return;
-        }
-        failures += 1;
-        tracing::debug!(semaphore = %state.name, error = %error, "background release of a permit failed; retrying");
-        engine.pause_before_retry(failures).await;
+    let released = cleanup::retry(
+        engine,
+        || state.release(),
+        |_| !state.ended.load(Ordering::Acquire),
+        || engine.now() < give_up,
+    )
+    .await;
+    if let Retried::Answered(Err(e)) | Retried::GaveUp(e) = released {
+        tracing::debug!(semaphore = %state.name, error = %e, "background release of a permit failed");
     }
 }
 

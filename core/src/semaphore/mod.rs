@@ -5,6 +5,7 @@ pub(crate) mod initial;
 mod release;
 
 use crate::client::Client;
+use crate::driver::cleanup::{self, Retried};
 use crate::driver::waiting::{self, GiveBackOnDrop, Waiter};
 use crate::driver::{BoxFut, Engine, CLOSED};
 use crate::error::{Error, ErrorKind, Result};
@@ -103,30 +104,24 @@ fn give_back(engine: Arc<Engine>, name: String, request_id: String) -> BoxFut<'s
 async fn give_back_now(engine: Arc<Engine>, name: String, request_id: String) {
     let (started, life) = (engine.now(), release::count_latch_ttl(&engine));
     let request = semaphore::undo(&name, &request_id, PUBLISH, life.as_millis() as u64);
-    let mut failures = 0;
-    loop {
-        let undone = waiting::call(&engine, &request)
-            .await
-            .and_then(|r| semaphore::decode_undo(&r));
-        match undone {
-            Ok(0) => return,
-            Ok(n) => {
-                tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire");
-                return;
-            }
-            Err(e) if e.kind() == ErrorKind::Connection && !engine.registry.is_closed() => {
-                if engine.now().saturating_sub(started) >= life {
-                    tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed while its latch lived");
-                    return;
-                }
-                tracing::debug!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed; retrying");
-                engine.pause_before_retry(failures).await;
-                failures += 1;
-            }
-            Err(e) => {
-                tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed");
-                return;
-            }
+    let (engine, request) = (&*engine, &request);
+    let undone = cleanup::retry(
+        engine,
+        || async move { semaphore::decode_undo(&waiting::call(engine, request).await?) },
+        |e| e.kind() == ErrorKind::Connection,
+        || engine.now().saturating_sub(started) < life,
+    )
+    .await;
+    match undone {
+        Retried::Answered(Ok(0)) => {}
+        Retried::Answered(Ok(n)) => {
+            tracing::debug!(semaphore = %name, permits = n, "gave back the permits of an abandoned acquire")
+        }
+        Retried::Answered(Err(e)) => {
+            tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed")
+        }
+        Retried::GaveUp(e) => {
+            tracing::warn!(semaphore = %name, error = %e, "giving back the permits of an abandoned acquire failed while its latch lived")
         }
     }
 }

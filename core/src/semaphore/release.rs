@@ -2,6 +2,7 @@
 //! unknown outcome a handle remembers for its retry, and their settling in the background.
 
 use super::Semaphore;
+use crate::driver::cleanup::{self, Retried};
 use crate::driver::waiting;
 use crate::driver::Engine;
 use crate::error::{Error, ErrorKind, Reason, Result};
@@ -157,42 +158,48 @@ impl Semaphore {
     /// As [`release`](Self::release).
     pub async fn release_final(&self, permits: u64) -> Result<()> {
         let result = self.release(permits).await;
-        if result.as_ref().is_err_and(|e| e.kind() == ErrorKind::Connection) {
+        if let Some(e) = result
+            .as_ref()
+            .err()
+            .filter(|e| e.kind() == ErrorKind::Connection)
+        {
             if let Some(unsettled) = self.take_unsettled(permits) {
                 let _ = self
                     .counted
                     .held
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(permits));
-                self.settle_in_background(unsettled);
+                self.settle_in_background(unsettled, e.clone());
             }
         }
         result
     }
 
-    /// Sends `unsettled` again until Redis answers it, while its latch can still tell.
-    fn settle_in_background(&self, unsettled: UnsettledRelease) {
+    /// Sends `unsettled`, whose first try failed with `error` (a connection error), again
+    /// until Redis answers it, while its latch can still tell.
+    fn settle_in_background(&self, unsettled: UnsettledRelease, error: Error) {
         let (engine, name) = (self.engine.clone(), self.name.clone());
-        crate::driver::cleanup::spawn(
+        cleanup::spawn(
             &*self.engine.runtime,
             Box::pin(async move {
-                let mut failures = 0;
-                loop {
-                    engine.pause_before_retry(failures).await;
-                    failures += 1;
-                    if engine.registry.is_closed() || !latch_may_tell(&engine, &unsettled) {
-                        tracing::warn!(semaphore = %name, permits = unsettled.permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back");
-                        return;
+                let (engine, name, unsettled) = (&*engine, &*name, &unsettled);
+                let (permits, id) = (unsettled.permits, &*unsettled.request_id);
+                // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
+                // answer could come after each try's timeout, and the release would never land.
+                let settled = cleanup::retry_after(
+                    engine,
+                    error,
+                    || send_release(engine, name, permits, id, true),
+                    |e| e.kind() == ErrorKind::Connection,
+                    || latch_may_tell(engine, unsettled),
+                )
+                .await;
+                match settled {
+                    Retried::Answered(Ok(())) => {}
+                    Retried::Answered(Err(e)) => {
+                        tracing::warn!(semaphore = %name, error = %e, "a release whose outcome is unknown failed again")
                     }
-                    // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
-                    // answer could come after each try's timeout, and the release would never land.
-                    let (permits, id) = (unsettled.permits, &unsettled.request_id);
-                    match send_release(&engine, &name, permits, id, true).await {
-                        Ok(()) => return,
-                        Err(e) if e.kind() == ErrorKind::Connection => {}
-                        Err(e) => {
-                            tracing::warn!(semaphore = %name, error = %e, "a release whose outcome is unknown failed again");
-                            return;
-                        }
+                    Retried::GaveUp(_) => {
+                        tracing::warn!(semaphore = %name, permits, "a release whose outcome is unknown could not be confirmed while its latch lived; the permits may not have been given back")
                     }
                 }
             }),
