@@ -248,3 +248,37 @@ async fn a_permit_release_by_id_retried_after_an_unknown_outcome_is_ok() {
     );
     drop(permit);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_acquire_whose_wait_ended_in_a_stall_gives_back_its_permit_when_redis_runs_again() {
+    // The permit semaphore's undo was tried once, as the counted semaphore's was (fixed in
+    // stop 47): sent while Redis stalled, it was lost, and the permit the acquire took when
+    // Redis ran again stayed taken for its whole lease (here a minute). As above, the first
+    // attempt reaches the stopped server and everything after it is lost on the way.
+    let s = server();
+    let relay = common::relay::Relay::start(s.port()).await;
+    let client = client_with_300ms_timeout(&relay.url()).await;
+    let mut conn = raw(&s).await;
+    let name = "permit:undo-stall";
+    let permits = client.permit_semaphore(name);
+    assert!(permits.try_set_permits(2).await.unwrap());
+    s.pause().unwrap();
+    let acquire = {
+        let permits = permits.clone();
+        let (lease, wait) = (Duration::from_secs(60), Duration::from_millis(600));
+        tokio::spawn(async move { permits.acquire_with_wait(Some(lease), Some(wait)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await; // the first attempt is in Redis' socket
+    relay.blackhole();
+    let e = within(Duration::from_secs(10), acquire)
+        .await
+        .unwrap()
+        .map(|permit| permit.id().to_owned())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    tokio::time::sleep(Duration::from_millis(1000)).await; // the undo's first try is lost
+    relay.restore();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.resume().unwrap();
+    settles_at(&mut conn, name, "2").await;
+}

@@ -2,6 +2,7 @@
 //! have ids and leases and come back by themselves when a lease ends.
 
 use crate::client::Client;
+use crate::driver::cleanup::{self, Retried};
 use crate::driver::waiting::{self, GiveBackOnDrop, Waiter};
 use crate::driver::{BoxFut, Engine, CLOSED};
 use crate::error::{Error, ErrorKind, Reason, Result};
@@ -90,20 +91,33 @@ fn give_back(engine: Arc<Engine>, name: String, id: String) -> BoxFut<'static, (
     Box::pin(give_back_now(engine, name, id))
 }
 
+/// Sends the undo until Redis answers it, retrying connection errors with back-off for as long
+/// as a permit taken in watchdog mode could still be held (the watchdog timeout and a network
+/// timeout: a longer explicit lease ends by itself later). One try used to be all, as the
+/// counted semaphore's undo (stop 47): sent while Redis stalled it was lost, and the permit
+/// its acquire took when Redis ran again stayed taken for its whole lease.
 async fn give_back_now(engine: Arc<Engine>, name: String, id: String) {
-    let undo = permits::undo(&name, &id, engine.runtime.wall_clock_ms(), PUBLISH);
-    let given_back = match undo {
-        Ok(undo) => waiting::call(&engine, &undo)
-            .await
-            .and_then(|r| permits::decode_release(&r)),
-        Err(e) => Err(e),
-    };
+    let (started, life) = (
+        engine.now(),
+        engine.config.watchdog_timeout + engine.config.network_timeout,
+    );
+    let (engine, name, id) = (&*engine, &*name, &*id);
+    let given_back = cleanup::retry(
+        engine,
+        || async move {
+            let undo = permits::undo(name, id, engine.runtime.wall_clock_ms(), PUBLISH)?;
+            permits::decode_release(&waiting::call(engine, &undo).await?)
+        },
+        |e| e.kind() == ErrorKind::Connection,
+        || engine.now().saturating_sub(started) < life,
+    )
+    .await;
     match given_back {
-        Ok(ReleaseReply::Unknown) => {} // the acquire never applied
-        Ok(_) => {
+        Retried::Answered(Ok(ReleaseReply::Unknown)) => {} // the acquire never applied
+        Retried::Answered(Ok(_)) => {
             tracing::debug!(semaphore = %name, "gave back the permit of an abandoned acquire")
         }
-        Err(e) => {
+        Retried::Answered(Err(e)) | Retried::GaveUp(e) => {
             tracing::warn!(semaphore = %name, error = %e, "giving back the permit of an abandoned acquire failed")
         }
     }
