@@ -720,6 +720,22 @@ enum redlatch_status redlatch_permit_semaphore_new(const struct redlatch_client 
                                                    uint64_t wait_ms,
                                                    struct redlatch_permit_semaphore **out);
 
+// Declares the permits the semaphore starts with: the handle's first acquire, try-acquire or
+// `available` (each retrying within its own wait) first sets them when the semaphore does
+// not exist yet, as `redlatch_permit_semaphore_try_set_permits` does; a count that exists is left as it is. Once per handle:
+// a count gone later (a restart without persistence) is not set again by itself; call
+// `redlatch_permit_semaphore_try_set_permits` then. (Python's `permits=`, Node's `{ permits }`; the core's
+// `initial_permits`.) Sends nothing to Redis. Call it before the handle is used or shared
+// with other threads: it changes the handle.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL; `permits` 0 or above 2^31 - 1: the handle is
+// left as it was; a handle of a parent process).
+//
+// # Safety
+// `permit_semaphore` NULL or valid, and not in use by another thread.
+enum redlatch_status redlatch_permit_semaphore_set_initial_permits(struct redlatch_permit_semaphore *permit_semaphore,
+                                                                   uint64_t permits);
+
 // Sets the number of permits when none is set yet (`trySetPermits`): `*set` receives true when
 // it was set. Errors as `redlatch_semaphore_try_set_permits`.
 //
@@ -904,6 +920,22 @@ enum redlatch_status redlatch_semaphore_new(const struct redlatch_client *client
                                             const char *name,
                                             uint64_t wait_ms,
                                             struct redlatch_semaphore **out);
+
+// Declares the permits the semaphore starts with: the handle's first acquire, try-acquire or
+// `available` (each retrying within its own wait) first sets them when the semaphore does
+// not exist yet, as `redlatch_semaphore_try_set_permits` does; a count that exists is left as it is. Once per handle:
+// a count gone later (a restart without persistence) is not set again by itself; call
+// `redlatch_semaphore_try_set_permits` then. (Python's `permits=`, Node's `{ permits }`; the core's
+// `initial_permits`.) Sends nothing to Redis. Call it before the handle is used or shared
+// with other threads: it changes the handle.
+//
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL; `permits` 0 or above 2^31 - 1: the handle is
+// left as it was; a handle of a parent process).
+//
+// # Safety
+// `semaphore` NULL or valid, and not in use by another thread.
+enum redlatch_status redlatch_semaphore_set_initial_permits(struct redlatch_semaphore *semaphore,
+                                                            uint64_t permits);
 
 // Sets the number of permits to `permits` when the semaphore has none set yet (Redisson's
 // `trySetPermits`): `*set` receives true when it was set, false when a count already existed

@@ -15,6 +15,16 @@ namespace redlatch {
 /// holds. Move-only; may be shared by threads (the count is the object's).
 class Semaphore {
   public:
+    /// Declares the permits the semaphore starts with: its first acquire, try_acquire or
+    /// available() sets them when the semaphore does not exist yet (a count that exists is
+    /// left as it is; redlatch_semaphore_set_initial_permits). Throws INVALID_ARGUMENT for 0
+    /// or more than 2^31 - 1. Before the object is shared with other threads:
+    /// `auto pool = client.semaphore("pool").initial_permits(3);`
+    Semaphore &initial_permits(std::uint64_t permits) & {
+        detail::check(redlatch_semaphore_set_initial_permits(handle_.get(), permits));
+        return *this;
+    }
+    Semaphore &&initial_permits(std::uint64_t permits) && { return std::move(initial_permits(permits)); }
     /// Sets the number of permits when none is set yet; true when set. Throws
     /// INVALID_ARGUMENT for 0 or more than 2^31 - 1.
     bool try_set_permits(std::uint64_t permits) {
@@ -131,6 +141,12 @@ class Permit {
 /// and a lease, so a dead holder's permits come back. Move-only; may be shared by threads.
 class PermitSemaphore {
   public:
+    /// As Semaphore::initial_permits (redlatch_permit_semaphore_set_initial_permits).
+    PermitSemaphore &initial_permits(std::uint64_t permits) & {
+        detail::check(redlatch_permit_semaphore_set_initial_permits(handle_.get(), permits));
+        return *this;
+    }
+    PermitSemaphore &&initial_permits(std::uint64_t permits) && { return std::move(initial_permits(permits)); }
     /// As Semaphore::try_set_permits.
     bool try_set_permits(std::uint64_t permits) {
         bool set = false;

@@ -10,7 +10,8 @@
 //! shared by threads; its count is the handle's, not a thread's.
 
 use redlatch::blocking;
-use redlatch::Result;
+use redlatch::protocol::family::validate_count;
+use redlatch::{Error, Result};
 use std::ffi::c_char;
 
 use crate::client::redlatch_client;
@@ -77,6 +78,34 @@ pub unsafe extern "C" fn redlatch_semaphore_new(
         });
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe { out.write(Box::into_raw(sem)) };
+        Ok(())
+    })
+}
+
+/// Declares the permits the semaphore starts with: the handle's first acquire, try-acquire or
+/// `available` (each retrying within its own wait) first sets them when the semaphore does
+/// not exist yet, as `redlatch_semaphore_try_set_permits` does; a count that exists is left as it is. Once per handle:
+/// a count gone later (a restart without persistence) is not set again by itself; call
+/// `redlatch_semaphore_try_set_permits` then. (Python's `permits=`, Node's `{ permits }`; the core's
+/// `initial_permits`.) Sends nothing to Redis. Call it before the handle is used or shared
+/// with other threads: it changes the handle.
+///
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL; `permits` 0 or above 2^31 - 1: the handle is
+/// left as it was; a handle of a parent process).
+///
+/// # Safety
+/// `semaphore` NULL or valid, and not in use by another thread.
+#[no_mangle]
+pub unsafe extern "C" fn redlatch_semaphore_set_initial_permits(
+    semaphore: *mut redlatch_semaphore,
+    permits: u64,
+) -> redlatch_status {
+    boundary(|| {
+        // SAFETY: the caller's contract above (valid and not shared while this runs).
+        let sem = unsafe { semaphore.as_mut() }.ok_or_else(|| Error::invalid("semaphore is NULL"))?;
+        sem.origin.check("semaphore")?;
+        validate_count("permits", permits)?;
+        sem.inner = sem.inner.clone().initial_permits(permits);
         Ok(())
     })
 }

@@ -49,6 +49,14 @@ impl Semaphore {
         }
     }
 
+    /// See [`crate::Semaphore::initial_permits`].
+    pub fn initial_permits(self, permits: u64) -> Semaphore {
+        Semaphore {
+            inner: self.inner.initial_permits(permits),
+            ..self
+        }
+    }
+
     /// See [`crate::Semaphore::name`].
     pub fn name(&self) -> &str {
         self.inner.name()
@@ -159,6 +167,14 @@ impl PermitSemaphore {
     pub fn wait(self, wait: Duration) -> PermitSemaphore {
         PermitSemaphore {
             inner: self.inner.wait(wait),
+            ..self
+        }
+    }
+
+    /// See [`crate::PermitSemaphore::initial_permits`].
+    pub fn initial_permits(self, permits: u64) -> PermitSemaphore {
+        PermitSemaphore {
+            inner: self.inner.initial_permits(permits),
             ..self
         }
     }

@@ -197,6 +197,43 @@ static void test_semaphore_counts_what_the_handle_holds(void) {
     redlatch_client_free(client);
 }
 
+static void test_initial_permits_are_set_by_the_first_call(void) {
+    redlatch_client *client = child_client(URL, 0);
+    redlatch_semaphore *sem = NULL, *other = NULL;
+    redlatch_permit_semaphore *ps = NULL;
+    redlatch_permit *permit = NULL;
+    uint64_t n = 0;
+    bool got = false;
+    redis_int(URL, "DEL", "cs:initial");
+    CHECK_OK(redlatch_semaphore_new(client, "cs:initial", 0, &sem));
+    CHECK_STATUS(redlatch_semaphore_set_initial_permits(sem, 0), REDLATCH_INVALID_ARGUMENT);
+    CHECK_STATUS(redlatch_semaphore_set_initial_permits(sem, 1ull << 31), REDLATCH_INVALID_ARGUMENT);
+    CHECK_STATUS(redlatch_semaphore_set_initial_permits(NULL, 1), REDLATCH_INVALID_ARGUMENT);
+    CHECK(redis_int(URL, "EXISTS", "cs:initial") == 0, "set before the first call");
+    CHECK_OK(redlatch_semaphore_set_initial_permits(sem, 3));
+    CHECK_OK(redlatch_semaphore_acquire(sem, 2));
+    CHECK_OK(redlatch_semaphore_available(sem, &n));
+    CHECK(n == 1, "%llu available of 3 after taking 2", (unsigned long long)n);
+    /* A count that exists is left as it is. */
+    CHECK_OK(redlatch_semaphore_new(client, "cs:initial", 0, &other));
+    CHECK_OK(redlatch_semaphore_set_initial_permits(other, 5));
+    CHECK_OK(redlatch_semaphore_try_acquire(other, 2, &got));
+    CHECK(!got, "a declared count replaced the one in Redis");
+    CHECK_OK(redlatch_semaphore_release(sem, 2));
+    redis_int(URL, "DEL", "cs:initial-permits");
+    CHECK_OK(redlatch_permit_semaphore_new(client, "cs:initial-permits", 0, &ps));
+    CHECK_STATUS(redlatch_permit_semaphore_set_initial_permits(ps, 0), REDLATCH_INVALID_ARGUMENT);
+    CHECK_OK(redlatch_permit_semaphore_set_initial_permits(ps, 1));
+    CHECK_OK(redlatch_permit_semaphore_acquire(ps, 30000, &permit));
+    CHECK_OK(redlatch_permit_semaphore_available(ps, &n));
+    CHECK(n == 0, "%llu available of 1 after taking it", (unsigned long long)n);
+    redlatch_permit_free(permit);
+    redlatch_permit_semaphore_free(ps);
+    redlatch_semaphore_free(other);
+    redlatch_semaphore_free(sem);
+    redlatch_client_free(client);
+}
+
 /* ---- permit-expirable semaphore --------------------------------------------------------- */
 
 static void test_no_permit_leaked_after_holders_are_killed(void) {
@@ -469,6 +506,7 @@ int main(int argc, char **argv) {
     }
     RUN(test_at_most_permits_holders_across_processes);
     RUN(test_semaphore_counts_what_the_handle_holds);
+    RUN(test_initial_permits_are_set_by_the_first_call);
     RUN(test_no_permit_leaked_after_holders_are_killed);
     RUN(test_latch_waiters_in_several_processes_all_wake);
     RUN(test_multi_locks_in_opposite_orders_keep_exact_counters);

@@ -155,6 +155,22 @@ void test_semaphore_guard_and_permits() {
     EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, sem.acquire(0));
 }
 
+void test_initial_permits_are_set_by_the_first_call() {
+    redlatch::Client client(url);
+    redlatch::Semaphore sem = client.semaphore("cppf:initial", 0ms).initial_permits(3);
+    CHECK(sem.available() == 3);
+    sem.acquire(2);
+    redlatch::Semaphore other = client.semaphore("cppf:initial", 0ms);
+    other.initial_permits(5);  // a count that exists is left as it is
+    CHECK(!other.try_acquire(2));
+    sem.release(2);
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, other.initial_permits(0));
+    redlatch::PermitSemaphore permits = client.permit_semaphore("cppf:initial-permits", 0ms).initial_permits(1);
+    redlatch::Permit p = permits.acquire(30s);
+    CHECK(!permits.try_acquire().has_value());
+    EXPECT_ERROR(REDLATCH_INVALID_ARGUMENT, permits.initial_permits(1ull << 31));
+}
+
 void test_permit_semaphore_permits_move_and_release() {
     redlatch::Client client(url);
     redlatch::PermitSemaphore sem = client.permit_semaphore("cppf:permits", 0ms);
@@ -235,6 +251,7 @@ int main() {
     RUN(test_fair_lock_guard_and_reentry);
     RUN(test_rw_lock_shared_and_unique);
     RUN(test_semaphore_guard_and_permits);
+    RUN(test_initial_permits_are_set_by_the_first_call);
     RUN(test_permit_semaphore_permits_move_and_release);
     RUN(test_count_down_latch_wait_for_and_wake);
     RUN(test_multi_lock_guard);
