@@ -131,6 +131,75 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_is_woken_by_the_release_message_after_a_failover_of_a_paused_master() {
+    // A user trial of stop 48: waiters that were subscribed when a paused master was failed
+    // over stayed subscribed on the paused node (no push, no reset), and were woken only by
+    // their poll (at most 1 s for Redisson's kinds). The waiter's poll here is 30 s, so only
+    // the release message can wake it within the test's 10 s.
+    let group = Arc::new(group(false));
+    let holder = client(&group, 0).await;
+    let waiters = Client::builder(&group.url())
+        .sentinel_auth(None, "sentinel-pw")
+        .network_timeout(Duration::from_secs(2))
+        .poll_interval(Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap();
+    let name = "s-paused";
+    let lease = Duration::from_secs(60);
+    let held = within(BOUND, holder.rlock(name).lease(lease).acquire())
+        .await
+        .unwrap();
+    let master = group.master().unwrap();
+    let replica = 1 - master;
+    for _ in 0..100 {
+        if group.data_cli(replica, &["EXISTS", name]).unwrap() == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waiter = tokio::spawn(async move {
+        let lock = waiters.rlock(name).lease(Duration::from_secs(30));
+        lock.wait(Duration::from_secs(90)).acquire().await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await; // subscribed and waiting
+
+    group.data[master].pause().unwrap();
+    let g = group.clone();
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while g.master().ok() != Some(replica)
+            || !g.data_cli(replica, &["ROLE"]).unwrap().starts_with("master")
+        {
+            assert!(Instant::now() < deadline, "no failover within 40 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        !waiter.is_finished(),
+        "the waiter still waits: {:?}",
+        waiter.await
+    );
+    // The holder's client may send to the paused node first (no answer): retried, as a
+    // caller would (the release latch makes the retry exact).
+    within(BOUND, async {
+        while let Err(e) = held.release().await {
+            assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+        }
+    })
+    .await;
+    let woken = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+    let g = woken
+        .expect("the release message woke the waiter")
+        .unwrap()
+        .unwrap();
+    g.release().await.unwrap();
+    group.data[master].resume().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_credentials_are_checked_and_not_shown() {
     let group = group(false);
     let e = within(

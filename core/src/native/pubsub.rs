@@ -10,7 +10,9 @@
 //!
 //! When the connection drops (`CLIENT KILL`, a restart, a Sentinel failover) every channel is
 //! bumped, so waiters poll once in case a message was missed, and the channels still wanted
-//! are subscribed again on a new connection (to the new master, for Sentinel). [`Channels`]
+//! are subscribed again on a new connection (to the new master, for Sentinel). A Sentinel
+//! failover of a master that is paused or cut off breaks no connection: the channels move to
+//! the new master when the sentinels announce it (the source's generation). [`Channels`]
 //! is shared with the Cluster subscriber, whose connection resubscribes by itself.
 
 use super::connection::{Reconnecting, Settings, Source};
@@ -126,6 +128,8 @@ struct Inner {
     channels: Channels,
     /// Channels subscribed on the server; the async mutex serializes (un)subscribe commands.
     subscribed: tokio::sync::Mutex<Subscribed>,
+    /// A Sentinel source's failovers, until the first subscription starts following them.
+    switches: Mutex<Option<tokio::sync::watch::Receiver<u64>>>,
 }
 
 /// Shared subscriber of one node.
@@ -135,6 +139,10 @@ pub(crate) struct Subscriber {
 
 impl Subscriber {
     pub(crate) fn new(source: Source, timeout: Duration) -> Self {
+        let switches = match &source {
+            Source::Sentinel(s) => Some(s.switches()),
+            Source::Fixed(_) => None,
+        };
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let weak = weak.clone();
             let settings = Settings {
@@ -155,6 +163,7 @@ impl Subscriber {
                     conn_id: 0,
                     names: HashSet::new(),
                 }),
+                switches: Mutex::new(switches),
             }
         });
         Subscriber { inner }
@@ -173,6 +182,7 @@ impl Subscriber {
             channel: channel.to_owned(),
             notify,
         };
+        self.inner.follow_switches();
         self.inner.ensure(&[channel.to_owned()]).await?;
         Ok(waker)
     }
@@ -236,6 +246,28 @@ impl Inner {
             }
         }
         Ok(())
+    }
+
+    /// From the first subscription on (inside the runtime): after each Sentinel failover,
+    /// subscribes the wanted channels on a connection to the new master (the connection of
+    /// the old generation is dropped by it), then wakes every waiter to poll once, for a
+    /// message missed meanwhile. Without it, waiters subscribed on a paused old master were
+    /// woken by their poll only (a user trial of stop 48). Ends with the subscriber.
+    fn follow_switches(self: &Arc<Self>) {
+        let Some(mut switches) = self.switches.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while switches.changed().await.is_ok() {
+                let Some(inner) = weak.upgrade() else { return };
+                if !inner.channels.names().is_empty() {
+                    tracing::debug!("subscribing again on the master Sentinel names after a failover");
+                    inner.resubscribe().await;
+                    inner.channels.wake_all();
+                }
+            }
+        });
     }
 
     /// After a disconnection: subscribes the wanted channels on a new connection, retrying

@@ -77,6 +77,9 @@ pub(crate) struct SentinelSource {
     /// the sentinel it reached names another master than the one last resolved (a switch it
     /// may have missed).
     generation: AtomicU64,
+    /// The generation, for those that act on a switch at once (the subscriber, whose
+    /// connection is used only when a channel is added).
+    switches: tokio::sync::watch::Sender<u64>,
     /// `host:port` of the master last resolved (`None` before the first).
     resolved: std::sync::Mutex<Option<String>>,
     watching: std::sync::Once,
@@ -170,6 +173,7 @@ impl SentinelSource {
             sentinels,
             sentinel_credentials: auth.is_some(),
             generation: AtomicU64::new(0),
+            switches: tokio::sync::watch::Sender::new(0),
             resolved: std::sync::Mutex::new(None),
             watching: std::sync::Once::new(),
         })
@@ -178,6 +182,18 @@ impl SentinelSource {
     /// The failover generation (see the module docs).
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Tells of each generation bump (see [`generation`](Self::generation)).
+    pub(crate) fn switches(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.switches.subscribe()
+    }
+
+    /// The master may have changed: connections made before are dropped at their next use,
+    /// and the subscriber moves its channels at once.
+    fn switched(&self) {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.switches.send_replace(generation);
     }
 
     /// Starts the `+switch-master` watcher (once; it ends with the last client).
@@ -346,7 +362,7 @@ async fn watch_switches(weak: Weak<SentinelSource>) {
         if !std::mem::take(&mut first) {
             let Some(source) = weak.upgrade() else { return };
             if source.missed_a_switch(&client).await {
-                source.generation.fetch_add(1, Ordering::SeqCst);
+                source.switched();
                 tracing::debug!(master = %master, "the master changed while no sentinel was watched");
             }
         }
@@ -358,7 +374,7 @@ async fn watch_switches(weak: Weak<SentinelSource>) {
                     let payload: String = msg.get_payload().unwrap_or_default();
                     if payload.split(' ').next() == Some(master.as_str()) {
                         let Some(source) = weak.upgrade() else { return };
-                        source.generation.fetch_add(1, Ordering::SeqCst);
+                        source.switched();
                         tracing::debug!(master = %master, "Sentinel announced a failover");
                     }
                 }
