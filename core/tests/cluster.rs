@@ -406,6 +406,34 @@ async fn a_client_follows_the_promotion_of_a_paused_master() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_paused_master_is_promoted_one_call_at_most_goes_unanswered() {
+    // A user trial of stop 48: after the promotion, two calls in a row waited out the network
+    // timeout, the first on the old route, the second for the new connection, which redis-rs
+    // made only once every seed had answered or timed out (the paused one: a whole connect
+    // timeout). A holder whose renewals waited so lost a lock with a 6 s watchdog.
+    let cluster = Arc::new(RedisCluster::start().unwrap());
+    let builder = Client::cluster_builder(&cluster.urls()).network_timeout(Duration::from_secs(1));
+    let client = within(BOUND, builder.connect()).await.unwrap();
+    let name = "{unanswered}:held";
+    let slot = cluster.slot_of(name).unwrap();
+    let held = within(BOUND, client.lock(name).lease(Duration::from_secs(120)).acquire())
+        .await
+        .unwrap();
+    let old = cluster.master_of(slot).unwrap();
+    cluster.until_replicated(old).unwrap();
+    let old_port = old.port();
+    old.pause().unwrap();
+    until_promoted(&cluster, slot, old_port).await;
+    let first = within(BOUND, held.owned()).await;
+    let second = within(BOUND, held.owned()).await;
+    old.resume().unwrap();
+    if let Err(e) = &first {
+        assert_eq!(e.kind(), ErrorKind::Connection, "the old route: {e}");
+    }
+    assert!(second.expect("the call after it reaches the promoted replica"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_client_on_a_single_node_fails_at_once_saying_so() {
     // A user trial of stop 43: redis+cluster:// to a node without cluster support retried
     // "ERR This instance has cluster support disabled" until the wait ran out.

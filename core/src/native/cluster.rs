@@ -58,6 +58,9 @@ impl std::fmt::Debug for ClusterTransport {
 /// What the subscriber's cluster client does with each push message.
 pub(crate) type PushHandler = Box<dyn Fn(&redis::PushInfo) + Send + Sync>;
 
+/// A push handler shared by several cluster clients (the subscriber's, one per seed).
+pub(crate) type SharedPushHandler = Arc<dyn Fn(&redis::PushInfo) + Send + Sync>;
+
 /// The cluster client for `seeds` (RESP3 and `on_push` for the subscriber's).
 pub(crate) fn cluster_client(
     seeds: &[NodeSpec],
@@ -111,8 +114,10 @@ impl ClusterTransport {
             "cluster (seed {})",
             seeds.first().map_or("", |s| s.label.as_str())
         );
+        let per_seed = super::cluster_connect::per_seed_clients(&seeds, tls, &options, None)?;
         let connector = Connector {
             client: cluster_client(&seeds, tls, &options, None)?,
+            per_seed: Arc::new(per_seed),
             label: label.clone(),
             warnings: options.warnings.clone(),
             sharded_override,

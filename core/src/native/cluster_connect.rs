@@ -37,6 +37,9 @@ type Connecting = Shared<BoxFuture<'static, Result<Connected>>>;
 #[derive(Clone)]
 pub(crate) struct Connector {
     pub(crate) client: ClusterClient,
+    /// A client of each seed alone (empty for one seed), for connecting again
+    /// ([`connect_again`](Self::connect_again)).
+    pub(crate) per_seed: Arc<Vec<ClusterClient>>,
     pub(crate) label: String,
     pub(crate) warnings: Arc<Warnings>,
     /// Sharded pub/sub as configured, instead of detected.
@@ -49,7 +52,11 @@ impl Connector {
     async fn connect(self, known: Option<ClusterFacts>) -> Result<Connected> {
         // A connection error (redis-rs says "Failed to create initial connections"); the
         // caller names the transport.
-        let mut conn = self.client.get_async_connection().await.map_err(|e| {
+        let made = match known {
+            Some(_) => self.connect_again().await,
+            None => self.client.get_async_connection().await,
+        };
+        let mut conn = made.map_err(|e| {
             wrapped_refusal(&e)
                 .or_else(|| not_a_cluster(&e))
                 .or_else(|| super::tls::refusal_in_text(&e.to_string()))
@@ -60,6 +67,16 @@ impl Connector {
             None => self.probe(&mut conn).await?,
         };
         Ok((conn, facts))
+    }
+
+    /// A new connection after a call got no answer, through the first seed that answers:
+    /// redis-rs makes one only once every seed has answered or timed out, so a paused seed
+    /// (a master whose replica took over) held every new connection back a whole connect
+    /// timeout, and the call after the one unanswered waited it out too (a user trial of
+    /// stop 48: a holder's renewals so delayed lost a lock with a 6 s watchdog). The seed's
+    /// view of the slots is then refreshed by redis-rs as usual (`MOVED`).
+    async fn connect_again(&self) -> redis::RedisResult<ClusterConnection> {
+        connect_through_first_answering(&self.client, &self.per_seed).await
     }
 
     /// Connect checks: the eviction policy of every master, `DELIFEQ`, sharded pub/sub.
@@ -110,6 +127,42 @@ impl Connector {
         .boxed()
         .shared()
     }
+}
+
+/// A cluster connection made through the first of `per_seed` (a client of each seed alone)
+/// that answers, or through `all` (the seeds together) when there is one seed (see
+/// [`Connector::connect_again`]).
+pub(crate) async fn connect_through_first_answering(
+    all: &ClusterClient,
+    per_seed: &[ClusterClient],
+) -> redis::RedisResult<ClusterConnection> {
+    if per_seed.len() < 2 {
+        return all.get_async_connection().await;
+    }
+    let tries = per_seed.iter().map(|c| Box::pin(c.get_async_connection()));
+    futures::future::select_ok(tries).await.map(|(conn, _)| conn)
+}
+
+/// A client of each of `seeds` alone (none for one seed), with `on_push` when given.
+pub(crate) fn per_seed_clients(
+    seeds: &[super::node::NodeSpec],
+    tls: &super::tls::TlsOptions,
+    options: &super::transport::TransportOptions,
+    on_push: Option<&super::cluster::SharedPushHandler>,
+) -> Result<Vec<ClusterClient>> {
+    if seeds.len() < 2 {
+        return Ok(Vec::new());
+    }
+    seeds
+        .iter()
+        .map(|seed| {
+            let push = on_push.map(|h| {
+                let h = h.clone();
+                Box::new(move |p: &redis::PushInfo| h(p)) as super::cluster::PushHandler
+            });
+            super::cluster::cluster_client(std::slice::from_ref(seed), tls, options, push)
+        })
+        .collect()
 }
 
 /// One cluster connection, made once (a failed connect is begun again by the next call).

@@ -17,7 +17,8 @@
 //! the subscriber [`renew`](ClusterSubscriber::renew) its connection too: a new one from the
 //! seeds (a new topology), every channel with waiters subscribed on it, the old one dropped.
 
-use super::cluster::PushHandler;
+use super::cluster::{PushHandler, SharedPushHandler};
+use super::cluster_connect::{connect_through_first_answering, per_seed_clients};
 use super::node::NodeSpec;
 use super::pubsub::{ChannelWaker, Channels, Unsubscriber};
 use super::redis_calls::map_error;
@@ -42,6 +43,8 @@ const SETTLING_PASSES: [Duration; 2] = [Duration::from_millis(500), Duration::fr
 
 struct Inner {
     client: ClusterClient,
+    /// A client of each seed alone, for renewing through the first that answers.
+    per_seed: Vec<ClusterClient>,
     channels: Channels,
     /// The connection and its subscriptions; the async mutex serializes the commands.
     state: tokio::sync::Mutex<State>,
@@ -68,18 +71,24 @@ impl ClusterSubscriber {
         // The push handler belongs to the client, which `Inner` owns: it reaches `Inner`
         // through a weak reference set once `Inner` exists.
         let this: Arc<OnceLock<Weak<Inner>>> = Arc::default();
-        let on_push: PushHandler = {
+        let on_push: SharedPushHandler = {
             let (channels, this) = (channels.clone(), this.clone());
-            Box::new(move |push: &PushInfo| {
+            Arc::new(move |push: &PushInfo| {
                 channels.on_push(push);
                 if let Some(inner) = this.get().and_then(Weak::upgrade) {
                     inner.after_push(push);
                 }
             })
         };
-        let client = super::cluster::cluster_client(seeds, tls, options, Some(on_push))?;
+        let push: PushHandler = {
+            let h = on_push.clone();
+            Box::new(move |p: &PushInfo| h(p))
+        };
+        let client = super::cluster::cluster_client(seeds, tls, options, Some(push))?;
+        let per_seed = per_seed_clients(seeds, tls, options, Some(&on_push))?;
         let inner = Arc::new(Inner {
             client,
+            per_seed,
             channels,
             state: tokio::sync::Mutex::default(),
             renewing: AtomicBool::new(false),
@@ -108,7 +117,7 @@ impl ClusterSubscriber {
             let mut conn = match &state.conn {
                 Some(conn) => conn.clone(),
                 None => {
-                    let conn = inner.connect().await?;
+                    let conn = inner.connect(false).await?;
                     state.conn.insert(conn).clone()
                 }
             };
@@ -160,11 +169,14 @@ async fn subscribe_on(conn: &mut ClusterConnection, channel: &str, sharded: bool
 }
 
 impl Inner {
-    async fn connect(&self) -> Result<ClusterConnection> {
-        self.client
-            .get_async_connection()
-            .await
-            .map_err(|e| Error::connection(format!("cluster subscriber: {}", map_error(&e, &[]).message())))
+    /// A connection through all the seeds at first; through the first seed that answers
+    /// when `again` (a paused seed would hold it back a connect timeout: `cluster_connect`).
+    async fn connect(&self, again: bool) -> Result<ClusterConnection> {
+        let made = match again {
+            true => connect_through_first_answering(&self.client, &self.per_seed).await,
+            false => self.client.get_async_connection().await,
+        };
+        made.map_err(|e| Error::connection(format!("cluster subscriber: {}", map_error(&e, &[]).message())))
     }
 
     /// [`ClusterSubscriber::renew`]'s tries; `true` once a new connection is in place.
@@ -188,7 +200,7 @@ impl Inner {
             return Ok(false);
         }
         // Made before the lock is taken: subscriptions go on meanwhile, on the old one.
-        let mut conn = self.connect().await?;
+        let mut conn = self.connect(true).await?;
         let mut state = self.state.lock().await;
         let wanted: HashSet<(String, bool)> = state
             .subscribed
