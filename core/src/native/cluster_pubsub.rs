@@ -14,8 +14,9 @@
 //! A master that is paused (or cut off) sends no push and resets nothing: its replica takes
 //! over while the subscriber's connection stays open to it, unanswered. The data path sees
 //! that first (a waiter's poll gets no answer, and the transport connects again); it then has
-//! the subscriber [`renew`](ClusterSubscriber::renew) its connection too: a new one from the
-//! seeds (a new topology), every channel with waiters subscribed on it, the old one dropped.
+//! the subscriber [`renew`](ClusterSubscriber::renew) its connection too: a new one through
+//! the first seed that answers (a new topology), every channel with waiters subscribed on it,
+//! the old one dropped.
 
 use super::cluster::{PushHandler, SharedPushHandler};
 use super::cluster_connect::{connect_through_first_answering, per_seed_clients};
@@ -122,7 +123,7 @@ impl ClusterSubscriber {
                 }
             };
             state.subscribed.insert(key.clone());
-            if let Err(e) = subscribe_on(&mut conn, channel, sharded).await {
+            if let Err(e) = subscribe_on(&mut conn, channel, sharded, false).await {
                 state.subscribed.remove(&key);
                 return Err(map_error(&e, &[]));
             }
@@ -155,17 +156,26 @@ impl ClusterSubscriber {
     }
 }
 
-/// `SSUBSCRIBE` (sharded) or `SUBSCRIBE` `channel` on `conn`.
-async fn subscribe_on(conn: &mut ClusterConnection, channel: &str, sharded: bool) -> redis::RedisResult<()> {
-    if sharded {
-        // A read of a key in the channel's slot first: see `subscribe_again_once`.
-        if let Some(key) = slot_key(channel) {
-            let _: redis::RedisResult<i64> = redis::cmd("EXISTS").arg(key).query_async(conn).await;
-        }
-        conn.ssubscribe(channel).await
-    } else {
-        conn.subscribe(channel).await
+/// `SSUBSCRIBE` (sharded) or `SUBSCRIBE` `channel` on `conn`; when `moved` (after a
+/// topology change), a sharded one goes to the slot's current master.
+async fn subscribe_on(
+    conn: &mut ClusterConnection,
+    channel: &str,
+    sharded: bool,
+    moved: bool,
+) -> redis::RedisResult<()> {
+    if !sharded {
+        return conn.subscribe(channel).await;
     }
+    // After a failover, redis-rs' slot map may still name the old master, now a replica,
+    // which accepts `SSUBSCRIBE` for its master's slots but was not seen to pass on the new
+    // master's messages. A read of a key in the channel's slot gets `MOVED` there, after
+    // which redis-rs knows the new master. The read may be refused (an ACL user without
+    // `EXISTS`): the subscription is made all the same.
+    if let Some(key) = slot_key(channel).filter(|_| moved) {
+        let _: redis::RedisResult<i64> = redis::cmd("EXISTS").arg(key).query_async(conn).await;
+    }
+    conn.ssubscribe(channel).await
 }
 
 impl Inner {
@@ -209,7 +219,7 @@ impl Inner {
             .cloned()
             .collect();
         for (name, sharded) in &wanted {
-            subscribe_on(&mut conn, name, *sharded)
+            subscribe_on(&mut conn, name, *sharded, true)
                 .await
                 .map_err(|e| map_error(&e, &[]))?;
         }
@@ -274,13 +284,7 @@ impl Inner {
             *sharded && only.is_none_or(|o| o == name) && self.channels.wanted(name)
         });
         for (name, _) in again {
-            // After a failover, redis-rs' slot map still names the old master, now a
-            // replica, which accepts `SSUBSCRIBE` for its master's slots but was not seen to
-            // pass on the new master's messages. A read of a key in the channel's slot
-            // (`subscribe_on`) gets `MOVED` there, after which redis-rs knows the new master.
-            // The read may be refused (an ACL user without `EXISTS`): the subscription is
-            // made all the same.
-            subscribe_on(&mut conn, name, true).await?;
+            subscribe_on(&mut conn, name, true, true).await?;
         }
         Ok(())
     }
