@@ -329,6 +329,7 @@ pub(crate) fn release_in_background(hold: &Arc<Hold>) {
 async fn retry_release(hold: Arc<Hold>) {
     let released = cleanup::retry(
         &hold.engine,
+        None,
         || hold.release(),
         |e| !hold.signal.is_settled() && !e.is_permanent(),
         || hold.engine.now() < hold.signal.deadline(),

@@ -289,7 +289,11 @@ async fn a_plain_client_on_a_cluster_node_fails_at_once_saying_so() {
     let e = within(Duration::from_secs(10), lock.acquire()).await.unwrap_err();
     owner.resume().unwrap();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
-    assert!(e.message().contains(&format!("key slot {slot}")), "{e}");
+    assert!(
+        e.message()
+            .contains(&format!("sent to the node serving key slot {slot}")),
+        "{e}"
+    );
     assert!(e.message().contains("(seed "), "{e}");
 }
 
@@ -327,6 +331,25 @@ async fn until_promoted(cluster: &Arc<RedisCluster>, slot: u16, old: u16) {
     let c = cluster.clone();
     let promoted = tokio::task::spawn_blocking(move || c.until_promoted(slot, old));
     promoted.await.unwrap().unwrap();
+}
+
+/// Lock `name` held for 120 s through `client`, then its slot's master paused (SIGSTOP: a
+/// frozen VM, a long stall) once the replica has the hold, until the replica is promoted.
+/// Returns the hold and the paused node (resume it before the test ends).
+async fn held_through_a_paused_promotion<'c>(
+    cluster: &'c Arc<RedisCluster>,
+    client: &Client,
+    name: &str,
+) -> (redlatch::Guard, &'c redlatch_fleet::RedisServer) {
+    let slot = cluster.slot_of(name).unwrap();
+    let held = within(BOUND, client.lock(name).lease(Duration::from_secs(120)).acquire())
+        .await
+        .unwrap();
+    let old = cluster.master_of(slot).unwrap();
+    cluster.until_replicated(old).unwrap();
+    old.pause().unwrap();
+    until_promoted(cluster, slot, old.port()).await;
+    (held, old)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -368,16 +391,8 @@ async fn a_client_follows_the_promotion_of_a_paused_master() {
     // client worked at once. A killed master was followed (a refused connection).
     let cluster = Arc::new(RedisCluster::start().unwrap());
     let client = cluster_client(&cluster).await;
-    let name = "{paused}:held";
-    let slot = cluster.slot_of(name).unwrap();
-    let held = within(BOUND, client.lock(name).lease(Duration::from_secs(120)).acquire())
-        .await
-        .unwrap();
-    let old = cluster.master_of(slot).unwrap();
-    cluster.until_replicated(old).unwrap();
+    let (held, old) = held_through_a_paused_promotion(&cluster, &client, "{paused}:held").await;
     let old_port = old.port();
-    old.pause().unwrap();
-    until_promoted(&cluster, slot, old_port).await;
     let other = client
         .lock("{paused}:other")
         .lease(Duration::from_secs(5))
@@ -414,16 +429,7 @@ async fn after_a_paused_master_is_promoted_one_call_at_most_goes_unanswered() {
     let cluster = Arc::new(RedisCluster::start().unwrap());
     let builder = Client::cluster_builder(&cluster.urls()).network_timeout(Duration::from_secs(1));
     let client = within(BOUND, builder.connect()).await.unwrap();
-    let name = "{unanswered}:held";
-    let slot = cluster.slot_of(name).unwrap();
-    let held = within(BOUND, client.lock(name).lease(Duration::from_secs(120)).acquire())
-        .await
-        .unwrap();
-    let old = cluster.master_of(slot).unwrap();
-    cluster.until_replicated(old).unwrap();
-    let old_port = old.port();
-    old.pause().unwrap();
-    until_promoted(&cluster, slot, old_port).await;
+    let (held, old) = held_through_a_paused_promotion(&cluster, &client, "{unanswered}:held").await;
     let first = within(BOUND, held.owned()).await;
     let second = within(BOUND, held.owned()).await;
     old.resume().unwrap();

@@ -46,6 +46,32 @@ async fn failover(group: &Arc<SentinelGroup>) -> usize {
         .unwrap()
 }
 
+/// Waits (up to 2 s) until data node `replica` has `key` (replication is asynchronous).
+async fn until_replica_has(group: &SentinelGroup, replica: usize, key: &str) {
+    for _ in 0..100 {
+        if group.data_cli(replica, &["EXISTS", key]).unwrap() == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits (up to 40 s) until the sentinels name data node `replica` master and it answers so.
+async fn until_promoted(group: &Arc<SentinelGroup>, replica: usize) {
+    let g = group.clone();
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while g.master().ok() != Some(replica)
+            || !g.data_cli(replica, &["ROLE"]).unwrap().starts_with("master")
+        {
+            assert!(Instant::now() < deadline, "no failover within 40 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resolves_the_master_and_follows_a_failover() {
     let group = Arc::new(group(false));
@@ -60,12 +86,7 @@ async fn resolves_the_master_and_follows_a_failover() {
     assert_eq!(group.data_cli(master, &["EXISTS", "s-lock"]).unwrap(), "1");
     // Wait until the replica has it, so the failover keeps it.
     let replica = 1 - master;
-    for _ in 0..100 {
-        if group.data_cli(replica, &["EXISTS", "s-lock"]).unwrap() == "1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_replica_has(&group, replica, "s-lock").await;
     let new_master = failover(&group).await;
     assert_eq!(new_master, replica);
     // The same client now talks to the new master: it sees its hold and releases it there.
@@ -97,12 +118,7 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
     .unwrap();
     let master = group.master().unwrap();
     let replica = 1 - master;
-    for _ in 0..100 {
-        if group.data_cli(replica, &["EXISTS", "s-kill"]).unwrap() == "1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_replica_has(&group, replica, "s-kill").await;
     // A fixed lease: the test is about the wait, not these clients' 3 s watchdog.
     let waiter = tokio::spawn(async move {
         waiters
@@ -115,18 +131,7 @@ async fn a_waiter_with_a_wait_rides_out_a_killed_master() {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     group.data[master].kill().unwrap();
-    let g = group.clone();
-    tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(40);
-        while g.master().ok() != Some(replica)
-            || !g.data_cli(replica, &["ROLE"]).unwrap().starts_with("master")
-        {
-            assert!(Instant::now() < deadline, "no failover within 40 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    })
-    .await
-    .unwrap();
+    until_promoted(&group, replica).await;
     common::release_to_the_waiter(&held, waiter, BOUND).await;
 }
 
@@ -152,12 +157,7 @@ async fn a_waiter_is_woken_by_the_release_message_after_a_failover_of_a_paused_m
         .unwrap();
     let master = group.master().unwrap();
     let replica = 1 - master;
-    for _ in 0..100 {
-        if group.data_cli(replica, &["EXISTS", name]).unwrap() == "1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_replica_has(&group, replica, name).await;
     let waiter = tokio::spawn(async move {
         let lock = waiters.rlock(name).lease(Duration::from_secs(30));
         lock.wait(Duration::from_secs(90)).acquire().await
@@ -165,18 +165,7 @@ async fn a_waiter_is_woken_by_the_release_message_after_a_failover_of_a_paused_m
     tokio::time::sleep(Duration::from_millis(300)).await; // subscribed and waiting
 
     group.data[master].pause().unwrap();
-    let g = group.clone();
-    tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(40);
-        while g.master().ok() != Some(replica)
-            || !g.data_cli(replica, &["ROLE"]).unwrap().starts_with("master")
-        {
-            assert!(Instant::now() < deadline, "no failover within 40 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    })
-    .await
-    .unwrap();
+    until_promoted(&group, replica).await;
     assert!(
         !waiter.is_finished(),
         "the waiter still waits: {:?}",

@@ -41,9 +41,12 @@ pub(crate) enum Retried<T> {
 /// undo): after an error that `retryable` accepts, waits the client's back-off
 /// ([`Engine::pause_before_retry`]), then tries again while the client is open and
 /// `still_useful()` holds, checked right before each new try (the life of the latch that
-/// makes the retry exact, a lease that still runs). The one retry loop of such clean-ups.
+/// makes the retry exact, a lease that still runs). `failed_with`: the error of a first try
+/// the caller made itself (the next try then waits the back-off first). The one retry loop
+/// of such clean-ups.
 pub(crate) async fn retry<T, F, Fut>(
     engine: &Engine,
+    failed_with: Option<Error>,
     mut attempt: F,
     retryable: impl Fn(&Error) -> bool,
     still_useful: impl Fn() -> bool,
@@ -52,24 +55,13 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T>>,
 {
-    match attempt().await {
-        Ok(answer) => Retried::Answered(Ok(answer)),
-        Err(e) => retry_after(engine, e, attempt, retryable, still_useful).await,
-    }
-}
-
-/// [`retry`] after a first try that failed with `error` (a caller's own try).
-pub(crate) async fn retry_after<T, F, Fut>(
-    engine: &Engine,
-    mut error: Error,
-    mut attempt: F,
-    retryable: impl Fn(&Error) -> bool,
-    still_useful: impl Fn() -> bool,
-) -> Retried<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T>>,
-{
+    let mut error = match failed_with {
+        Some(e) => e,
+        None => match attempt().await {
+            Ok(answer) => return Retried::Answered(Ok(answer)),
+            Err(e) => e,
+        },
+    };
     let mut failures = 0;
     loop {
         if !retryable(&error) || engine.registry.is_closed() {

@@ -67,7 +67,7 @@ pub trait Transport: MaybeSend + 'static {
     }
 
     /// Where `request` went, for a message about it, when the label alone does not say (a
-    /// Cluster: `key slot 1234`, served by whichever node owns it). Default `None`.
+    /// Cluster: `sent to the node serving key slot 1234`). Default `None`.
     fn locate(&self, _request: &Request) -> Option<String> {
         None
     }

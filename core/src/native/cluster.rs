@@ -381,8 +381,10 @@ impl Transport for ClusterTransport {
 
     fn locate(&self, request: &Request) -> Option<String> {
         let key = request.keys.first()?;
+        // "Sent to": the label names the seed, which is only where the client first
+        // connected (a user trial of stop 48 read the seed as the node that did not answer).
         Some(format!(
-            "key slot {}",
+            "sent to the node serving key slot {}",
             crate::protocol::family::multi::hash_slot(key)
         ))
     }

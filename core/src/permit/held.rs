@@ -356,6 +356,7 @@ async fn retry_release(state: Arc<PermitState>) {
     let give_up = engine.now() + state.lease;
     let released = cleanup::retry(
         engine,
+        None,
         || state.release(),
         |_| !state.ended.load(Ordering::Acquire),
         || engine.now() < give_up,

@@ -104,6 +104,7 @@ async fn give_back_now(engine: Arc<Engine>, name: String, id: String) {
     let (engine, name, id) = (&*engine, &*name, &*id);
     let given_back = cleanup::retry(
         engine,
+        None,
         || async move {
             let undo = permits::undo(name, id, engine.runtime.wall_clock_ms(), PUBLISH)?;
             permits::decode_release(&waiting::call(engine, &undo).await?)

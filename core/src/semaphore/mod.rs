@@ -107,6 +107,7 @@ async fn give_back_now(engine: Arc<Engine>, name: String, request_id: String) {
     let (engine, request) = (&*engine, &request);
     let undone = cleanup::retry(
         engine,
+        None,
         || async move { semaphore::decode_undo(&waiting::call(engine, request).await?) },
         |e| e.kind() == ErrorKind::Connection,
         || engine.now().saturating_sub(started) < life,

@@ -185,9 +185,9 @@ impl Semaphore {
                 let (permits, id) = (unsettled.permits, &*unsettled.request_id);
                 // By source: on a slow node whose script cache is empty, an EVALSHA's NOSCRIPT
                 // answer could come after each try's timeout, and the release would never land.
-                let settled = cleanup::retry_after(
+                let settled = cleanup::retry(
                     engine,
-                    error,
+                    Some(error),
                     || send_release(engine, name, permits, id, true),
                     |e| e.kind() == ErrorKind::Connection,
                     || latch_may_tell(engine, unsettled),
