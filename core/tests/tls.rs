@@ -311,3 +311,55 @@ async fn tls_material_the_library_refuses_is_named_not_blamed_on_the_url() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.message().contains("X.509 version 1"), "{e}");
 }
+
+#[test]
+fn a_blocking_release_held_up_by_a_paused_tls_server_applies_when_it_resumes() {
+    // A Python trial of stop 48: a sync release on a TLS client during a pause failed after its
+    // network timeout (as it must) but never reached Redis: the lock stayed held for the rest
+    // of its lease, where on a plain node the release applied when the server ran again. It
+    // needed a new calling-thread connection (here: the idle one is busy with another
+    // thread's release), whose TLS handshake the paused server held.
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Required);
+    let url = server.tls_url().unwrap();
+    let builder = Client::builder(&url)
+        .tls(trusted(&pki))
+        .network_timeout(Duration::from_secs(1));
+    let client = redlatch::blocking::Client::from_builder(builder).expect("connect");
+    let lease = Duration::from_secs(30);
+    let first = client
+        .lock("tls:paused:1")
+        .lease(lease)
+        .acquire()
+        .expect("acquire");
+    let second = client
+        .lock("tls:paused:2")
+        .lease(lease)
+        .acquire()
+        .expect("acquire");
+    server.pause().unwrap();
+    let first = std::thread::spawn(move || (first.release(), first)); // takes the idle connection
+    std::thread::sleep(Duration::from_millis(150));
+    let e = second.release().expect_err("no reply while paused");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    let (e, first) = first.join().unwrap();
+    assert_eq!(
+        e.expect_err("no reply while paused").kind(),
+        ErrorKind::Connection
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    server.resume().unwrap();
+    let mut held = (true, true);
+    for _ in 0..100 {
+        held = (first.owned().unwrap_or(true), second.owned().unwrap_or(true));
+        if held == (false, false) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        held,
+        (false, false),
+        "both releases held up by the pause applied when the server resumed"
+    );
+}

@@ -249,9 +249,28 @@ impl LocalConnections {
 
     /// A new connection within `timeout` (TCP, TLS and the AUTH/SELECT set-up); its read
     /// and write timeouts are set by the caller.
+    ///
+    /// Over TLS a `PING` answered is part of the set-up: rustls finishes its handshake on a
+    /// connection's first I/O, and without `AUTH` or `HELLO` (a server with no password) that
+    /// was the request itself, so a paused server held the handshake with the request still
+    /// unsent inside rustls, where it never reached Redis (a Python trial of stop 48: a
+    /// release on a TLS client during a pause never applied, on a plain one it did). A set-up
+    /// held so within `timeout` leaves the request to the multiplexed connection, where it
+    /// queues and applies when the server runs again.
     fn connect(&self, timeout: Duration) -> redis::RedisResult<Local> {
+        let started = Instant::now();
         let client = redis::Client::open(self.info.clone())?;
-        let conn = client.get_connection_with_timeout(timeout)?;
+        let mut conn = client.get_connection_with_timeout(timeout)?;
+        if matches!(self.info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
+            let left = Some(
+                timeout
+                    .saturating_sub(started.elapsed())
+                    .max(Duration::from_millis(1)),
+            );
+            conn.set_read_timeout(left)?;
+            conn.set_write_timeout(left)?;
+            redis::cmd("PING").query::<()>(&mut conn)?;
+        }
         Ok(Local {
             conn,
             pid: std::process::id(),
