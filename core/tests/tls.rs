@@ -363,3 +363,35 @@ fn a_blocking_release_held_up_by_a_paused_tls_server_applies_when_it_resumes() {
         "both releases held up by the pause applied when the server resumed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_held_up_by_a_paused_tls_server_says_no_reply_not_handshake() {
+    // A Python trial of stop 48: an asyncio release on a TLS client during a pause failed with
+    // "TLS: no answer to the TLS handshake ... is this a plain-text port", which reads as a
+    // setup error, though the release was queued on the live connection and applied when the
+    // server ran again (a new connection was being made meanwhile).
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Required);
+    let url = server.tls_url().unwrap();
+    let builder = Client::builder(&url)
+        .tls(trusted(&pki))
+        .network_timeout(Duration::from_secs(1));
+    let client = within(BOUND, builder.connect()).await.expect("connect");
+    let lease = Duration::from_secs(30);
+    let held = within(BOUND, client.lock("tls:paused:async").lease(lease).acquire())
+        .await
+        .expect("acquire");
+    server.pause().unwrap();
+    let e = within(BOUND, held.release())
+        .await
+        .expect_err("no reply while paused");
+    let again = within(BOUND, held.release())
+        .await
+        .expect_err("no reply while paused");
+    server.resume().unwrap();
+    for e in [e, again] {
+        assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+        assert!(e.message().contains("no reply"), "{e}");
+        assert!(!e.message().contains("handshake"), "{e}");
+    }
+}

@@ -34,7 +34,7 @@ use crate::protocol::independence::QuorumServers;
 use crate::protocol::request::Request;
 use futures::future::{BoxFuture, FutureExt, Shared};
 use redis::PushInfo;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -97,6 +97,8 @@ pub(crate) struct Reconnecting {
     /// The connect in progress, if one is.
     connecting: Mutex<Option<Connecting>>,
     next_id: AtomicU64,
+    /// A connection was made (its set-up, TLS handshake included, answered) at least once.
+    ever_made: AtomicBool,
     /// The calls abandoned (or timed out) in the last [`LINGER`], each with its connection,
     /// kept open after a newer one replaced it: for the undo that must follow its attempt
     /// onto it (within a connect timeout), and for the requests still queued there.
@@ -114,6 +116,7 @@ impl Reconnecting {
             live: Mutex::new(None),
             connecting: Mutex::new(None),
             next_id: AtomicU64::new(1),
+            ever_made: AtomicBool::new(false),
             suspects: Mutex::new(Vec::new()),
             runtime: std::sync::OnceLock::new(),
         }
@@ -190,6 +193,7 @@ impl Reconnecting {
             *slot = None;
             if let Ok(live) = &result {
                 *self.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(live.clone());
+                self.ever_made.store(true, Ordering::Relaxed);
             }
         }
         result
@@ -217,11 +221,14 @@ impl Reconnecting {
         self.connecting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `true` while a connection to a TLS address (a fixed one) is being made, its handshake
-    /// included.
+    /// `true` while the first connection to a TLS address (a fixed one) is being made, its
+    /// handshake included: a call that times out then was most likely sent to a plain-text
+    /// port. Once a handshake was answered, a stall is a paused or stalled server, and its
+    /// timeout says "no reply" (a Python trial of stop 48 read "no answer to the TLS
+    /// handshake" for a release that had been queued on the live connection and applied).
     pub(crate) fn is_connecting_tls(&self) -> bool {
         let tls = matches!(&self.source, Source::Fixed(spec) if spec.tls_name().is_some());
-        tls && self.connecting().is_some()
+        tls && !self.ever_made.load(Ordering::Relaxed) && self.connecting().is_some()
     }
 
     /// Forgets connection `id` (broken, timed out, or the node is no longer the master).
