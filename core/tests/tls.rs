@@ -263,6 +263,22 @@ async fn a_ca_or_key_file_without_pem_content_is_refused_before_connecting() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.message().contains("no private key"), "{e}");
+    // A Python trial of stop 48: a certificate and a key that do not belong together were
+    // taken, and the first call failed in redis-rs' words ("keys may not be consistent").
+    let e = Client::builder(&url)
+        .tls(
+            TlsOptions::new()
+                .ca_file(&pki.ca)
+                .client_cert_files(&pki.ca, &pki.client_key),
+        )
+        .build_lazy()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(
+        e.message()
+            .contains("not the private key of the client certificate"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

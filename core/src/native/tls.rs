@@ -120,13 +120,19 @@ impl TlsOptions {
     ///
     /// # Errors
     /// `InvalidArgument` for an unreadable file, a CA or client certificate PEM without a
-    /// certificate (or with one that does not parse), a client key PEM without a key.
+    /// certificate (or with one that does not parse), a client key PEM without a key, a
+    /// client key that is not the client certificate's.
     pub(crate) fn certificates(&self) -> Result<redis::TlsCertificates> {
         let client_tls = match (&self.client_cert, &self.client_key) {
-            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
-                client_cert: certificates_in(cert.load("client certificate")?, "client certificate")?,
-                client_key: private_key_in(key.load("client key")?)?,
-            }),
+            (Some(cert), Some(key)) => {
+                let client_cert = certificates_in(cert.load("client certificate")?, "client certificate")?;
+                let client_key = private_key_in(key.load("client key")?)?;
+                key_of(&client_cert, &client_key)?;
+                Some(redis::ClientTlsConfig {
+                    client_cert,
+                    client_key,
+                })
+            }
             _ => None,
         };
         let root_cert = match &self.ca {
@@ -164,6 +170,29 @@ fn private_key_in(pem: Vec<u8>) -> Result<Vec<u8>> {
     PrivateKeyDer::from_pem_slice(&pem)
         .map_err(|_| Error::invalid("the client key PEM holds no private key"))?;
     Ok(pem)
+}
+
+/// Checks that the client key (PEM) is the private key of the client certificate (PEM, the
+/// first one): a mismatch was taken when the client was made and refused by redis-rs at the
+/// first call, in its own words (a Python trial of stop 48). The key is not shown.
+/// Other faults of the material (a certificate rustls cannot parse, a key type it lacks) are
+/// left to redis-rs' own checks, which [`refused_material`] names.
+fn key_of(cert_pem: &[u8], key_pem: &[u8]) -> Result<()> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+    use rustls::{Error as R, InconsistentKeys};
+    let (Ok(chain), Ok(key)) = (
+        CertificateDer::pem_slice_iter(cert_pem).collect::<std::result::Result<Vec<_>, _>>(),
+        PrivateKeyDer::from_pem_slice(key_pem),
+    ) else {
+        return Ok(());
+    };
+    let provider = rustls::crypto::ring::default_provider();
+    match rustls::sign::CertifiedKey::from_der(chain, key, &provider) {
+        Err(R::InconsistentKeys(InconsistentKeys::KeyMismatch)) => Err(Error::invalid(
+            "the client key is not the private key of the client certificate (check that the two files belong together)",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The error of redis-rs refusing the TLS material (`build_with_tls`), saying which part and
