@@ -417,8 +417,13 @@ async fn a_semaphore_final_release_whose_outcome_is_unknown_is_settled_once() {
     let e = sem.release_final(1).await.expect_err("the reply came too late");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     assert_eq!(sem.held(), 0, "the scope gave its permit up");
-    tokio::time::sleep(Duration::from_secs(2)).await; // past the latch: retries are over
+    // The background retries time out on the delayed replies (their latch lives 31 s) until
+    // the delay ends; the first answered one ends them. A reply delayed before that still
+    // comes 600 ms late, ahead of any later call on the connection (an acquire timed out
+    // behind one in a CI run), so the calls below wait for it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     relay.delay_replies(Duration::ZERO);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(direct.available().await.unwrap(), 3);
     let e = sem.release(1).await.expect_err("nothing held");
     assert_eq!(
