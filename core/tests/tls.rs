@@ -328,6 +328,17 @@ async fn tls_material_the_library_refuses_is_named_not_blamed_on_the_url() {
     assert!(e.message().contains("X.509 version 1"), "{e}");
 }
 
+/// A mutual-TLS server and a builder for it with a 1 s network timeout (the PKI's files live
+/// as long as the first value).
+fn mutual_tls_with_a_1s_timeout() -> (TestPki, RedisServer, redlatch::ClientBuilder) {
+    let pki = TestPki::generate().unwrap();
+    let server = tls_server(&pki, false, ClientAuth::Required);
+    let builder = Client::builder(&server.tls_url().unwrap())
+        .tls(trusted(&pki))
+        .network_timeout(Duration::from_secs(1));
+    (pki, server, builder)
+}
+
 #[test]
 fn a_blocking_release_held_up_by_a_paused_tls_server_applies_when_it_resumes() {
     // A Python trial of stop 48: a sync release on a TLS client during a pause failed after its
@@ -335,12 +346,7 @@ fn a_blocking_release_held_up_by_a_paused_tls_server_applies_when_it_resumes() {
     // of its lease, where on a plain node the release applied when the server ran again. It
     // needed a new calling-thread connection (here: the idle one is busy with another
     // thread's release), whose TLS handshake the paused server held.
-    let pki = TestPki::generate().unwrap();
-    let server = tls_server(&pki, false, ClientAuth::Required);
-    let url = server.tls_url().unwrap();
-    let builder = Client::builder(&url)
-        .tls(trusted(&pki))
-        .network_timeout(Duration::from_secs(1));
+    let (_pki, server, builder) = mutual_tls_with_a_1s_timeout();
     let client = redlatch::blocking::Client::from_builder(builder).expect("connect");
     let lease = Duration::from_secs(30);
     let first = client
@@ -386,12 +392,7 @@ async fn a_release_held_up_by_a_paused_tls_server_says_no_reply_not_handshake() 
     // "TLS: no answer to the TLS handshake ... is this a plain-text port", which reads as a
     // setup error, though the release was queued on the live connection and applied when the
     // server ran again (a new connection was being made meanwhile).
-    let pki = TestPki::generate().unwrap();
-    let server = tls_server(&pki, false, ClientAuth::Required);
-    let url = server.tls_url().unwrap();
-    let builder = Client::builder(&url)
-        .tls(trusted(&pki))
-        .network_timeout(Duration::from_secs(1));
+    let (_pki, server, builder) = mutual_tls_with_a_1s_timeout();
     let client = within(BOUND, builder.connect()).await.expect("connect");
     let lease = Duration::from_secs(30);
     let held = within(BOUND, client.lock("tls:paused:async").lease(lease).acquire())
