@@ -440,6 +440,23 @@ async fn after_a_paused_master_is_promoted_one_call_at_most_goes_unanswered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_masters_promotion_is_followed_before_a_call_waits_on_it() {
+    // Stop 48 left one call waiting out the network timeout after a paused master's
+    // promotion: the slot map was stale until a call sent to the silent node failed. The
+    // topology poll (CLUSTER SLOTS once a second, as Redisson's scanInterval) moves the
+    // client to the promoted replica before any call is sent there.
+    let cluster = Arc::new(RedisCluster::start().unwrap());
+    let builder = Client::cluster_builder(&cluster.urls()).network_timeout(Duration::from_secs(5));
+    let client = within(BOUND, builder.connect()).await.unwrap();
+    let (held, old) = held_through_a_paused_promotion(&cluster, &client, "{polled}:held").await;
+    // A poll a second, each asking the silent node at most one second before another.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let first = within(BOUND, held.owned()).await;
+    old.resume().unwrap();
+    assert!(first.expect("the first call after the promotion reaches the promoted replica"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_client_on_a_single_node_fails_at_once_saying_so() {
     // A user trial of stop 43: redis+cluster:// to a node without cluster support retried
     // "ERR This instance has cluster support disabled" until the wait ran out.

@@ -268,7 +268,7 @@ impl ClientBuilder {
                 .map(|u| node_spec(u, &self.tls))
                 .collect::<Result<Vec<_>>>()?;
             let t = ClusterTransport::new(specs, &self.tls, options.clone(), self.sharded_pubsub)?;
-            Ok(Native::Cluster(Arc::new(t)))
+            Ok(Native::Cluster(t))
         };
         let parsed = self
             .urls

@@ -31,7 +31,7 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, Sl
 use redis::{TlsMode, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// A Redis Cluster reached with redis-rs.
 pub struct ClusterTransport {
@@ -45,6 +45,9 @@ pub struct ClusterTransport {
     /// A script was answered without an error: plain forms may stand in for scripts
     /// (`ScriptsRun::may_go_plain`).
     scripts_allowed: std::sync::atomic::AtomicBool,
+    /// Itself, for the topology poll (cluster_topology.rs), which it starts on its first call.
+    me: Weak<ClusterTransport>,
+    polling: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for ClusterTransport {
@@ -101,7 +104,7 @@ impl ClusterTransport {
         tls: &TlsOptions,
         options: TransportOptions,
         sharded_override: Option<bool>,
-    ) -> Result<Self> {
+    ) -> Result<Arc<Self>> {
         if tls.server_name_override().is_some() {
             return Err(Error::invalid(
                 "the TLS server name option applies to single nodes; Cluster nodes are verified by the addresses they announce",
@@ -122,19 +125,47 @@ impl ClusterTransport {
             warnings: options.warnings.clone(),
             sharded_override,
         };
-        Ok(ClusterTransport {
+        let subscriber = ClusterSubscriber::new(&seeds, tls, &options)?;
+        Ok(Arc::new_cyclic(|me| ClusterTransport {
             connector,
-            subscriber: ClusterSubscriber::new(&seeds, tls, &options)?,
+            subscriber,
             conn: Mutex::default(),
             label,
             options,
             scripts_allowed: Default::default(),
-        })
+            me: me.clone(),
+            polling: Default::default(),
+        }))
     }
 
     /// The current connection's cell.
-    fn cell(&self) -> Arc<ConnectionCell> {
+    pub(super) fn cell(&self) -> Arc<ConnectionCell> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The client's network timeout (each call's bound).
+    pub(super) fn network_timeout(&self) -> std::time::Duration {
+        self.options.network_timeout
+    }
+
+    /// Starts the topology poll once, in a task on the calling context's runtime.
+    fn poll_topology(&self) {
+        if self.polling.load(Relaxed) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if !self.polling.swap(true, Relaxed) {
+            runtime.spawn(super::cluster_topology::poll(self.me.clone()));
+        }
+    }
+
+    /// The topology poll saw other masters serving the slots than when `cell`'s connection
+    /// was checked: connects again as after a call that got no answer.
+    pub(super) fn topology_changed(&self, cell: &Arc<ConnectionCell>) {
+        tracing::debug!(cluster = %self.label, "the slots' masters changed: connecting to the cluster again");
+        self.forget(cell);
     }
 
     /// Replaces `cell`'s connection if it is still the current one by a new one, made from
@@ -154,7 +185,6 @@ impl ClusterTransport {
         if !Arc::ptr_eq(&current, cell) {
             return;
         }
-        tracing::debug!(cluster = %self.label, "a call got no answer: connecting to the cluster again");
         let fresh: Arc<ConnectionCell> = Arc::default();
         // The cluster's facts do not change with the connection.
         fresh.begin(&self.connector, Some(facts));
@@ -169,7 +199,11 @@ impl ClusterTransport {
     }
 
     async fn connection_in(&self, cell: &ConnectionCell) -> Result<Connected> {
-        cell.get(&self.connector).await
+        let made = cell.get(&self.connector).await;
+        if made.is_ok() {
+            self.poll_topology();
+        }
+        made
     }
 
     /// Connects now (if not yet) and checks the cluster answers `PING`.
@@ -328,6 +362,7 @@ struct Unanswered<'a> {
 impl Drop for Unanswered<'_> {
     fn drop(&mut self) {
         if let Some(cell) = self.cell.take() {
+            tracing::debug!(cluster = %self.transport.label, "a call got no answer: connecting to the cluster again");
             self.transport.forget(&cell);
         }
     }

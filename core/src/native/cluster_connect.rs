@@ -177,6 +177,11 @@ impl ConnectionCell {
         self.connecting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Its connection, once made.
+    pub(crate) fn made(&self) -> Option<Connected> {
+        self.made.get().cloned()
+    }
+
     /// The facts of its connection, once made.
     pub(crate) fn facts(&self) -> Option<ClusterFacts> {
         self.made.get().map(|(_, facts)| *facts)

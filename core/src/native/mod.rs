@@ -7,6 +7,7 @@ mod builder;
 mod cluster;
 mod cluster_connect;
 mod cluster_pubsub;
+mod cluster_topology;
 mod connection;
 mod deployment;
 mod ifeq;
