@@ -473,8 +473,10 @@ enum redlatch_status redlatch_count_down_latch_try_set_count(const struct redlat
 // Counts down by one; at zero the latch opens (its key is deleted) and every waiter wakes. A
 // count-down of a latch that is not set changes nothing (Redisson's `countDown`).
 //
-// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`,
-// `REDLATCH_KEY_CONFLICT`.
+// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL); `REDLATCH_REDIS`, `REDLATCH_KEY_CONFLICT`
+// (nothing changed); `REDLATCH_CONNECTION`: Redis did not answer within the network
+// timeout, so the outcome is unknown (a stalled Redis may still apply it when it runs
+// again): calling again may count down twice.
 //
 // # Safety
 // `latch` NULL or valid.
@@ -565,8 +567,8 @@ enum redlatch_status redlatch_fair_lock_new(const struct redlatch_client *client
                                             const struct redlatch_lock_options *opts,
                                             struct redlatch_lock **out);
 
-// Frees a lock handle, first releasing every hold still made through it (best effort,
-// blocking up to a network timeout) and unregistering the lost callback: when it returns, the
+// Frees a lock handle, first releasing every hold still made through it (best effort, all
+// at once, blocking up to one network timeout in all) and unregistering the lost callback: when it returns, the
 // callback is not running and will not run again. NULL is a no-op. Call it once, after every
 // other call on the handle has returned.
 //

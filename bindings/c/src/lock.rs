@@ -153,11 +153,11 @@ impl redlatch_lock {
     /// Releases everything still held through the handle (for free).
     fn close(self) {
         self.lost.set(None, std::ptr::null_mut());
-        for guard in self.holds.drain() {
-            // Best effort: the hold may already be gone (expired, lost); an unknown outcome
-            // goes on in the background. No caller is left to tell.
-            let _ = guard.release_final();
-        }
+        // Best effort: a hold may already be gone (expired, lost); an unknown outcome goes on
+        // in the background. No caller is left to tell. All at once: one network timeout in
+        // all when Redis does not answer.
+        let holds = self.holds.drain();
+        let _ = Guard::release_all_final(holds.iter().map(|g| &**g));
     }
 }
 
@@ -244,8 +244,8 @@ pub unsafe extern "C" fn redlatch_fair_lock_new(
     boundary(|| unsafe { new_lock(client, name, opts, out, Maker::Fair) })
 }
 
-/// Frees a lock handle, first releasing every hold still made through it (best effort,
-/// blocking up to a network timeout) and unregistering the lost callback: when it returns, the
+/// Frees a lock handle, first releasing every hold still made through it (best effort, all
+/// at once, blocking up to one network timeout in all) and unregistering the lost callback: when it returns, the
 /// callback is not running and will not run again. NULL is a no-op. Call it once, after every
 /// other call on the handle has returned.
 ///

@@ -264,6 +264,30 @@ impl Guard {
         run(&self.runtime, async move { guard.release_final().await })
     }
 
+    /// Releases every one of `guards` as [`release_final`](Self::release_final) does, all at
+    /// once, so a Redis that does not answer costs one network timeout in all, not one per
+    /// hold (a C trial of stop 49: freeing a handle with three holds took 9 s with a 3 s
+    /// network timeout). One result per guard, in order. The guards may belong to different
+    /// clients; the first one's runtime drives them.
+    pub fn release_all_final<'a>(guards: impl IntoIterator<Item = &'a Guard>) -> Vec<Result<()>> {
+        let guards: Vec<&Guard> = guards.into_iter().collect();
+        let Some(runtime) = guards.first().map(|g| g.runtime.clone()) else {
+            return Vec::new();
+        };
+        let count = guards.len();
+        let inners: Vec<Arc<crate::Guard>> = guards.iter().map(|g| g.inner.clone()).collect();
+        let released = run(&runtime, async move {
+            let releases = inners.iter().map(|g| async move {
+                if g.is_inherited() {
+                    return Err(inherited_hold("release", g.name()));
+                }
+                g.release_final().await
+            });
+            Ok(futures::future::join_all(releases).await)
+        });
+        released.unwrap_or_else(|e| (0..count).map(|_| Err(e.clone())).collect())
+    }
+
     /// See [`crate::Guard::is_closed`].
     pub fn is_closed(&self) -> bool {
         self.guard().is_closed()

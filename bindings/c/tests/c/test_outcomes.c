@@ -164,6 +164,24 @@ static void test_a_release_with_an_unknown_outcome_is_retried(void) {
     redlatch_client_free(client);
 }
 
+/* Freeing a handle releases its holds all at once: a Redis that does not answer costs one
+   network timeout in all. Found by a user trial of stop 49: three holds took three network
+   timeouts (9 s with 3 s). */
+static void test_freeing_a_handle_with_holds_blocks_one_network_timeout_in_all(void) {
+    redlatch_client *client = connect_with(1000);
+    redlatch_lock *l = make(client, "co:free-paused", true, 20000);
+    for (int i = 0; i < 3; i++) CHECK_OK(redlatch_lock_acquire(l));
+    raw("CLIENT", "PAUSE", "3000", "ALL");
+    uint64_t t0 = now_ms();
+    redlatch_lock_free(l);
+    uint64_t took = now_ms() - t0;
+    CHECK(took < 2500, "freed within about one network timeout (1000 ms): %llu ms",
+          (unsigned long long)took);
+    sleep_ms(3500); /* the pause ended: the releases sent during it applied */
+    CHECK(redis_int(URL, "EXISTS", "co:free-paused") == 0, "every hold released");
+    redlatch_client_free(client);
+}
+
 /* Semaphore `name` of 3 permits (its release script cached), `taken` of them acquired by the
    handle returned, and the server paused for 1 s: the next call's outcome stays unknown. */
 static redlatch_semaphore *semaphore_taken_then_paused(redlatch_client *client, const char *name,
@@ -248,6 +266,7 @@ int main(void) {
     RUN(test_every_lock_handle_says_its_kind);
     RUN(test_every_not_owned_says_why_and_a_lost_hold_is_not_held);
     RUN(test_a_release_with_an_unknown_outcome_is_retried);
+    RUN(test_freeing_a_handle_with_holds_blocks_one_network_timeout_in_all);
     RUN(test_a_final_semaphore_release_with_an_unknown_outcome_gives_back_once);
     RUN(test_freeing_a_handle_settles_a_release_of_unknown_outcome);
     RUN(test_application_data_under_a_lock_name_is_a_key_conflict);
