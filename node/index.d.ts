@@ -66,8 +66,9 @@ export declare class NativeClient {
   /** A permit-expirable semaphore handle on key `name`; `permits` as for `semaphore`. */
   permitSemaphore(name: string, permits?: number | undefined | null): NativePermitSemaphore
   /**
-   * The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended`, `lost` (the
-   * core's `Permit::is_lost`) and `closed` (`Permit::released_by_close`): the string
+   * The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended` (the core's
+   * `Permit::is_released`), `lost` (`Permit::is_lost`) and `closed`
+   * (`Permit::released_by_close`): the string
    * `"<id>:<renewed 0|1>:<ended 0|1>:<lost 0|1>:<closed 0|1>"`; `ended` also for a number
    * not in the table.
    */

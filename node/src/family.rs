@@ -279,17 +279,19 @@ impl NativeClient {
         })
     }
 
-    /// The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended`, `lost` (the
-    /// core's `Permit::is_lost`) and `closed` (`Permit::released_by_close`): the string
+    /// The id of permit `permit` (32 lower-case hex digits), `renewed`, `ended` (the core's
+    /// `Permit::is_released`), `lost` (`Permit::is_lost`) and `closed`
+    /// (`Permit::released_by_close`): the string
     /// `"<id>:<renewed 0|1>:<ended 0|1>:<lost 0|1>:<closed 0|1>"`; `ended` also for a number
     /// not in the table.
     #[napi]
     pub fn permit_state(&self, permit: f64) -> String {
         match self.shared.permit(permit).and_then(|slot| locked(&slot).clone()) {
             Some(p) => format!(
-                "{}:{}:0:{}:{}",
+                "{}:{}:{}:{}:{}",
                 p.id(),
                 u8::from(p.is_renewed()),
+                u8::from(p.is_released()),
                 u8::from(p.is_lost()),
                 u8::from(p.released_by_close())
             ),
@@ -323,17 +325,13 @@ impl NativeClient {
                 }
             }));
         }
+        // A permit released stays in the table (until its object is collected), so a second
+        // release gets the core's answer, as in the wasm entry (the semaphore's name in it).
         Ok(self.shared.driver.call(out, id, async move {
             let Some(p) = slot.as_ref().and_then(|s| locked(s).clone()) else {
                 return Err(released_or_closed(closed));
             };
-            let result = p.release().await;
-            if !matches!(&result, Err(e) if !e.kind().is_not_owned()) {
-                if let Some(s) = &slot {
-                    locked(s).take();
-                }
-            }
-            result.map(|()| Value::Unit)
+            p.release().await.map(|()| Value::Unit)
         }))
     }
 

@@ -260,6 +260,13 @@ impl Permit {
         state.lost.load(Ordering::Acquire) || (!state.ended.load(Ordering::Acquire) && state.lease_ended())
     }
 
+    /// `true` once released through this handle (or while a release is in flight): given
+    /// back, or found lost by the release. `false` again after a release whose outcome
+    /// stayed unknown (a `Connection` error: call [`release`](Self::release) again).
+    pub fn is_released(&self) -> bool {
+        self.state.ended.load(Ordering::Acquire)
+    }
+
     /// `true` when `Client::close` released it while it was still held, as
     /// [`Guard::released_by_close`](crate::Guard::released_by_close) for locks: bindings then
     /// report it lost to its holder (a scope still running at close rejects `LockLost`).
