@@ -90,12 +90,15 @@ impl CountDownLatch {
 
     /// Counts down by one (Redisson `countDown`); at zero the latch opens (its key is deleted
     /// and `0` is published, waking every waiter). On a latch that is not set, nothing
-    /// happens (as Redisson). Safe to retry: a repeat of a request whose reply was lost gets
-    /// the first answer back (latch key `redisson_unlock_latch:{name}:<id>`, short-lived).
+    /// happens (as Redisson). The client's own retry of a request whose reply was lost gets
+    /// the first answer back (latch key `redisson_unlock_latch:{name}:<id>`, short-lived), so
+    /// one call counts down at most once.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad name or a quorum client; `Connection`/`Redis` when Redis
-    /// fails.
+    /// `InvalidArgument` for a bad name or a quorum client; `Redis` when Redis refuses it
+    /// (nothing changed); `Connection` when Redis did not answer: the outcome is unknown (a
+    /// stalled Redis may still apply it when it runs again), and calling again may count
+    /// down twice (a C trial of stop 49 saw a count of 2 reach 0 so).
     pub async fn count_down(&self) -> Result<()> {
         self.check()?;
         let engine = &self.engine;

@@ -98,8 +98,10 @@ pub unsafe extern "C" fn redlatch_count_down_latch_try_set_count(
 /// Counts down by one; at zero the latch opens (its key is deleted) and every waiter wakes. A
 /// count-down of a latch that is not set changes nothing (Redisson's `countDown`).
 ///
-/// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL); `REDLATCH_CONNECTION`, `REDLATCH_REDIS`,
-/// `REDLATCH_KEY_CONFLICT`.
+/// Errors: `REDLATCH_INVALID_ARGUMENT` (NULL); `REDLATCH_REDIS`, `REDLATCH_KEY_CONFLICT`
+/// (nothing changed); `REDLATCH_CONNECTION`: Redis did not answer within the network
+/// timeout, so the outcome is unknown (a stalled Redis may still apply it when it runs
+/// again): calling again may count down twice.
 ///
 /// # Safety
 /// `latch` NULL or valid.

@@ -300,7 +300,11 @@ export declare class CountDownLatch {
   readonly name: string
   /** Sets the count if no latch is set; `true` when it did. */
   trySetCount(count: number): Promise<boolean>
-  /** Decrements the count; at zero every waiter wakes. A no-op when no latch is set. */
+  /**
+   * Decrements the count; at zero every waiter wakes. A no-op when no latch is set. Rejects
+   * with RedisConnectionError when Redis did not answer: the outcome is unknown (it may still
+   * apply), and calling again may count down twice.
+   */
   countDown(): Promise<void>
   /** The count now (0 when open or not set). */
   count(): Promise<number>

@@ -40,7 +40,12 @@ export class CountDownLatch {
     return engineCall(() => this.#raw.trySetCount(count))
   }
 
-  /** Decrements the count; at zero the latch opens (every waiter wakes). A no-op when no latch is set. */
+  /**
+   * Decrements the count; at zero the latch opens (every waiter wakes). A no-op when no latch
+   * is set. Rejects with RedisConnectionError when Redis did not answer within the network
+   * timeout: the outcome is unknown (a stalled Redis may still apply it when it runs again),
+   * and calling again may count down twice.
+   */
   async countDown() {
     return engineCall(() => this.#raw.countDown())
   }

@@ -271,7 +271,12 @@ class CountDownLatch:
 
     def count_down(self) -> None:
         """Takes one off the count; at zero the latch opens (its key is deleted) and every
-        waiter wakes. Does nothing to a latch that is open."""
+        waiter wakes. Does nothing to a latch that is open.
+
+        :raises redlatch.RedisConnectionError: Redis did not answer within the network timeout:
+            the outcome is unknown (a stalled Redis may still apply it when it runs again),
+            and calling again may count down twice
+        """
         self._native.count_down()
 
     def count(self) -> int:
