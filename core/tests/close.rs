@@ -241,3 +241,28 @@ async fn an_acquire_in_flight_at_close_is_undone_then_the_connections_close() {
     .await;
     drop(lock);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_and_dropped_client_leaves_no_task_behind() {
+    // A Rust user trial of stop 49: every client left a task alive for ever (the probe that
+    // tells a runtime's shut-down); 10,500 clients made and dropped, 10,501 tasks.
+    let s = server();
+    let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+    let before = tasks();
+    for i in 0..10 {
+        let c = client(&s).await;
+        let held = c.lock(format!("tasks:{i}")).acquire().await.unwrap();
+        held.release().await.unwrap();
+        c.close().await;
+    }
+    // Their connections close in the background.
+    let mut left = tasks();
+    for _ in 0..100 {
+        if left <= before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = tasks();
+    }
+    assert!(left <= before, "{left} tasks alive after, {before} before");
+}
