@@ -63,7 +63,7 @@ pub use client::Client;
 pub use driver::cleanup::wait_for_background_cleanup;
 pub use driver::owner::{new_owner, thread_owner};
 #[cfg(not(target_arch = "wasm32"))]
-pub use driver::process_clock;
+pub use driver::{ping_at_connect, process_clock};
 pub use driver::{BoxFut, Config, MaybeSend, Runtime, Subscription, Transport};
 pub use error::{redis_error_kind, Error, ErrorKind, NodeOutcome, Reason, Result};
 pub use guard::Guard;

@@ -220,7 +220,8 @@ async fn connect_local(
     let timeout = config.network_timeout;
     let runtime = &runtime;
     let pings = futures::future::join_all(transports.iter().map(|t| async move {
-        let ping = Box::pin(t.ping());
+        // Retried as the core's connect retries (a connection closed as it was made).
+        let ping = Box::pin(redlatch::ping_at_connect(&**runtime, timeout, || t.ping()));
         match futures::future::select(ping, redlatch::Runtime::sleep(&**runtime, timeout)).await {
             futures::future::Either::Left((r, _)) => r,
             futures::future::Either::Right(_) => Err(Error::connection(format!(

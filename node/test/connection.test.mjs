@@ -87,6 +87,44 @@ test("a database the server lacks is InvalidArgumentError, as on the tokio engin
   }
 })
 
+test('connect rides out a connection closed as it is made, on both engines', async () => {
+  // A Rust user trial of stop 49: during a CLIENT KILL loop some connects failed ("is this a
+  // TLS port"), while calls of connected clients all succeeded. A front closes the first
+  // connection it gets and relays the next ones.
+  const server = await startServer()
+  let seen = 0
+  const front = net.createServer((downstream) => {
+    if (seen++ === 0) return downstream.destroy()
+    const upstream = net.connect({ host: '127.0.0.1', port: server.port })
+    downstream.pipe(upstream).pipe(downstream)
+    const end = () => {
+      downstream.destroy()
+      upstream.destroy()
+    }
+    downstream.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+  })
+  await new Promise((resolve) => front.listen(0, '127.0.0.1', resolve))
+  const before = process.env.REDLATCH_NODE_IO
+  try {
+    for (const io of ['local', 'tokio']) {
+      process.env.REDLATCH_NODE_IO = io
+      seen = 0
+      const client = await Client.connect(`redis://127.0.0.1:${front.address().port}`)
+      try {
+        await works(client)
+      } finally {
+        await client.close()
+      }
+    }
+  } finally {
+    if (before === undefined) delete process.env.REDLATCH_NODE_IO
+    else process.env.REDLATCH_NODE_IO = before
+    await new Promise((resolve) => front.close(resolve))
+    await server.stop()
+  }
+})
+
 test('a password given to a server without one is RedisConnectionError, on both engines', async () => {
   // A user trial: the local engine rejected with the base LockError (ERR_REDIS).
   const server = await startServer()

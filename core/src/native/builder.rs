@@ -396,8 +396,14 @@ impl ClientBuilder {
         self.validate()?;
         let transports = self.transports()?;
         let timeout = self.config.network_timeout;
+        let runtime = match self.runtime.clone() {
+            Some(h) => TokioRuntime::with_handle(h),
+            None => TokioRuntime::current(),
+        };
+        let clock = &runtime;
         let pings = futures::future::join_all(transports.iter().map(|t| async move {
-            match tokio::time::timeout(timeout * 2, t.ping()).await {
+            let ping = crate::driver::ping_at_connect(clock, timeout, || t.ping());
+            match tokio::time::timeout(timeout * 2, ping).await {
                 Ok(r) => r,
                 Err(_) => Err(Error::connection(format!(
                     "no answer within {} ms",
@@ -409,10 +415,6 @@ impl ClientBuilder {
         let labels: Vec<&str> = transports.iter().map(|t| t.label()).collect();
         quorum::enough_answered(&labels, pings)?;
         let config = self.client_config();
-        let runtime = match self.runtime {
-            Some(h) => TokioRuntime::with_handle(h),
-            None => TokioRuntime::current(),
-        };
         let transports = transports.into_iter().map(Native::erase).collect();
         Client::from_transports(transports, Arc::new(runtime), config)
     }
