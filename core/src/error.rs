@@ -53,7 +53,7 @@ const NO_PASSWORD_SET_MESSAGE: &str =
     "the server has no password set for the default user, but one was given (ERR AUTH called without any password configured): remove it from the URL, or set one on the server";
 /// The message of a connection whose user name or password the server refused.
 const AUTH_REFUSED: &str =
-    "the server refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user)";
+    "the server refused the URL's user name or password (WRONGPASS: wrong password, unknown or disabled user; or a password given to a server whose default user has none)";
 
 impl Error {
     /// Builds an error of `kind` with `message`.

@@ -90,6 +90,24 @@ async fn a_refused_password_is_the_same_connection_error_in_both_protocols() {
     );
 }
 
+/// A password given to a server that has none (RESP2 `AUTH`: Redis answers "called without
+/// any password configured", which redis-rs reports as a refused password without the
+/// detail): the message names that case too, without the password Redis echoes (a Rust user
+/// trial of stop 49 read only WRONGPASS). Over RESP3 Redis accepts it (`HELLO ... AUTH`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_given_to_a_server_without_one_is_said_so() {
+    let server = common::server();
+    let url = format!("redis://:{PASSWORD}@127.0.0.1:{}", server.port());
+    let e = within(BOUND, Client::builder(&url).connect()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.is_permanent(), "{e}");
+    assert!(
+        e.message().contains("a server whose default user has none"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains(PASSWORD), "{e}");
+}
+
 /// A server that starts to require a password after the client connected (`CONFIG SET
 /// requirepass`, then the client's connections killed): its reconnects are answered `NOAUTH`,
 /// a permanent Connection error that ends a wait at once. A user trial saw lock, semaphore and
