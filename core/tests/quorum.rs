@@ -422,3 +422,28 @@ async fn a_minority_key_written_late_is_deleted_by_the_release_after_the_loss() 
         "a node keeps the lost hold's key"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_reaches_a_paused_node_behind_its_grant() {
+    // A C trial of stop 49: node 1 paused through an acquire, a contender's failed wait, the
+    // release, a second acquire and its release. Resumed at once, it ran the second grant
+    // after that hold's release (both had waited for one new connection; the release went
+    // first) and kept the key for the whole lease. Each release now goes behind its grant.
+    let nodes = servers(3);
+    let client = quorum_of(&nodes).await;
+    let lease = Duration::from_secs(5);
+    for run in 0..3 {
+        let name = format!("q:behind:{run}");
+        nodes[1].pause().unwrap();
+        let first = client.lock(&name).lease(lease).acquire().await.unwrap();
+        let contender = client.lock(&name).lease(lease).wait(Duration::from_secs(1));
+        let e = contender.acquire().await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}");
+        first.release().await.unwrap();
+        let second = contender.acquire().await.unwrap();
+        second.release().await.unwrap();
+        nodes[1].resume().unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(holders(&nodes, &name).await, 0, "run {run}: a node keeps the key");
+    }
+}

@@ -103,6 +103,8 @@ pub(crate) struct Reconnecting {
     /// kept open after a newer one replaced it: for the undo that must follow its attempt
     /// onto it (within a connect timeout), and for the requests still queued there.
     suspects: Mutex<Vec<Suspect>>,
+    /// A quorum node's acquire tries still running (`connection_grants.rs`).
+    grants: grants::Running,
     /// The runtime the connections run on (set at connect): when this is dropped, the
     /// suspects linger out on it (see the `Drop` impl).
     runtime: std::sync::OnceLock<tokio::runtime::Handle>,
@@ -118,6 +120,7 @@ impl Reconnecting {
             next_id: AtomicU64::new(1),
             ever_made: AtomicBool::new(false),
             suspects: Mutex::new(Vec::new()),
+            grants: grants::Running::default(),
             runtime: std::sync::OnceLock::new(),
         }
     }
@@ -273,6 +276,8 @@ impl Reconnecting {
     }
 }
 
+#[path = "connection_grants.rs"]
+mod grants;
 #[path = "connection_suspects.rs"]
 mod suspects;
 use suspects::Suspect;

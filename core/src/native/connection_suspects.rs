@@ -53,10 +53,12 @@ impl Reconnecting {
     /// timeout, each queued on its own connection, and each may still apply when a stalled
     /// Redis runs again (a user trial of stop 38: the undo followed only the latest, and the
     /// first try's grant stayed for the whole lease).
+    /// A lease release goes behind its grant's abandoned tries the same way
+    /// ([`Request::goes_behind`]), and behind those still running (`connection_grants.rs`).
     pub(crate) fn suspects_for(&self, undo: &Request) -> Vec<Live> {
         self.live_suspects()
             .iter()
-            .filter(|s| undo.undoes(s.attempt.as_ref()))
+            .filter(|s| undo.goes_behind(s.attempt.as_ref()))
             .map(|s| s.live.clone())
             .collect()
     }

@@ -215,7 +215,14 @@ impl Transport for RedisTransport {
                 if let Some(reply) = Box::pin(self.undo_behind_its_attempt(request)).await {
                     return reply;
                 }
+            } else if request.follows_its_grant() {
+                if let Some(reply) = Box::pin(self.release_behind_its_grant(request)).await {
+                    return reply;
+                }
             }
+            // A quorum node's acquire try, noted until it ends: the release of its hold goes
+            // behind it (connection_grants.rs).
+            let grant = self.conn.grant_try(request);
             // Not for an undo: its place is behind its attempt (above), else any connection.
             let set_up_held = !request.is_undo()
                 && match self.eval_local(request).await {
@@ -237,7 +244,16 @@ impl Transport for RedisTransport {
             // would be stored twice in this one, which every call boxes.
             let reply = {
                 let run = std::pin::pin!(self.run(&mut conn, &live, request));
-                live.unless_lost(run).await
+                let mut call = std::pin::pin!(live.unless_lost(run));
+                match (&grant, futures::poll!(call.as_mut())) {
+                    (_, std::task::Poll::Ready(reply)) => reply,
+                    // Polled once: the request is queued on the connection.
+                    (Some(grant), std::task::Poll::Pending) => {
+                        grant.sent_on(&live);
+                        call.await
+                    }
+                    (None, std::task::Poll::Pending) => call.await,
+                }
             };
             let confirm = match (&reply, self.options.sync_replicas) {
                 (Ok(r), Some(sync)) => replication::write_to_confirm(request, r).map(|w| (w, sync)),

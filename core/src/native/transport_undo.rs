@@ -28,22 +28,39 @@ impl RedisTransport {
         };
         // Behind every try abandoned on a multiplexed connection, not only the latest (an
         // acquire retried within its wait leaves one per timeout).
-        let multiplexed = async {
-            let suspects = self.conn.suspects_for(undo);
-            let replies = join_all(suspects.iter().map(|live| async move {
-                let mut conn = live.conn.clone();
-                let reply = live.unless_lost(self.run(&mut conn, live, undo)).await;
-                reply.map_err(|e| self.failed(live, &e, Some(undo)))
-            }))
-            .await;
-            let mut replies = replies.into_iter();
-            let first = replies.next()?;
-            Some(replies.fold(first, |kept, next| if kept.is_ok() { kept } else { next }))
-        };
+        let multiplexed = self.on_each(self.conn.suspects_for(undo), undo);
         match join(calling_thread_or_loop, multiplexed).await {
             (Some(Ok(reply)), _) | (_, Some(Ok(reply))) => Some(Ok(reply)),
             (Some(Err(e)), _) => Some(Err(e)),
             (None, other) => other,
         }
+    }
+
+    /// Sends a lease release behind every try of its grant that is in flight or was abandoned
+    /// on a multiplexed connection that still lingers, and only there: sent elsewhere, it could
+    /// run first and the late grant then stay (`Request::follows_its_grant`). `None` when
+    /// there is no such try (the usual path sends it).
+    pub(super) async fn release_behind_its_grant(&self, release: &Request) -> Option<Result<Reply>> {
+        let mut lives = self.conn.suspects_for(release);
+        for live in self.conn.grant_tries_of(release).await {
+            if !lives.iter().any(|l| l.id == live.id) {
+                lives.push(live);
+            }
+        }
+        self.on_each(lives, release).await
+    }
+
+    /// Sends `request` on each of `suspects` (connections a try of its attempt went on); a
+    /// reply that came, else an error; `None` when there is none.
+    async fn on_each(&self, suspects: Vec<super::Live>, request: &Request) -> Option<Result<Reply>> {
+        let replies = join_all(suspects.iter().map(|live| async move {
+            let mut conn = live.conn.clone();
+            let reply = live.unless_lost(self.run(&mut conn, live, request)).await;
+            reply.map_err(|e| self.failed(live, &e, Some(request)))
+        }))
+        .await;
+        let mut replies = replies.into_iter();
+        let first = replies.next()?;
+        Some(replies.fold(first, |kept, next| if kept.is_ok() { kept } else { next }))
     }
 }

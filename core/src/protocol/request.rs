@@ -119,6 +119,22 @@ impl Request {
         attempt.is_some() && self.is_undo() && self.attempt_mark().as_ref() == attempt
     }
 
+    /// A lease lock's release (not an undo): like an undo, it must not overtake a try of its
+    /// own grant, still running (a quorum node that did not answer the acquire in time) or
+    /// abandoned on a connection where it stays queued; it goes behind it on that connection
+    /// (`connection_grants.rs`, `Reconnecting::suspects_for`).
+    #[cfg(feature = "native")]
+    pub(crate) fn follows_its_grant(&self) -> bool {
+        std::ptr::eq(self.script, &scripts::LEASE_RELEASE) && !self.is_undo()
+    }
+
+    /// Whether this request goes behind the tries of the attempt marked `attempt`.
+    #[cfg(feature = "native")]
+    pub(crate) fn goes_behind(&self, attempt: Option<&AttemptMark>) -> bool {
+        self.undoes(attempt)
+            || (attempt.is_some() && self.follows_its_grant() && self.attempt_mark().as_ref() == attempt)
+    }
+
     /// The fair and write acquires' optional last argument: the fencing counter's TTL in ms
     /// when `fence` is `Some(ttl)` with `ttl > 0` (the counter persists otherwise, as in
     /// Redisson). Only for `fair_acquire` and `rw_write_acquire` requests.
