@@ -433,6 +433,27 @@ fn sentinel_credentials_for_another_kind_of_url_are_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_name_no_sentinel_knows_says_what_it_may_mean() {
+    // A Rust user trial of stop 49 read redis-rs' "Master with given name not found in
+    // sentinel" during a failover, with the right name, as a configuration error.
+    let group = group(false);
+    let url = group.url().replace(redlatch_fleet::MASTER_NAME, "no-such-master");
+    let e = within(
+        BOUND,
+        Client::builder(&url).sentinel_auth(None, "sentinel-pw").connect(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("\"no-such-master\""), "{e}");
+    assert!(
+        e.message()
+            .contains("the name may be wrong, or a failover is under way"),
+        "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sentinel_url_at_a_data_node_says_so() {
     // A deployments trial of stop 45: "refused the URL's user name or password (WRONGPASS)",
     // with no password given.

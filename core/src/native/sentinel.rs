@@ -226,6 +226,14 @@ impl SentinelSource {
                     self.master
                 )));
             }
+            Ok(Err(e)) if e.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel => {
+                // redis-rs' words ("Master with given name not found in sentinel") read as a
+                // wrong name; they also mean that the master the sentinels name does not
+                // answer as one, as during a failover (a Rust user trial of stop 49).
+                return Err(fail(
+                    "no sentinel names a master by that name that answers as master: the name may be wrong, or a failover is under way (the master they name is down, paused or not yet promoted)".to_owned(),
+                ));
+            }
             Ok(Err(e)) => {
                 return Err(match wrapped_refusal(&e) {
                     Some(refused) => self.which_refused(refused, timeout).await,
