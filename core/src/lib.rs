@@ -62,8 +62,9 @@ pub use client::Client;
 #[cfg(not(target_arch = "wasm32"))]
 pub use driver::cleanup::wait_for_background_cleanup;
 pub use driver::owner::{new_owner, thread_owner};
+pub use driver::ping_at_connect;
 #[cfg(not(target_arch = "wasm32"))]
-pub use driver::{ping_at_connect, process_clock};
+pub use driver::process_clock;
 pub use driver::{BoxFut, Config, MaybeSend, Runtime, Subscription, Transport};
 pub use error::{redis_error_kind, Error, ErrorKind, NodeOutcome, Reason, Result};
 pub use guard::Guard;

@@ -28,13 +28,13 @@ mod waker;
 mod watchdog;
 
 pub(crate) use acquire::{acquire, LockSpec};
-#[cfg(not(target_arch = "wasm32"))]
 pub use connect_ping::ping_at_connect;
 pub(crate) use hold::Hold;
 pub(crate) use nodes::Nodes;
 pub(crate) use registry::{OnClose, CLOSED};
 pub(crate) use signal::End;
 use signal::Validity;
+#[cfg(not(target_arch = "wasm32"))]
 pub use transport::process_clock;
 pub(crate) use transport::random_unit;
 pub use transport::{BoxFut, MaybeSend, Runtime, Subscription, Transport};
